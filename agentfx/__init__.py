@@ -1,0 +1,1 @@
+"""agentfx: expose chosen Messages of an Elm-architecture application to AI agents."""

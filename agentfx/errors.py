@@ -1,0 +1,225 @@
+"""Failure values and the few exceptions agentfx raises.
+
+Failures an agent can cause are *values*: frozen msgspec Structs tagged by
+class name under ``_tag``, so ``msgspec.json.encode(error)`` is the wire form
+and ``msgspec.json.decode(data, type=DispatchError)`` restores the exact class
+in another process. Their messages are written for the calling agent: they
+name the capability and never restate decoder internals.
+
+Programmer mistakes are exceptions: :class:`ContractError` at definition or
+bind time, :class:`AgentProjectionError` when a projection breaks its schema.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import msgspec
+
+__all__ = [
+    "AgentAuthorizationError",
+    "AgentCancelledError",
+    "AgentCapabilityUnavailableError",
+    "AgentCompletionTimeoutError",
+    "AgentInvalidInputError",
+    "AgentProjectionError",
+    "AgentResourceError",
+    "AgentUnknownCapabilityError",
+    "ContractError",
+    "DispatchError",
+    "DispatchFailed",
+    "Refusal",
+    "format_seconds",
+]
+
+
+class ContractError(ValueError):
+    """A contract was declared or bound wrongly. Raised at definition or bind time."""
+
+
+class AgentProjectionError(Exception):
+    """A resource or context projection produced a value its schema rejects.
+
+    This is an application bug, not a caller-facing failure; the message never
+    contains the offending value.
+    """
+
+
+def format_seconds(seconds: float) -> str:
+    """Render a duration the way agent-facing messages do.
+
+    >>> format_seconds(10.0), format_seconds(0.05)
+    ('10s', '0.05s')
+    """
+    return f"{seconds:g}s"
+
+
+class _Failure(msgspec.Struct, frozen=True, tag_field="_tag", tag=True):
+    """Common base: frozen, tagged by class name under ``_tag``."""
+
+
+class AgentUnknownCapabilityError(_Failure, frozen=True):
+    """No capability of that name or Message class is exposed."""
+
+    capability: str
+    message: str
+
+    @classmethod
+    def of(cls, capability: str) -> AgentUnknownCapabilityError:
+        return cls(capability=capability, message=f"No such capability: {capability}")
+
+
+class AgentCapabilityUnavailableError(_Failure, frozen=True):
+    """The capability exists, but not in the current Model."""
+
+    capability: str
+    tag: str
+    message: str
+
+    @classmethod
+    def of(cls, capability: str, tag: str) -> AgentCapabilityUnavailableError:
+        return cls(capability, tag, f'Capability "{capability}" is not available right now')
+
+
+class AgentInvalidInputError(_Failure, frozen=True, weakref=True):
+    """The payload does not match the capability's input schema.
+
+    ``path`` is the JSON path of the first problem in msgspec's notation
+    (``$.title``, ``$.todos[0].title``, ``$`` for the root). The decoder's own
+    exception is kept on :attr:`cause` for the application; it is never encoded.
+    """
+
+    capability: str
+    tag: str
+    message: str
+    path: str = "$"
+
+    @classmethod
+    def of(cls, capability: str, tag: str, path: str, cause: BaseException | None = None) -> AgentInvalidInputError:
+        error = cls(capability, tag, f'Invalid input for "{capability}"', path)
+        if cause is not None:
+            # A frozen Struct has no room for a field that is never encoded, so
+            # the cause lives beside it for exactly as long as the error does.
+            key = id(error)
+            _causes[key] = cause
+            weakref.finalize(error, _causes.pop, key, None)
+        return error
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The decoder's exception, for the application's logs; ``None`` after a wire round trip."""
+        return _causes.get(id(self))
+
+
+class AgentAuthorizationError(_Failure, frozen=True):
+    """The principal may not invoke this capability."""
+
+    capability: str
+    tag: str
+    message: str
+
+    @classmethod
+    def of(cls, capability: str, tag: str, reason: str | None = None) -> AgentAuthorizationError:
+        return cls(capability, tag, reason if reason else f'Not authorized to invoke "{capability}"')
+
+
+class AgentCancelledError(_Failure, frozen=True):
+    """The invocation was cancelled through its signal.
+
+    ``dispatched`` is true only when the Message is known to have reached update.
+    """
+
+    capability: str
+    dispatched: bool
+    message: str
+
+    @classmethod
+    def before_dispatch(cls, capability: str) -> AgentCancelledError:
+        return cls(capability, False, f'Invocation of "{capability}" was cancelled before it was dispatched')
+
+    @classmethod
+    def while_waiting(cls, capability: str) -> AgentCancelledError:
+        return cls(
+            capability,
+            True,
+            f'"{capability}" was dispatched, and waiting for it to complete was cancelled. '
+            "The Message still reached update.",
+        )
+
+    @classmethod
+    def while_sending(cls, capability: str) -> AgentCancelledError:
+        return cls(
+            capability,
+            False,
+            f'Invocation of "{capability}" was cancelled while the host was still dispatching it. '
+            "Whether the Message reached update is unknown.",
+        )
+
+
+class AgentCompletionTimeoutError(_Failure, frozen=True):
+    """The completion wait reached its deadline. It undid nothing."""
+
+    capability: str
+    invocation: str
+    message: str
+
+    @classmethod
+    def while_waiting(cls, capability: str, invocation: str, seconds: float) -> AgentCompletionTimeoutError:
+        return cls(
+            capability,
+            invocation,
+            f'"{capability}" was dispatched but did not complete within {format_seconds(seconds)}. '
+            "The Message still reached update.",
+        )
+
+    @classmethod
+    def while_sending(cls, capability: str, invocation: str, seconds: float) -> AgentCompletionTimeoutError:
+        return cls(
+            capability,
+            invocation,
+            f'The host was still dispatching "{capability}" after {format_seconds(seconds)}. '
+            "Whether the Message reached update is unknown.",
+        )
+
+
+class AgentResourceError(_Failure, frozen=True):
+    """A resource read named no such resource."""
+
+    resource: str
+    message: str
+
+    @classmethod
+    def of(cls, resource: str) -> AgentResourceError:
+        return cls(resource, f'Cannot read resource "{resource}": no such resource')
+
+
+DispatchError = (
+    AgentUnknownCapabilityError
+    | AgentCapabilityUnavailableError
+    | AgentInvalidInputError
+    | AgentAuthorizationError
+    | AgentCancelledError
+    | AgentCompletionTimeoutError
+)
+"""Every failure a dispatch can end in; decodes each class back from JSON."""
+
+
+class Refusal(msgspec.Struct, frozen=True):
+    """An authorization refusal with a reason the agent is told.
+
+    >>> Refusal("Only the owner may delete a todo").reason
+    'Only the owner may delete a todo'
+    """
+
+    reason: str
+
+
+class DispatchFailed(Exception):
+    """Raised by the raise-style ``call``; ``.error`` is the failure Struct."""
+
+    def __init__(self, error: DispatchError) -> None:
+        super().__init__(error.message)
+        self.error: DispatchError = error
+
+
+_causes: dict[int, BaseException] = {}

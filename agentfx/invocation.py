@@ -1,0 +1,129 @@
+"""Invocations: one agent call's identity, transport and cancellation signal.
+
+This layer owns invocation ids and the abort signal. It deliberately knows
+nothing of contracts or dispatch: the pipeline asks a signal whether it is
+aborted and lends it the cancel scopes that an abort must cancel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass, replace
+
+import anyio
+
+__all__ = ["AbortController", "AbortSignal", "Invocation", "new_invocation_id"]
+
+_prefix = secrets.token_hex(6)
+_counter = itertools.count(1)
+
+
+def new_invocation_id() -> str:
+    """Return an id no other invocation in this process has had.
+
+    The prefix is random per process, so ids from two processes do not collide
+    in practice either.
+
+    >>> new_invocation_id() != new_invocation_id()
+    True
+    """
+    return f"{_prefix}-{next(_counter)}"
+
+
+class AbortSignal:
+    """The read side of an :class:`AbortController`.
+
+    One signal may be shared by many invocations: aborting it cancels every
+    pending one, and an invocation that starts with an aborted signal is
+    refused before the Model is read.
+
+    The signal holds the anyio cancel scopes of the invocations waiting on it;
+    it starts no task of its own. Abort it from the event loop's thread.
+    """
+
+    __slots__ = ("_aborted", "_reason", "_scopes")
+
+    def __init__(self) -> None:
+        self._aborted = False
+        self._reason: object = None
+        self._scopes: set[anyio.CancelScope] = set()
+
+    @property
+    def aborted(self) -> bool:
+        """Whether :meth:`AbortController.abort` has been called."""
+        return self._aborted
+
+    @property
+    def reason(self) -> object:
+        """The reason given to :meth:`AbortController.abort`, if any."""
+        return self._reason
+
+    def _attach(self, scope: anyio.CancelScope) -> None:
+        # An already-aborted signal cancels the scope at once, so an abort that
+        # raced the attach is never lost.
+        if self._aborted:
+            scope.cancel()
+        else:
+            self._scopes.add(scope)
+
+    def _detach(self, scope: anyio.CancelScope) -> None:
+        self._scopes.discard(scope)
+
+    def _abort(self, reason: object) -> None:
+        if self._aborted:
+            return
+        self._aborted = True
+        self._reason = reason
+        scopes, self._scopes = self._scopes, set()
+        for scope in scopes:
+            scope.cancel()
+
+    def __repr__(self) -> str:
+        return f"AbortSignal(aborted={self._aborted!r}, reason={self._reason!r})"
+
+
+class AbortController:
+    """Creates an :class:`AbortSignal` and aborts it.
+
+    >>> controller = AbortController()
+    >>> controller.signal.aborted
+    False
+    >>> controller.abort("user pressed stop")
+    >>> controller.signal.aborted, controller.signal.reason
+    (True, 'user pressed stop')
+    """
+
+    __slots__ = ("signal",)
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+
+    def abort(self, reason: object = None) -> None:
+        """Abort the signal; every invocation waiting on it is cancelled. Idempotent."""
+        self.signal._abort(reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """Who is calling, over what, and how to cancel it.
+
+    Missing parts are filled per dispatch: a fresh unique ``id`` each time
+    unless one is supplied.
+
+    Args:
+        id: The invocation id; an adapter passes the protocol's call id.
+        transport: ``"in-app"`` by default; adapters name theirs (``"mcp"``).
+        signal: An :class:`AbortSignal` that cancels this invocation.
+
+    >>> Invocation(id="call-1").transport
+    'in-app'
+    """
+
+    id: str | None = None
+    transport: str = "in-app"
+    signal: AbortSignal | None = None
+
+    def filled(self) -> Invocation:
+        """This invocation with an id, generating one if it has none."""
+        return self if self.id is not None else replace(self, id=new_invocation_id())
