@@ -1,0 +1,287 @@
+"""Audit: what each invocation decided, recorded after the fact.
+
+This layer owns the audit vocabulary (:class:`AuditRecord` handed to a sink,
+:class:`AuditEntry` kept by the log) and the in-memory :class:`AuditLog`, a
+bounded ring buffer that applies the recording policy: principal projection,
+input snapshot and redaction. It deliberately knows nothing of contracts,
+hosts or the pipeline: the runtime builds one :class:`AuditRecord` per
+dispatch and hands it over through :func:`safe_record`, so a sink that raises
+never changes a dispatch's outcome.
+
+What the log never keeps: the Model (by no setting; no field can hold it), the
+principal without a projection (identities carry secrets), and the input unless
+``include_input=True``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias, cast
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .invocation import Invocation
+
+__all__ = ["AuditEntry", "AuditLog", "AuditRecord", "AuditSink", "Decision", "audit_log"]
+
+_logger = logging.getLogger("agentfx.audit")
+
+Decision: TypeAlias = Literal["refused", "dispatched", "unknown"]
+"""``refused``: nothing was sent; ``dispatched``: the host accepted the Message;
+``unknown``: the host raised, or the invocation was aborted mid-send."""
+
+_REDACTED = "[redacted]"
+"""Replaces the value of every top-level ``redact`` key of a recorded input."""
+
+_UNRECORDABLE = "[unrecordable]"
+"""Stands in for a recorded input that cannot be snapshotted at all (a cycle)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One invocation's decision, as the runtime hands it to an :class:`AuditSink`.
+
+    It carries the raw principal and the caller's raw input; a sink decides
+    what of them to keep. It never carries the Model.
+
+    Args:
+        invocation: The invocation, its ``id`` filled.
+        capability: The capability name the caller asked for (as given, even
+            when no such capability exists).
+        tag: The Message tag, or ``None`` when the capability was not resolved.
+        principal: The raw principal; ``None`` when it was not resolved.
+        decision: What happened to the Message (see :data:`Decision`).
+        outcome: ``dispatched``, ``completed``, ``failed``, ``timeout``, a
+            failure's ``_tag``, ``interrupted`` or ``AgentDefect``.
+        input: The caller's raw payload.
+        principal_resolved: ``False`` when the invocation was refused before its
+            principal was resolved (then ``principal`` is ``None``).
+    """
+
+    invocation: Invocation
+    capability: str
+    tag: str | None
+    principal: object
+    decision: Decision
+    outcome: str
+    input: object
+    principal_resolved: bool = True
+
+
+class AuditSink(Protocol):
+    """Anything that receives :class:`AuditRecord` values; :class:`AuditLog` is one.
+
+    Pass your own to ``bind(audit=...)`` to forward records somewhere durable.
+    ``record`` runs inline, once per dispatch, so it should be quick; an
+    exception it raises is logged and otherwise ignored.
+    """
+
+    def record(self, record: AuditRecord, /) -> None:
+        """Receive one invocation's record."""
+        ...
+
+
+class AuditEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One recorded invocation, as :class:`AuditLog` keeps it.
+
+    Absent keys are omitted when encoded: ``tag`` for an unknown capability,
+    ``principal`` without a projection, ``input`` unless inputs are recorded.
+    ``principal`` is ``None`` (encoded ``null``) when a projection is set but
+    the invocation was refused before its principal was resolved.
+
+    >>> entry = AuditEntry(at=0.0, invocation="call-1", transport="mcp",
+    ...                    capability="nope", decision="refused",
+    ...                    outcome="AgentUnknownCapabilityError")
+    >>> msgspec.json.encode(entry)
+    b'{"at":0.0,"invocation":"call-1","transport":"mcp","capability":"nope","decision":"refused","outcome":"AgentUnknownCapabilityError"}'
+    """
+
+    at: float
+    invocation: str
+    transport: str
+    capability: str
+    tag: str | UnsetType = UNSET
+    principal: Any = UNSET
+    decision: Decision
+    outcome: str
+    input: Any = UNSET
+
+
+def _unrecordable(value: object) -> str:
+    # Naming the type, not calling repr: a repr may be arbitrary code and may
+    # print exactly the secret the caller did not mean to record.
+    return f"[unrecordable: {type(value).__name__}]"
+
+
+def _snapshot(value: object, redact: frozenset[str]) -> object:
+    # to_builtins builds fresh containers all the way down, so later mutation
+    # of the caller's payload cannot reach the entry, and the entry stays
+    # encodable; a value it cannot convert is named by type instead.
+    try:
+        snapshot: object = msgspec.to_builtins(value, enc_hook=_unrecordable)
+    except Exception:  # a cycle (RecursionError) or a hook-proof oddity
+        return _UNRECORDABLE
+    if redact and isinstance(snapshot, dict):
+        fields = cast("dict[object, object]", snapshot)
+        for key in redact.intersection(fields):
+            fields[key] = _REDACTED
+        return fields
+    return snapshot
+
+
+class AuditLog:
+    """An :class:`AuditSink` keeping the latest ``capacity`` entries in memory.
+
+    Build one with :func:`audit_log`; the arguments are the same.
+
+    Recording never loses an entry to the log's own policy: a principal
+    projection that raises records the entry without a principal, and an input
+    that cannot be snapshotted records a placeholder.
+    """
+
+    __slots__ = ("_clock", "_entries", "_include_input", "_principal", "_redact")
+
+    def __init__(
+        self,
+        *,
+        capacity: int = 500,
+        principal: Callable[[Any], object] | None = None,
+        include_input: bool = False,
+        redact: Iterable[str] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"audit capacity must be at least 1, got {capacity}")
+        if isinstance(redact, str):
+            # frozenset("token") would redact the keys "t", "o", "k", "e", "n".
+            raise TypeError("redact takes a collection of key names, not a single string")
+        self._entries: deque[AuditEntry] = deque(maxlen=capacity)
+        self._principal = principal
+        self._include_input = include_input
+        self._redact = frozenset(redact)
+        self._clock = clock
+
+    @property
+    def capacity(self) -> int:
+        """How many entries the log keeps before dropping the oldest."""
+        maxlen = self._entries.maxlen
+        assert maxlen is not None
+        return maxlen
+
+    def record(self, record: AuditRecord, /) -> None:
+        """Append one entry for ``record``, dropping the oldest when full."""
+        project = self._principal
+        principal: object = UNSET
+        if project is not None:
+            if not record.principal_resolved:
+                principal = None
+            else:
+                try:
+                    principal = project(record.principal)
+                except Exception:
+                    _logger.exception(
+                        "audit principal projection raised; entry recorded without a principal"
+                    )
+        invocation = record.invocation
+        self._entries.append(
+            AuditEntry(
+                at=self._clock(),
+                # The runtime always fills the id; "" marks a record that broke that promise.
+                invocation=invocation.id if invocation.id is not None else "",
+                transport=invocation.transport,
+                capability=record.capability,
+                tag=record.tag if record.tag is not None else UNSET,
+                principal=principal,
+                decision=record.decision,
+                outcome=record.outcome,
+                input=_snapshot(record.input, self._redact) if self._include_input else UNSET,
+            )
+        )
+
+    def entries(self) -> list[AuditEntry]:
+        """A copy of the kept entries, oldest first."""
+        return list(self._entries)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self._entries.clear()
+
+    def __repr__(self) -> str:
+        return f"AuditLog(capacity={self.capacity}, entries={len(self._entries)})"
+
+
+def audit_log(
+    capacity: int = 500,
+    principal: Callable[[Any], object] | None = None,
+    include_input: bool = False,
+    redact: Iterable[str] = (),
+    clock: Callable[[], float] = time.time,
+) -> AuditLog:
+    """Build an in-memory audit log to pass as ``bind(audit=...)``.
+
+    Args:
+        capacity: How many entries to keep; the oldest is dropped first. At least 1.
+        principal: A projection of the raw principal to what may be recorded
+            (``lambda user: user.id``). Without one no principal is recorded:
+            identities carry secrets. An invocation refused before its
+            principal was resolved records ``None`` without calling it; a
+            projection that raises records the entry without a principal.
+        include_input: Record the caller's input, refusals included, as a deep
+            snapshot in builtin types. Off by default: it is caller-supplied
+            and may carry anything.
+        redact: Top-level input keys whose values are replaced by
+            ``"[redacted]"``; nested keys of the same name are kept.
+        clock: Returns the ``at`` timestamp of each entry.
+
+    Returns:
+        An empty :class:`AuditLog`.
+
+    Raises:
+        ValueError: ``capacity`` is less than 1.
+        TypeError: ``redact`` is a single string rather than a collection.
+
+    >>> log = audit_log(principal=lambda user: user["id"], include_input=True,
+    ...                 redact=["token"], clock=lambda: 0.0)
+    >>> log.record(AuditRecord(
+    ...     invocation=Invocation(id="call-1"), capability="delete_todo",
+    ...     tag="RequestedDeleteTodo", principal={"id": "u1", "secret": "s"},
+    ...     decision="refused", outcome="AgentAuthorizationError",
+    ...     input={"id": "todo-1", "token": "t0k"}))
+    >>> msgspec.json.encode(log.entries()[0])
+    b'{"at":0.0,"invocation":"call-1","transport":"in-app","capability":"delete_todo","tag":"RequestedDeleteTodo","principal":"u1","decision":"refused","outcome":"AgentAuthorizationError","input":{"id":"todo-1","token":"[redacted]"}}'
+    """
+    return AuditLog(
+        capacity=capacity,
+        principal=principal,
+        include_input=include_input,
+        redact=redact,
+        clock=clock,
+    )
+
+
+def safe_record(sink: AuditSink | None, record: AuditRecord) -> None:
+    """Hand ``record`` to ``sink``; an ``Exception`` it raises is logged, never propagated.
+
+    Accountability must not become a new way for a capability to break, so a
+    failing sink never changes a dispatch's outcome. ``BaseException`` (anyio
+    cancellation, ``KeyboardInterrupt``) still propagates.
+
+    >>> class Broken:
+    ...     def record(self, record: AuditRecord, /) -> None:
+    ...         raise OSError("disk full")
+    >>> record = AuditRecord(Invocation(id="c"), "x", None, None, "refused", "o", None)
+    >>> safe_record(Broken(), record)
+    """
+    if sink is None:
+        return
+    try:
+        sink.record(record)
+    except Exception:
+        _logger.exception(
+            "audit sink %s raised; the dispatch outcome is unchanged", type(sink).__name__
+        )

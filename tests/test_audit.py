@@ -1,0 +1,425 @@
+"""The audit log: recording policy, ring buffer, encoding, and the safe sink call."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import anyio
+import msgspec
+import pytest
+from msgspec import UNSET
+
+from agentfx.audit import (
+    AuditEntry,
+    AuditLog,
+    AuditRecord,
+    AuditSink,
+    Decision,
+    audit_log,
+    safe_record,
+)
+from agentfx.invocation import Invocation
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    token: str
+
+
+ALICE = User(id="u-alice", token="s3cret")
+
+
+def make_record(
+    *,
+    invocation: Invocation | None = None,
+    capability: str = "delete_todo",
+    tag: str | None = "RequestedDeleteTodo",
+    principal: object = ALICE,
+    decision: Decision = "dispatched",
+    outcome: str = "dispatched",
+    input: object = None,
+    principal_resolved: bool = True,
+) -> AuditRecord:
+    return AuditRecord(
+        invocation=invocation if invocation is not None else Invocation(id="call-1"),
+        capability=capability,
+        tag=tag,
+        principal=principal,
+        decision=decision,
+        outcome=outcome,
+        input=input,
+        principal_resolved=principal_resolved,
+    )
+
+
+def only_entry(log: AuditLog) -> AuditEntry:
+    [entry] = log.entries()
+    return entry
+
+
+def ticking_clock(start: float = 100.0) -> Iterator[float]:
+    now = start
+    while True:
+        yield now
+        now += 1.0
+
+
+# Ring buffer
+
+
+def test_capacity_drops_the_oldest_entries() -> None:
+    log = audit_log(capacity=2)
+    for n in range(5):
+        log.record(make_record(invocation=Invocation(id=f"call-{n}")))
+    assert [entry.invocation for entry in log.entries()] == ["call-3", "call-4"]
+    assert log.capacity == 2
+
+
+def test_entries_are_oldest_first() -> None:
+    log = audit_log()
+    for n in range(3):
+        log.record(make_record(invocation=Invocation(id=f"call-{n}")))
+    assert [entry.invocation for entry in log.entries()] == ["call-0", "call-1", "call-2"]
+
+
+def test_entries_returns_a_copy() -> None:
+    log = audit_log()
+    log.record(make_record())
+    taken = log.entries()
+    taken.clear()
+    log.record(make_record(invocation=Invocation(id="call-2")))
+    assert taken == []
+    assert [entry.invocation for entry in log.entries()] == ["call-1", "call-2"]
+
+
+def test_clear_forgets_every_entry_and_keeps_recording() -> None:
+    log = audit_log()
+    log.record(make_record())
+    log.record(make_record())
+    log.clear()
+    assert log.entries() == []
+    log.record(make_record(invocation=Invocation(id="after")))
+    assert [entry.invocation for entry in log.entries()] == ["after"]
+
+
+@pytest.mark.parametrize("capacity", [0, -1])
+def test_capacity_below_one_is_rejected(capacity: int) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        audit_log(capacity=capacity)
+
+
+def test_capacity_of_one_is_allowed() -> None:
+    log = audit_log(capacity=1)
+    log.record(make_record(invocation=Invocation(id="a")))
+    log.record(make_record(invocation=Invocation(id="b")))
+    assert [entry.invocation for entry in log.entries()] == ["b"]
+
+
+def test_redact_as_a_single_string_is_rejected() -> None:
+    with pytest.raises(TypeError, match="single string"):
+        audit_log(redact="token")
+
+
+def test_audit_log_is_an_audit_sink() -> None:
+    sink: AuditSink = audit_log()
+    sink.record(make_record())
+    assert isinstance(sink, AuditLog)
+    assert len(sink.entries()) == 1
+
+
+# Entry fields
+
+
+def test_entry_copies_the_invocation_and_decision() -> None:
+    log = audit_log(clock=lambda: 42.5)
+    log.record(
+        make_record(
+            invocation=Invocation(id="mcp-7", transport="mcp"),
+            decision="refused",
+            outcome="AgentAuthorizationError",
+        )
+    )
+    assert only_entry(log) == AuditEntry(
+        at=42.5,
+        invocation="mcp-7",
+        transport="mcp",
+        capability="delete_todo",
+        tag="RequestedDeleteTodo",
+        decision="refused",
+        outcome="AgentAuthorizationError",
+    )
+
+
+def test_clock_is_called_once_per_record() -> None:
+    ticks = ticking_clock()
+    log = audit_log(clock=lambda: next(ticks))
+    log.record(make_record())
+    log.record(make_record())
+    assert [entry.at for entry in log.entries()] == [100.0, 101.0]
+
+
+def test_unknown_capability_has_no_tag() -> None:
+    log = audit_log()
+    log.record(make_record(capability="nope", tag=None, decision="refused"))
+    assert only_entry(log).tag is UNSET
+
+
+def test_entries_are_frozen() -> None:
+    log = audit_log()
+    log.record(make_record())
+    with pytest.raises(AttributeError):
+        only_entry(log).outcome = "completed"  # pyright: ignore[reportAttributeAccessIssue]
+
+
+# Principal
+
+
+def test_principal_is_not_recorded_without_a_projection() -> None:
+    log = audit_log()
+    log.record(make_record(principal=ALICE))
+    entry = only_entry(log)
+    assert entry.principal is UNSET
+    assert b"s3cret" not in msgspec.json.encode(entry)
+    assert b"principal" not in msgspec.json.encode(entry)
+
+
+def test_principal_is_projected() -> None:
+    log = audit_log(principal=lambda user: user.id)
+    log.record(make_record(principal=ALICE))
+    assert only_entry(log).principal == "u-alice"
+
+
+def test_unresolved_principal_is_none_and_the_projection_is_not_called() -> None:
+    seen: list[object] = []
+
+    def project(user: object) -> object:
+        seen.append(user)
+        return "projected"
+
+    log = audit_log(principal=project)
+    log.record(make_record(principal=None, principal_resolved=False, decision="refused"))
+    assert seen == []
+    assert only_entry(log).principal is None
+    assert b'"principal":null' in msgspec.json.encode(only_entry(log))
+
+
+def test_resolved_none_principal_is_projected() -> None:
+    # A host without `principal` resolves to None; that is still a resolved principal.
+    seen: list[object] = []
+
+    def project(user: object) -> object:
+        seen.append(user)
+        return "anonymous"
+
+    log = audit_log(principal=project)
+    log.record(make_record(principal=None))
+    assert seen == [None]
+    assert only_entry(log).principal == "anonymous"
+
+
+def test_a_raising_projection_records_the_entry_without_a_principal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def project(user: User) -> object:
+        raise RuntimeError("projection bug")
+
+    log = audit_log(principal=project)
+    with caplog.at_level(logging.ERROR, logger="agentfx.audit"):
+        log.record(make_record(outcome="completed"))
+    entry = only_entry(log)
+    assert entry.principal is UNSET
+    assert entry.outcome == "completed"
+    assert "projection raised" in caplog.text
+
+
+# Input
+
+
+def test_input_is_not_recorded_by_default() -> None:
+    log = audit_log()
+    log.record(make_record(input={"id": "todo-1"}))
+    assert only_entry(log).input is UNSET
+    assert b"input" not in msgspec.json.encode(only_entry(log))
+
+
+def test_input_is_recorded_when_asked_refusals_included() -> None:
+    log = audit_log(include_input=True)
+    log.record(make_record(input={"id": "todo-1"}))
+    log.record(make_record(input={"id": 7}, decision="refused", outcome="AgentInvalidInputError"))
+    assert [entry.input for entry in log.entries()] == [{"id": "todo-1"}, {"id": 7}]
+
+
+def test_recorded_input_is_a_deep_snapshot() -> None:
+    payload: dict[str, object] = {"title": "Milk", "tags": ["a"], "meta": {"n": 1}}
+    log = audit_log(include_input=True)
+    log.record(make_record(input=payload))
+    payload["title"] = "Eggs"
+    tags = payload["tags"]
+    assert isinstance(tags, list)
+    tags.append("b")  # pyright: ignore[reportUnknownMemberType]
+    meta = payload["meta"]
+    assert isinstance(meta, dict)
+    meta["n"] = 2
+    assert only_entry(log).input == {"title": "Milk", "tags": ["a"], "meta": {"n": 1}}
+
+
+def test_non_dict_input_is_recorded() -> None:
+    log = audit_log(include_input=True, redact=["token"])
+    log.record(make_record(input=["token", 1]))
+    log.record(make_record(input=None))
+    assert [entry.input for entry in log.entries()] == [["token", 1], None]
+
+
+def test_unencodable_input_does_not_break_recording() -> None:
+    class Opaque:
+        def __repr__(self) -> str:
+            return "Opaque(password='hunter2')"
+
+    log = audit_log(include_input=True)
+    log.record(make_record(input={"id": "todo-1", "extra": Opaque()}))
+    entry = only_entry(log)
+    assert entry.input == {"id": "todo-1", "extra": "[unrecordable: Opaque]"}
+    assert b"hunter2" not in msgspec.json.encode(entry)
+
+
+def test_cyclic_input_records_a_placeholder() -> None:
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    log = audit_log(include_input=True)
+    log.record(make_record(input=cyclic))
+    assert only_entry(log).input == "[unrecordable]"
+    msgspec.json.encode(only_entry(log))
+
+
+def test_redact_replaces_top_level_keys_only() -> None:
+    payload = {"id": "todo-1", "token": "t0k", "nested": {"token": "inner"}}
+    log = audit_log(include_input=True, redact=("token", "absent"))
+    log.record(make_record(input=payload))
+    assert only_entry(log).input == {
+        "id": "todo-1",
+        "token": "[redacted]",
+        "nested": {"token": "inner"},
+    }
+    # Redaction works on the snapshot, never on the caller's payload.
+    assert payload["token"] == "t0k"
+
+
+def test_redact_applies_to_refusals() -> None:
+    log = audit_log(include_input=True, redact=["token"])
+    log.record(
+        make_record(input={"token": "t0k"}, decision="refused", outcome="AgentInvalidInputError")
+    )
+    assert only_entry(log).input == {"token": "[redacted]"}
+
+
+def test_redact_without_include_input_records_nothing() -> None:
+    log = audit_log(redact=["token"])
+    log.record(make_record(input={"token": "t0k"}))
+    assert only_entry(log).input is UNSET
+
+
+# Encoding
+
+
+def test_encoded_entry_omits_absent_keys() -> None:
+    log = audit_log(clock=lambda: 1.5)
+    log.record(
+        make_record(
+            invocation=Invocation(id="call-9", transport="mcp"),
+            capability="nope",
+            tag=None,
+            decision="refused",
+            outcome="AgentUnknownCapabilityError",
+            input={"x": 1},
+        )
+    )
+    assert msgspec.json.encode(only_entry(log)) == (
+        b'{"at":1.5,"invocation":"call-9","transport":"mcp","capability":"nope",'
+        b'"decision":"refused","outcome":"AgentUnknownCapabilityError"}'
+    )
+
+
+def test_encoded_entry_keeps_the_design_field_order() -> None:
+    log = audit_log(principal=lambda user: user.id, include_input=True, clock=lambda: 2.0)
+    log.record(make_record(input={"id": "todo-1"}, outcome="completed"))
+    assert msgspec.json.encode(only_entry(log)) == (
+        b'{"at":2.0,"invocation":"call-1","transport":"in-app","capability":"delete_todo",'
+        b'"tag":"RequestedDeleteTodo","principal":"u-alice","decision":"dispatched",'
+        b'"outcome":"completed","input":{"id":"todo-1"}}'
+    )
+
+
+def test_encoded_entry_round_trips() -> None:
+    log = audit_log(principal=lambda user: user.id, include_input=True, clock=lambda: 3.0)
+    log.record(make_record(input={"id": "todo-1"}))
+    log.record(make_record(tag=None, principal=None, principal_resolved=False, decision="refused"))
+    for entry in log.entries():
+        assert msgspec.json.decode(msgspec.json.encode(entry), type=AuditEntry) == entry
+
+
+def test_the_model_has_no_field() -> None:
+    assert "model" not in {name.lower() for name in AuditEntry.__struct_fields__}
+    assert "model" not in {name.lower() for name in AuditRecord.__dataclass_fields__}
+
+
+# safe_record
+
+
+class RaisingSink:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        self.calls = 0
+
+    def record(self, record: AuditRecord, /) -> None:
+        self.calls += 1
+        raise self.error
+
+
+class Interrupt(BaseException):
+    """A stand-in for KeyboardInterrupt that pytest will not act on."""
+
+
+def test_safe_record_forwards_to_the_sink() -> None:
+    log = audit_log()
+    safe_record(log, make_record())
+    assert len(log.entries()) == 1
+
+
+def test_safe_record_without_a_sink_does_nothing() -> None:
+    safe_record(None, make_record())
+
+
+def test_safe_record_swallows_a_raising_sink(caplog: pytest.LogCaptureFixture) -> None:
+    sink = RaisingSink(OSError("disk full"))
+    with caplog.at_level(logging.ERROR, logger="agentfx.audit"):
+        safe_record(sink, make_record())
+    assert sink.calls == 1
+    assert "RaisingSink raised" in caplog.text
+
+
+def test_safe_record_lets_base_exceptions_through() -> None:
+    sink = RaisingSink(Interrupt())
+    with pytest.raises(Interrupt):
+        safe_record(sink, make_record())
+    assert sink.calls == 1
+
+
+@pytest.mark.anyio
+async def test_safe_record_lets_cancellation_through(anyio_backend: str) -> None:
+    cancelled = anyio.get_cancelled_exc_class()
+    propagated = False
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await anyio.sleep(1)
+        except cancelled as exc:
+            try:
+                safe_record(RaisingSink(exc), make_record())
+            except cancelled:
+                propagated = True
+            raise
+    assert scope.cancelled_caught
+    assert propagated
