@@ -1,0 +1,372 @@
+"""Completion contracts: which later Message, or which state, finishes a capability's work.
+
+This module owns the declarations (:class:`Completion`, :func:`when`,
+:class:`Source`) and the waiting machinery the runtime uses after a Message is
+sent. It deliberately knows nothing of transports, audit or decoding: it is
+handed a decoded request, the dispatched Message and the host's listener hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Generic, Literal, TypeVar
+
+import anyio
+
+from .errors import ContractError
+from .host import Unsubscribe
+from .invocation import Invocation
+
+__all__ = [
+    "CallInfo",
+    "Completion",
+    "CompletionOutcome",
+    "MessageHub",
+    "Pending",
+    "Source",
+    "StateCompletion",
+    "StateWaiter",
+    "when",
+]
+
+Req = TypeVar("Req")
+Res = TypeVar("Res")
+V = TypeVar("V")
+M = TypeVar("M")
+
+_DEFAULT_TIMEOUT = 30.0
+
+
+def _seconds(timeout: float | timedelta) -> float:
+    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+    if not seconds > 0:
+        raise ContractError(f"A completion timeout must be positive, got {seconds:g}s")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """What ``correlate`` learns about the call: its invocation and the Message it dispatched."""
+
+    invocation: Invocation
+    message: Any
+
+
+def _classes(value: type[Any] | tuple[type[Any], ...]) -> tuple[type[Any], ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Completion(Generic[Req, Res]):
+    """A Message completion: the capability's work is done when one of these Messages is processed.
+
+    Args:
+        success: The Message class (or classes) that complete the work.
+        failure: The Message class (or classes) that report it failed; a
+            declared failure is still a *successful* dispatch, with
+            ``status="failed"``.
+        correlate: ``correlate(request, result, call) -> bool`` picks this
+            call's result among concurrent ones; without it (and without
+            ``correlate_key``) the first matching Message wins.
+        correlate_key: ``(request_key, result_key)``: ``request_key(request,
+            call)`` and ``result_key(result)`` return hashable keys; a result
+            settles the pending invocations with an equal key by dictionary
+            lookup, so matching costs O(1) however many calls are pending.
+        timeout: Seconds or a ``timedelta``; waiting always has a deadline,
+            which runs from the moment the host's dispatch is called.
+
+    >>> class Done: ...
+    >>> Completion(success=Done, timeout=10).timeout
+    10.0
+    """
+
+    success: tuple[type[Res], ...]
+    failure: tuple[type[Res], ...]
+    correlate: Callable[[Req, Res, CallInfo], bool] | None
+    correlate_key: tuple[Callable[[Req, CallInfo], Hashable], Callable[[Res], Hashable]] | None
+    timeout: float
+
+    def __init__(
+        self,
+        success: type[Res] | tuple[type[Res], ...],
+        failure: type[Res] | tuple[type[Res], ...] = (),
+        correlate: Callable[[Req, Res, CallInfo], bool] | None = None,
+        *,
+        correlate_key: tuple[Callable[[Req, CallInfo], Hashable], Callable[[Res], Hashable]] | None = None,
+        timeout: float | timedelta = _DEFAULT_TIMEOUT,
+    ) -> None:
+        if correlate is not None and correlate_key is not None:
+            raise ContractError('Give a completion either "correlate" or "correlate_key", not both')
+        object.__setattr__(self, "success", _classes(success))
+        object.__setattr__(self, "failure", _classes(failure))
+        object.__setattr__(self, "correlate", correlate)
+        object.__setattr__(self, "correlate_key", correlate_key)
+        object.__setattr__(self, "timeout", _seconds(timeout))
+
+
+@dataclass(frozen=True, slots=True)
+class Source(Generic[V]):
+    """A value outside the Model: ``get()`` reads it, ``subscribe(listener)`` reports changes.
+
+    A source may mutate in place, so its predicate is re-evaluated on every
+    notification.
+    """
+
+    get: Callable[[], V]
+    subscribe: Callable[[Callable[[], None]], Unsubscribe]
+
+
+@dataclass(frozen=True, slots=True)
+class StateCompletion(Generic[M, V, Req]):
+    """A state completion, built by :func:`when`."""
+
+    predicate: Callable[[V, Req], bool]
+    timeout: float
+    projection: Callable[[M], V] | None = None
+    source: Source[V] | None = field(default=None)
+
+
+def when(
+    *,
+    predicate: Callable[[V, Req], bool],
+    projection: Callable[[M], V] | None = None,
+    source: Source[V] | None = None,
+    timeout: float | timedelta = _DEFAULT_TIMEOUT,
+) -> StateCompletion[M, V, Req]:
+    """Complete when ``predicate(projection(model), request)`` holds.
+
+    Level-triggered: the runtime subscribes before dispatch, evaluates the
+    predicate synchronously inside every notification, and once more when the
+    wait begins, so a state that already holds completes at once. A Model
+    projection whose value a notification left unchanged (``==``) is not
+    evaluated again; a :class:`Source` is re-evaluated on every notification.
+
+    Args:
+        predicate: ``predicate(value, request) -> bool``.
+        projection: Reads the value from the Model (needs ``host.subscribe``).
+        source: Reads the value from outside the Model instead.
+        timeout: Seconds or a ``timedelta``.
+
+    >>> done = when(projection=lambda model: model, predicate=lambda value, request: value == request)
+    >>> done.timeout
+    30.0
+    """
+    if (projection is None) == (source is None):
+        raise ContractError('A state completion needs exactly one of "projection" or "source"')
+    return StateCompletion(predicate=predicate, timeout=_seconds(timeout), projection=projection, source=source)
+
+
+# --- waiting -------------------------------------------------------------------------------------
+#
+# Message completions share one ``host.observe`` listener per runtime (a hub), so a processed
+# Message costs a dictionary lookup by class, plus one by key for ``correlate_key``, however many
+# invocations are pending. The hub subscribes when its first invocation registers and
+# unsubscribes when its last one is released, so no listener outlives the calls that needed it.
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionOutcome:
+    """How a completion contract ended: ``status`` and the Message (``None`` for a state completion)."""
+
+    status: Literal["completed", "failed"]
+    message: Any = None
+
+
+class Pending:
+    """One invocation waiting for its completion. Settled at most once."""
+
+    __slots__ = ("_event", "call", "defect", "key", "outcome", "request")
+
+    def __init__(self, request: object, call: CallInfo) -> None:
+        self.request = request
+        self.call = call
+        self.outcome: CompletionOutcome | None = None
+        self.defect: BaseException | None = None
+        self.key: Hashable = None
+        # Created only if the wait actually has to suspend: a completion that update
+        # answers synchronously inside dispatch never allocates an event.
+        self._event: anyio.Event | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.outcome is not None or self.defect is not None
+
+    def settle(self, outcome: CompletionOutcome) -> None:
+        if not self.settled:
+            self.outcome = outcome
+            if self._event is not None:
+                self._event.set()
+
+    def fail(self, defect: BaseException) -> None:
+        if not self.settled:
+            self.defect = defect
+            if self._event is not None:
+                self._event.set()
+
+    async def wait(self) -> CompletionOutcome:
+        """The outcome; raises the defect of a hook that failed while matching."""
+        if not self.settled:
+            self._event = anyio.Event()
+            await self._event.wait()
+        if self.defect is not None:
+            raise self.defect
+        assert self.outcome is not None
+        return self.outcome
+
+
+class _Group:
+    """The pending invocations of one capability with a Message completion."""
+
+    __slots__ = ("completion", "keyed", "unkeyed", "success")
+
+    def __init__(self, completion: Completion[Any, Any]) -> None:
+        self.completion = completion
+        self.success = frozenset(completion.success)
+        self.keyed: dict[Hashable, list[Pending]] = {}
+        self.unkeyed: dict[Pending, None] = {}  # insertion-ordered set
+
+    def add(self, pending: Pending) -> None:
+        key_fns = self.completion.correlate_key
+        if key_fns is None:
+            self.unkeyed[pending] = None
+        else:
+            pending.key = key_fns[0](pending.request, pending.call)
+            self.keyed.setdefault(pending.key, []).append(pending)
+
+    def remove(self, pending: Pending) -> None:
+        if self.completion.correlate_key is None:
+            self.unkeyed.pop(pending, None)
+            return
+        waiting = self.keyed.get(pending.key)
+        if waiting is not None:
+            try:
+                waiting.remove(pending)
+            except ValueError:
+                pass
+            if not waiting:
+                del self.keyed[pending.key]
+
+    def offer(self, message: object) -> None:
+        outcome = CompletionOutcome("completed" if type(message) in self.success else "failed", message)
+        key_fns = self.completion.correlate_key
+        if key_fns is not None:
+            try:
+                key = key_fns[1](message)
+            except Exception as defect:
+                # No invocation can be told apart from another without the key: each
+                # pending one fails as a defect rather than the host's notifier raising.
+                for waiting in self.keyed.values():
+                    for pending in waiting:
+                        pending.fail(defect)
+                self.keyed.clear()
+                return
+            for pending in self.keyed.pop(key, ()):
+                pending.settle(outcome)
+            return
+        correlate = self.completion.correlate
+        if correlate is None:
+            for pending in self.unkeyed:
+                pending.settle(outcome)
+            self.unkeyed.clear()
+            return
+        matched: list[Pending] = []
+        for pending in self.unkeyed:
+            try:
+                if correlate(pending.request, message, pending.call):
+                    matched.append(pending)
+            except Exception as defect:
+                pending.fail(defect)
+                matched.append(pending)
+        for pending in matched:
+            del self.unkeyed[pending]
+            pending.settle(outcome)
+
+
+class MessageHub:
+    """Routes processed Messages to the invocations waiting for them, through one observer."""
+
+    __slots__ = ("_by_class", "_count", "_groups", "_observe", "_unsubscribe")
+
+    def __init__(self, observe: Callable[[Callable[[Any], None]], Unsubscribe] | None) -> None:
+        self._observe = observe
+        self._groups: dict[object, _Group] = {}
+        self._by_class: dict[type[Any], tuple[_Group, ...]] = {}
+        self._count = 0
+        self._unsubscribe: Unsubscribe | None = None
+
+    def declare(self, owner: object, completion: Completion[Any, Any]) -> None:
+        group = _Group(completion)
+        self._groups[owner] = group
+        for cls in (*completion.success, *completion.failure):
+            self._by_class[cls] = (*self._by_class.get(cls, ()), group)
+
+    def register(self, owner: object, pending: Pending) -> None:
+        """Start matching Messages for ``pending``. Call before the Message is sent."""
+        self._groups[owner].add(pending)
+        self._count += 1
+        if self._count == 1:
+            assert self._observe is not None
+            self._unsubscribe = self._observe(self._on_message)
+
+    def release(self, owner: object, pending: Pending) -> None:
+        """Stop matching for ``pending``; on every exit path, exactly once per register."""
+        self._groups[owner].remove(pending)
+        self._count -= 1
+        if self._count == 0 and self._unsubscribe is not None:
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+            unsubscribe()
+
+    def _on_message(self, message: object) -> None:
+        for group in self._by_class.get(type(message), ()):
+            group.offer(message)
+
+
+_UNSET: Any = object()
+
+
+class StateWaiter:
+    """Level-triggered wait for ``predicate(value, request)`` over the Model or a Source."""
+
+    __slots__ = ("_completion", "_last", "_model", "_unsubscribe", "pending")
+
+    def __init__(
+        self,
+        completion: StateCompletion[Any, Any, Any],
+        pending: Pending,
+        model: Callable[[], Any],
+        subscribe: Callable[[Callable[[], None]], Unsubscribe],
+    ) -> None:
+        self._completion = completion
+        self._model = model
+        self.pending = pending
+        self._last: Any = _UNSET
+        source = completion.source
+        self._unsubscribe: Unsubscribe | None = (source.subscribe if source is not None else subscribe)(self.check)
+
+    def check(self) -> None:
+        """Evaluate once; called inside each notification and when the wait begins."""
+        pending = self.pending
+        if pending.settled:
+            return
+        completion = self._completion
+        try:
+            if completion.source is not None:
+                value = completion.source.get()
+            else:
+                assert completion.projection is not None
+                value = completion.projection(self._model())
+                if self._last is not _UNSET and value == self._last:
+                    return
+                self._last = value
+            if completion.predicate(value, pending.request):
+                pending.settle(CompletionOutcome("completed"))
+        except Exception as defect:
+            # Never raise into the host's notifier: the defect belongs to this invocation.
+            pending.fail(defect)
+
+    def release(self) -> None:
+        if self._unsubscribe is not None:
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+            unsubscribe()

@@ -1,0 +1,423 @@
+"""Declaring a contract: which Messages agents may send, and under what rules.
+
+This module owns the declaration API (:func:`variant`, :func:`action`,
+:func:`expose`, :func:`resource`, :func:`projection`, :func:`define`,
+:func:`for_model`) and every check that can run at definition time, so a
+mistake raises :class:`~agentfx.ContractError` where it was written rather
+than at the first call. It deliberately knows nothing of dispatch, hosts or
+transports: a :class:`Definition` is plain data.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from .completion import Completion, StateCompletion
+from .errors import ContractError, Refusal
+from .invocation import Invocation
+from .naming import check_name, default_name, message_tag
+from .schema import InputCodec, json_schema, project
+
+if TYPE_CHECKING:
+    from .audit import AuditSink
+    from .host import Host
+    from .runtime import AgentRuntime
+
+__all__ = [
+    "Action",
+    "AgentBuilder",
+    "AuthorizationRequest",
+    "Capability",
+    "Definition",
+    "Exposed",
+    "InvocationContext",
+    "Projection",
+    "Resource",
+    "Variant",
+    "action",
+    "define",
+    "expose",
+    "for_model",
+    "projection",
+    "resource",
+    "variant",
+]
+
+M = TypeVar("M")
+P = TypeVar("P")
+Msg = TypeVar("Msg")
+I = TypeVar("I")
+S = TypeVar("S")
+
+AnyCompletion = Completion[Any, Any] | StateCompletion[Any, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationContext(Generic[M, P]):
+    """What ``to_message`` sees: the invocation's one Model snapshot, its principal and invocation."""
+
+    model: M
+    principal: P
+    invocation: Invocation
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationRequest(Generic[P, I, M]):
+    """What ``authorize`` sees: the principal, the decoded input, the snapshot and the transport."""
+
+    principal: P
+    input: I
+    model: M
+    transport: str
+
+
+AuthorizeResult = bool | Refusal
+Authorize = Callable[[AuthorizationRequest[P, I, M]], AuthorizeResult | Awaitable[AuthorizeResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant(Generic[M, P, Msg, I]):
+    """One Message declared for exposure, before :func:`expose` checks it against its union."""
+
+    message: type[Msg]
+    description: str
+    name: str | None = None
+    available: Callable[[M], bool] | None = None
+    input: type[I] | None = None
+    to_message: Callable[[I, InvocationContext[M, P]], Msg] | None = None
+    authorize: Authorize[P, I, M] | None = None
+    completion: AnyCompletion | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Action(Generic[I, Msg]):
+    """An action the application already declared for its UI, exposable with :func:`action`.
+
+    ``to_message(input, ctx)`` has a variant's signature; ``message`` is the
+    Message class it makes.
+    """
+
+    name: str
+    description: str
+    input: type[I]
+    to_message: Callable[[I, InvocationContext[Any, Any]], Msg]
+    message: type[Msg]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Capability(Generic[M, P]):
+    """One exposed capability, checked and ready to dispatch.
+
+    ``input_type`` is what the agent's payload decodes to: the Message class
+    itself for a direct variant, else the variant's ``input`` Struct.
+    """
+
+    name: str
+    tag: str
+    description: str
+    message: type[Any]
+    input_type: type[Any]
+    direct: bool
+    codec: InputCodec[Any]
+    available: Callable[[M], bool] | None
+    authorize: Authorize[P, Any, M] | None
+    to_message: Callable[[Any, InvocationContext[M, P]], Any] | None
+    completion: AnyCompletion | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Exposed(Generic[M, P]):
+    """The result of :func:`expose`: the union and its exposed capabilities, in declaration order."""
+
+    union: object
+    capabilities: tuple[Capability[M, P], ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Resource(Generic[M]):
+    """A named read-only projection of the Model."""
+
+    name: str
+    description: str
+    schema: object
+    read: Callable[[M], object]
+
+    def encode(self, model: M) -> object:
+        """``read(model)`` encoded through ``schema`` into builtins.
+
+        Raises:
+            AgentProjectionError: The value does not match the schema.
+        """
+        return project(self.schema, self.read(model), f'The resource "{self.name}" projection does not match its declared schema')
+
+    def json_schema(self) -> dict[str, Any]:
+        return json_schema(self.schema)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Projection(Generic[M]):
+    """The context projected for agents."""
+
+    schema: object
+    read: Callable[[M], object]
+
+    def encode(self, model: M) -> object:
+        """``read(model)`` encoded through ``schema`` into builtins.
+
+        Raises:
+            AgentProjectionError: The value does not match the schema.
+        """
+        return project(self.schema, self.read(model), "The context projection does not match its declared schema")
+
+    def json_schema(self) -> dict[str, Any]:
+        return json_schema(self.schema)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Definition(Generic[M, P]):
+    """A whole contract: capabilities, resources and the context projection. Plain data."""
+
+    union: object
+    capabilities: tuple[Capability[M, P], ...]
+    resources: tuple[Resource[M], ...] = ()
+    context: Projection[M] | None = None
+
+
+def _union_members(union: object) -> tuple[type[Any], ...]:
+    if isinstance(union, type):
+        return (union,)
+    origin = typing.get_origin(union)
+    if origin is typing.Union or isinstance(union, UnionType):
+        return tuple(arg for arg in typing.get_args(union) if isinstance(arg, type))
+    raise ContractError(f"expose() needs a Message class or a union of Message classes, got {union!r}")
+
+
+def _check_completion(name: str, completion: AnyCompletion | None, members: frozenset[type[Any]]) -> None:
+    if not isinstance(completion, Completion):
+        return
+    if not completion.success:
+        raise ContractError(f'Cannot expose "{name}": its completion contract names no success Message')
+    for cls in completion.success:
+        if cls in completion.failure:
+            raise ContractError(f'Cannot expose "{name}": "{message_tag(cls)}" is both a success and a failure Message')
+    for cls in (*completion.success, *completion.failure):
+        if cls not in members:
+            raise ContractError(
+                f'Cannot expose "{name}": its completion Message "{message_tag(cls)}" is not a variant of this Message union'
+            )
+
+
+def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -> Capability[Any, Any]:
+    cls = v.message
+    if not isinstance(cls, type):
+        raise ContractError(f"Cannot expose {cls!r}: it is not a Message class")
+    tag = message_tag(cls)
+    if cls not in members:
+        raise ContractError(f'Cannot expose "{tag}": it is not a variant of this Message union')
+    if v.input is not None and v.to_message is None:
+        raise ContractError(f'Cannot expose "{tag}": "input" was provided without "to_message"')
+    if v.to_message is not None and v.input is None:
+        raise ContractError(f'Cannot expose "{tag}": "to_message" was provided without "input"')
+    name = check_name(tag, v.name if v.name is not None else default_name(tag))
+    input_type: type[Any] = v.input if v.input is not None else cls
+    try:
+        codec: InputCodec[Any] = InputCodec(input_type)
+    except TypeError:
+        raise ContractError(f'Cannot expose "{tag}": its input must be a msgspec Struct type') from None
+    _check_completion(name, v.completion, members)
+    return Capability(
+        name=name,
+        tag=tag,
+        description=v.description,
+        message=cls,
+        input_type=input_type,
+        direct=v.input is None,
+        codec=codec,
+        available=v.available,
+        authorize=v.authorize,
+        to_message=v.to_message,
+        completion=v.completion,
+    )
+
+
+class AgentBuilder(Generic[M, P]):
+    """Declares contracts with the Model and principal types bound, so inline lambdas are checked.
+
+    Build one with :func:`for_model`. The module-level :func:`variant`,
+    :func:`expose`, ... are the same methods with ``Any`` Model and principal.
+    """
+
+    __slots__ = ()
+
+    @overload
+    def variant(
+        self,
+        message: type[Msg],
+        description: str,
+        *,
+        name: str | None = None,
+        available: Callable[[M], bool] | None = None,
+        authorize: Authorize[P, Msg, M] | None = None,
+        completion: Completion[Msg, Any] | StateCompletion[M, Any, Msg] | None = None,
+    ) -> Variant[M, P, Msg, Msg]: ...
+
+    @overload
+    def variant(
+        self,
+        message: type[Msg],
+        description: str,
+        *,
+        name: str | None = None,
+        available: Callable[[M], bool] | None = None,
+        input: type[I],
+        to_message: Callable[[I, InvocationContext[M, P]], Msg],
+        authorize: Authorize[P, I, M] | None = None,
+        completion: Completion[I, Any] | StateCompletion[M, Any, I] | None = None,
+    ) -> Variant[M, P, Msg, I]: ...
+
+    def variant(
+        self,
+        message: type[Any],
+        description: str,
+        *,
+        name: str | None = None,
+        available: Callable[[M], bool] | None = None,
+        input: type[Any] | None = None,
+        to_message: Callable[[Any, InvocationContext[M, P]], Any] | None = None,
+        authorize: Authorize[P, Any, M] | None = None,
+        completion: AnyCompletion | None = None,
+    ) -> Variant[M, P, Any, Any]:
+        """Declare one Message for exposure.
+
+        A **direct** variant (no ``input``) takes the Message's own fields as
+        the agent's payload. A **mapped** variant decodes ``input`` and builds
+        the Message with ``to_message(input, ctx)``; ``input`` and
+        ``to_message`` come together.
+
+        Args:
+            message: The Message class (a member of the union given to :func:`expose`).
+            description: What the capability does, for the agent.
+            name: The protocol-facing name; defaults to the snake-cased tag.
+            available: ``available(model) -> bool``: does the capability exist in this Model?
+            input: The external input Struct of a mapped variant.
+            to_message: ``to_message(input, ctx) -> Message`` of a mapped variant.
+            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one).
+            completion: A :class:`~agentfx.Completion` or :func:`~agentfx.when`.
+
+        >>> import msgspec
+        >>> class Ping(msgspec.Struct, tag=True):
+        ...     pass
+        >>> variant(Ping, "Ping the app").description
+        'Ping the app'
+        """
+        return Variant(message, description, name, available, input, to_message, authorize, completion)
+
+    def action(
+        self,
+        action: Action[I, Msg],
+        *,
+        available: Callable[[M], bool] | None = None,
+        authorize: Authorize[P, I, M] | None = None,
+    ) -> Variant[M, P, Msg, I]:
+        """Expose an :class:`Action` the application already declared, under that action's name."""
+        return Variant(
+            action.message,
+            action.description,
+            action.name,
+            available,
+            action.input,
+            action.to_message,
+            authorize,
+        )
+
+    def expose(self, union: object, *variants: Variant[M, P, Any, Any]) -> Exposed[M, P]:
+        """Check variants against their Message union; every definition-time check runs here.
+
+        Raises:
+            ContractError: A class outside the union, an invalid or duplicate
+                name, ``input`` without ``to_message`` (or the reverse), a
+                non-Struct input, or a malformed completion.
+
+        >>> import msgspec
+        >>> class Ping(msgspec.Struct, tag=True):
+        ...     pass
+        >>> [c.name for c in expose(Ping, variant(Ping, "Ping")).capabilities]
+        ['ping']
+        """
+        members = frozenset(_union_members(union))
+        capabilities: list[Capability[M, P]] = []
+        seen: set[str] = set()
+        for v in variants:
+            capability = _capability(v, members)
+            if capability.name in seen:
+                raise ContractError(f'Duplicate exposed capability name "{capability.name}"')
+            seen.add(capability.name)
+            capabilities.append(capability)
+        return Exposed(union, tuple(capabilities))
+
+    def resource(self, name: str, description: str, *, schema: type[S] | object, read: Callable[[M], object]) -> Resource[M]:
+        """A named read-only projection of the Model, encoded through ``schema``."""
+        return Resource(name, description, schema, read)
+
+    def projection(self, schema: type[S] | object, read: Callable[[M], object]) -> Projection[M]:
+        """The context projected for agents, encoded through ``schema``."""
+        return Projection(schema, read)
+
+    def define(
+        self,
+        messages: Exposed[M, P],
+        resources: Iterable[Resource[M]] = (),
+        context: Projection[M] | None = None,
+    ) -> Definition[M, P]:
+        """Assemble a contract. The resource list is copied.
+
+        Raises:
+            ContractError: Two resources share a name.
+        """
+        copied = tuple(resources)
+        names: set[str] = set()
+        for r in copied:
+            if r.name in names:
+                raise ContractError(f'Duplicate agent resource name "{r.name}"')
+            names.add(r.name)
+        return Definition(messages.union, messages.capabilities, copied, context)
+
+    def bind(
+        self,
+        definition: Definition[M, P],
+        *,
+        host: Host[M, Any, P],
+        audit: AuditSink | None = None,
+        tracer: object | None = None,
+    ) -> AgentRuntime[M, P]:
+        """Bind a contract to a host; see :func:`agentfx.bind`."""
+        from .runtime import bind
+
+        return bind(definition, host=host, audit=audit, tracer=tracer)
+
+
+def for_model(model: type[M], *, principal: type[P] | None = None) -> AgentBuilder[M, P]:
+    """A builder whose methods know the Model and principal types.
+
+    >>> import msgspec
+    >>> class Model(msgspec.Struct):
+    ...     count: int = 0
+    >>> Counter = for_model(Model, principal=str)
+    >>> isinstance(Counter, AgentBuilder)
+    True
+    """
+    return AgentBuilder()
+
+
+_untyped: AgentBuilder[Any, Any] = AgentBuilder()
+variant = _untyped.variant
+action = _untyped.action
+expose = _untyped.expose
+resource = _untyped.resource
+projection = _untyped.projection
+define = _untyped.define
+

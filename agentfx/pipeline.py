@@ -1,0 +1,503 @@
+"""The dispatch pipeline: one agent call, step by step, over one Model snapshot.
+
+Every step is a pure function returning
+``RequiresContextFutureResult[Next, DispatchError, InvocationEnv]``; :func:`dispatch` is
+their composition, in the order of the design's table:
+
+1. resolve the capability  2. refuse an aborted signal  3. read the Model once
+4. ``available``  5. decode the payload  6. resolve the principal  7. ``authorize``
+8. refuse a signal aborted meanwhile  9. build the Message  10–12. subscribe
+completion listeners, send, wait.
+
+Each step's logic lives in one plain function (``*_step``) that both this
+composition and the runtime's direct execution call, so the two cannot drift;
+a property test checks they agree. This layer deliberately knows nothing of
+audit, tracing or transports: the runtime wraps it, adapters call the runtime.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Generic, TypeAlias, TypeVar
+
+import anyio
+from returns.context import RequiresContextFutureResult
+from returns.future import FutureResult
+from returns.result import Failure, Result, Success
+
+from ._returns import bind
+from .completion import CallInfo, Completion, CompletionOutcome, MessageHub, Pending, StateWaiter
+from .contract import AuthorizationRequest, Capability, InvocationContext
+from .errors import (
+    AgentAuthorizationError,
+    AgentCancelledError,
+    AgentCapabilityUnavailableError,
+    AgentCompletionTimeoutError,
+    AgentInvalidInputError,
+    AgentUnknownCapabilityError,
+    ContractError,
+    DispatchError,
+    Refusal,
+)
+from .host import Host
+from .invocation import Invocation
+from .naming import message_tag
+from .schema import InvalidPayload
+
+__all__ = [
+    "Bound",
+    "DispatchResult",
+    "InvocationEnv",
+    "Step",
+    "authorize",
+    "check_available",
+    "check_not_aborted",
+    "check_still_not_aborted",
+    "construct",
+    "decode",
+    "dispatch",
+    "fail",
+    "ok",
+    "resolve",
+    "resolve_principal",
+    "send",
+    "snapshot",
+]
+
+T = TypeVar("T")
+M = TypeVar("M")
+P = TypeVar("P")
+
+# Where the Message is, for audit and for the cancellation messages.
+NOT_SENT: Final = 0
+SENDING: Final = 1
+SENT: Final = 2
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchResult:
+    """A successful dispatch: the capability, the Message sent, and how its completion ended.
+
+    ``completion`` is ``None`` without a completion contract.
+    """
+
+    name: str
+    tag: str
+    message: Any
+    invocation: Invocation
+    completion: CompletionOutcome | None = None
+
+
+class Bound(Generic[M, P]):
+    """What a bound runtime holds for every invocation: the host and the capability tables."""
+
+    __slots__ = ("by_class", "by_name", "capabilities", "host", "hub")
+
+    def __init__(self, capabilities: tuple[Capability[M, P], ...], host: Host[M, Any, P]) -> None:
+        self.capabilities = capabilities
+        self.host = host
+        self.by_name: dict[str, Capability[M, P]] = {c.name: c for c in capabilities}
+        self.by_class: dict[type[Any], Capability[M, P]] = {c.message: c for c in capabilities}
+        self.hub = MessageHub(host.observe)
+        for c in capabilities:
+            if isinstance(c.completion, Completion):
+                self.hub.declare(c, c.completion)
+
+
+class InvocationEnv(Generic[M, P]):
+    """One invocation's environment: its request, and the Model snapshot once step 3 took it.
+
+    ``model`` is read from the host exactly once, at step 3; every later step
+    reads this snapshot, so a Model change while ``authorize`` is pending does
+    not retarget the invocation. The remaining slots record progress, which the
+    runtime's audit and tracing read whichever way the steps ran.
+    """
+
+    __slots__ = (
+        "bound",
+        "capability",
+        "invocation",
+        "model",
+        "payload",
+        "principal",
+        "principal_resolved",
+        "stage",
+        "target",
+    )
+
+    def __init__(self, bound: Bound[M, P], target: object, payload: object, invocation: Invocation) -> None:
+        self.bound = bound
+        self.target = target
+        self.payload = payload
+        self.invocation = invocation
+        self.capability: Capability[M, P] | None = None
+        self.model: M = None  # type: ignore[assignment]  # set at step 3, before any reader
+        self.principal: P = None  # type: ignore[assignment]  # set at step 6, before any reader
+        self.principal_resolved = False
+        self.stage = NOT_SENT
+
+
+Env: TypeAlias = InvocationEnv[Any, Any]
+Step: TypeAlias = RequiresContextFutureResult[T, DispatchError, Env]
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A capability with its decoded input (steps 5–8)."""
+
+    capability: Capability[Any, Any]
+    input: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A capability, its input and the Message built from them (steps 9–12)."""
+
+    capability: Capability[Any, Any]
+    input: Any
+    message: Any
+
+
+def ok(value: T) -> Step[T]:
+    """A step that succeeds with ``value``."""
+    return RequiresContextFutureResult.from_value(value)
+
+
+def fail(error: DispatchError) -> Step[Any]:
+    """A step that refuses with ``error``."""
+    return RequiresContextFutureResult.from_failure(error)
+
+
+def _from_async(run: Callable[[Env], Any]) -> Step[Any]:
+    async def result(env: Env) -> Result[Any, DispatchError]:
+        outcome = await run(env)
+        return Failure(outcome) if isinstance(outcome, _FAILURES) else Success(outcome)
+
+    return RequiresContextFutureResult(lambda env: FutureResult(result(env)))
+
+
+_FAILURES = (
+    AgentUnknownCapabilityError,
+    AgentCapabilityUnavailableError,
+    AgentInvalidInputError,
+    AgentAuthorizationError,
+    AgentCancelledError,
+    AgentCompletionTimeoutError,
+)
+
+# --- step logic, shared by the composition and the runtime's direct run ----------------------------
+
+
+def resolve_step(env: Env) -> Capability[Any, Any] | DispatchError:
+    target = env.target
+    bound = env.bound
+    if isinstance(target, str):
+        capability = bound.by_name.get(target)
+        if capability is None:
+            return AgentUnknownCapabilityError.of(target)
+    elif isinstance(target, type):
+        capability = bound.by_class.get(target)
+        if capability is None:
+            return AgentUnknownCapabilityError.of(message_tag(target))
+    else:
+        return AgentUnknownCapabilityError.of(str(target))
+    env.capability = capability
+    return capability
+
+
+def aborted_step(env: Env, capability: Capability[Any, Any]) -> AgentCancelledError | None:
+    signal = env.invocation.signal
+    if signal is not None and signal.aborted:
+        return AgentCancelledError.before_dispatch(capability.name)
+    return None
+
+
+def snapshot_step(env: Env) -> None:
+    env.model = env.bound.host.model()
+
+
+def available_step(env: Env, capability: Capability[Any, Any]) -> AgentCapabilityUnavailableError | None:
+    available = capability.available
+    if available is not None and not available(env.model):
+        return AgentCapabilityUnavailableError.of(capability.name, capability.tag)
+    return None
+
+
+def decode_step(env: Env, capability: Capability[Any, Any]) -> Any:
+    try:
+        return capability.codec.decode(env.payload)
+    except InvalidPayload as problem:
+        return AgentInvalidInputError.of(capability.name, capability.tag, problem.path, problem.cause or problem)
+
+
+def principal_step(env: Env) -> None:
+    resolver = env.bound.host.principal
+    env.principal = resolver(env.invocation) if resolver is not None else None
+    env.principal_resolved = True
+
+
+def _verdict(capability: Capability[Any, Any], verdict: object) -> AgentAuthorizationError | None:
+    if verdict is True:
+        return None
+    if verdict is False:
+        return AgentAuthorizationError.of(capability.name, capability.tag)
+    if isinstance(verdict, Refusal):
+        return AgentAuthorizationError.of(capability.name, capability.tag, verdict.reason)
+    raise ContractError(f'"authorize" of "{capability.name}" returned {type(verdict).__name__}; return a bool or a Refusal')
+
+
+async def authorize_step(env: Env, decoded: Decoded) -> AgentAuthorizationError | AgentCancelledError | None:
+    """Run ``authorize``; an async one is raced against the invocation's signal."""
+    capability = decoded.capability
+    check = capability.authorize
+    if check is None:
+        return None
+    verdict = check(AuthorizationRequest(env.principal, decoded.input, env.model, env.invocation.transport))
+    if inspect.isawaitable(verdict):
+        signal = env.invocation.signal
+        if signal is None:
+            verdict = await verdict
+        else:
+            with anyio.CancelScope() as scope:
+                signal._attach(scope)
+                try:
+                    verdict = await verdict
+                finally:
+                    signal._detach(scope)
+            if scope.cancelled_caught:
+                return AgentCancelledError.before_dispatch(capability.name)
+    return _verdict(capability, verdict)
+
+
+def construct_step(env: Env, decoded: Decoded) -> Prepared:
+    capability = decoded.capability
+    to_message = capability.to_message
+    if to_message is None:
+        message = decoded.input
+    else:
+        message = to_message(decoded.input, InvocationContext(env.model, env.principal, env.invocation))
+        if type(message) is not capability.message and not isinstance(message, capability.message):
+            made = message_tag(_type_of(message))
+            raise ContractError(f'"{capability.name}" made a "{made}" Message, but is exposed as "{capability.tag}"')
+    return Prepared(capability, decoded.input, message)
+
+
+def _type_of(value: object) -> type[object]:
+    return type(value)
+
+
+def _result(env: Env, prepared: Prepared, completion: CompletionOutcome | None) -> DispatchResult:
+    capability = prepared.capability
+    return DispatchResult(capability.name, capability.tag, prepared.message, env.invocation, completion)
+
+
+async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchError:
+    """Subscribe completion listeners, send the Message, wait for its completion.
+
+    Ordering hazards: listeners subscribe *before* the host is called, because
+    update may answer synchronously inside ``host.dispatch``; the deadline runs
+    from the moment ``host.dispatch`` is called, so a host that never returns is
+    bounded by the same budget; listeners are released on every exit path.
+    """
+    capability = prepared.capability
+    completion = capability.completion
+    host = env.bound.host
+    signal = env.invocation.signal
+    if completion is None:
+        env.stage = SENDING
+        sent = host.dispatch(prepared.message)
+        if inspect.isawaitable(sent):
+            if signal is None:
+                await sent
+            else:
+                with anyio.CancelScope() as scope:
+                    signal._attach(scope)
+                    try:
+                        await sent
+                    finally:
+                        signal._detach(scope)
+                if scope.cancelled_caught:
+                    return AgentCancelledError.while_sending(capability.name)
+        env.stage = SENT
+        return _result(env, prepared, None)
+
+    pending = Pending(prepared.input, CallInfo(env.invocation, prepared.message))
+    hub = env.bound.hub
+    state: StateWaiter | None = None
+    if isinstance(completion, Completion):
+        hub.register(capability, pending)
+    else:
+        subscribe = host.subscribe
+        state = StateWaiter(completion, pending, host.model, subscribe if subscribe is not None else _never)
+    try:
+        with anyio.CancelScope(deadline=anyio.current_time() + completion.timeout) as scope:
+            if signal is not None:
+                signal._attach(scope)
+            try:
+                env.stage = SENDING
+                sent = host.dispatch(prepared.message)
+                if inspect.isawaitable(sent):
+                    await sent
+                env.stage = SENT
+                if state is not None:
+                    state.check()
+                await pending.wait()
+            finally:
+                if signal is not None:
+                    signal._detach(scope)
+        if pending.settled and env.stage == SENT:
+            # Settled first: a deadline or abort that lands afterwards changes nothing.
+            return _result(env, prepared, await pending.wait())
+        invocation_id = env.invocation.id or ""
+        # Not settled, so the scope was cancelled: by the signal, or by the deadline.
+        if signal is not None and signal.aborted:
+            if env.stage == SENDING:
+                return AgentCancelledError.while_sending(capability.name)
+            return AgentCancelledError.while_waiting(capability.name)
+        if env.stage == SENDING:
+            return AgentCompletionTimeoutError.while_sending(capability.name, invocation_id, completion.timeout)
+        return AgentCompletionTimeoutError.while_waiting(capability.name, invocation_id, completion.timeout)
+    finally:
+        if state is not None:
+            state.release()
+        else:
+            hub.release(capability, pending)
+
+
+def _never(_: Callable[[], None]) -> Callable[[], None]:
+    # bind refuses a Model state completion without host.subscribe; a Source brings its own.
+    return lambda: None
+
+
+# --- the steps, as RequiresContextFutureResult ------------------------------------------------------
+
+
+def resolve(_: object = None) -> Step[Capability[Any, Any]]:
+    """Step 1: find the capability by Message class or protocol name. Never reads the Model."""
+    return RequiresContextFutureResult(lambda env: FutureResult.from_result(_as_result(resolve_step(env))))
+
+
+def check_not_aborted(capability: Capability[Any, Any]) -> Step[Capability[Any, Any]]:
+    """Step 2: refuse an invocation whose signal is already aborted. Never reads the Model."""
+    return RequiresContextFutureResult(lambda env: _future(aborted_step(env, capability), capability))
+
+
+def snapshot(capability: Capability[Any, Any]) -> Step[Capability[Any, Any]]:
+    """Step 3: read the Model once; every later step reads this snapshot."""
+
+    def run(env: Env) -> FutureResult[Capability[Any, Any], DispatchError]:
+        snapshot_step(env)
+        return FutureResult.from_value(capability)
+
+    return RequiresContextFutureResult(run)
+
+
+def check_available(capability: Capability[Any, Any]) -> Step[Capability[Any, Any]]:
+    """Step 4: refuse a capability the snapshot does not offer, before looking at the payload."""
+    return RequiresContextFutureResult(lambda env: _future(available_step(env, capability), capability))
+
+
+def decode(capability: Capability[Any, Any]) -> Step[Decoded]:
+    """Step 5: decode the payload strictly through the capability's input codec."""
+
+    def run(env: Env) -> FutureResult[Decoded, DispatchError]:
+        decoded = decode_step(env, capability)
+        if isinstance(decoded, AgentInvalidInputError):
+            return FutureResult.from_failure(decoded)
+        return FutureResult.from_value(Decoded(capability, decoded))
+
+    return RequiresContextFutureResult(run)
+
+
+def resolve_principal(decoded: Decoded) -> Step[Decoded]:
+    """Step 6: resolve the principal, exactly once, even without ``authorize``."""
+
+    def run(env: Env) -> FutureResult[Decoded, DispatchError]:
+        principal_step(env)
+        return FutureResult.from_value(decoded)
+
+    return RequiresContextFutureResult(run)
+
+
+def authorize(decoded: Decoded) -> Step[Decoded]:
+    """Step 7: ask ``authorize`` (possibly async) about the principal, input and snapshot."""
+
+    async def run(env: Env) -> Decoded | DispatchError:
+        refusal = await authorize_step(env, decoded)
+        return decoded if refusal is None else refusal
+
+    return _from_async(run)
+
+
+def check_still_not_aborted(decoded: Decoded) -> Step[Decoded]:
+    """Step 8: refuse an invocation aborted while decoding or authorizing."""
+    return RequiresContextFutureResult(lambda env: _future(aborted_step(env, decoded.capability), decoded))
+
+
+def construct(decoded: Decoded) -> Step[Prepared]:
+    """Step 9: build the Message with ``to_message`` over the same snapshot."""
+    return RequiresContextFutureResult(lambda env: FutureResult.from_value(construct_step(env, decoded)))
+
+
+def send(prepared: Prepared) -> Step[DispatchResult]:
+    """Steps 10–12: subscribe completion listeners, send the Message, wait for completion."""
+
+    async def run(env: Env) -> DispatchResult | DispatchError:
+        return await send_step(env, prepared)
+
+    return _from_async(run)
+
+
+def dispatch() -> Step[DispatchResult]:
+    """The whole pipeline, composed from the steps above in order.
+
+    Run it with an environment: ``await dispatch()(env)`` gives an ``IOResult``.
+    """
+    composed = bind(resolve(), check_not_aborted)
+    composed = bind(composed, snapshot)
+    composed = bind(composed, check_available)
+    decoded = bind(composed, decode)
+    decoded = bind(decoded, resolve_principal)
+    decoded = bind(decoded, authorize)
+    decoded = bind(decoded, check_still_not_aborted)
+    return bind(bind(decoded, construct), send)
+
+
+def _as_result(outcome: T | DispatchError) -> Result[T, DispatchError]:
+    if isinstance(outcome, _FAILURES):
+        return Failure(outcome)
+    return Success(outcome)
+
+
+def _future(refusal: DispatchError | None, value: T) -> FutureResult[T, DispatchError]:
+    return FutureResult.from_value(value) if refusal is None else FutureResult.from_failure(refusal)
+
+
+async def run_direct(env: Env) -> DispatchResult | DispatchError:
+    """The same steps, in the same order, called directly: the runtime's fast path."""
+    capability = resolve_step(env)
+    if isinstance(capability, _FAILURES):
+        return capability
+    refusal: DispatchError | None = aborted_step(env, capability)
+    if refusal is not None:
+        return refusal
+    snapshot_step(env)
+    refusal = available_step(env, capability)
+    if refusal is not None:
+        return refusal
+    value = decode_step(env, capability)
+    if isinstance(value, AgentInvalidInputError):
+        return value
+    principal_step(env)
+    decoded = Decoded(capability, value)
+    if capability.authorize is not None:
+        refusal = await authorize_step(env, decoded)
+        if refusal is not None:
+            return refusal
+    refusal = aborted_step(env, capability)
+    if refusal is not None:
+        return refusal
+    return await send_step(env, construct_step(env, decoded))
+
