@@ -173,12 +173,12 @@ def fail(error: DispatchError) -> Step[Any]:
 def _from_async(run: Callable[[Env], Any]) -> Step[Any]:
     async def result(env: Env) -> Result[Any, DispatchError]:
         outcome = await run(env)
-        return Failure(outcome) if isinstance(outcome, _FAILURES) else Success(outcome)
+        return Failure(outcome) if isinstance(outcome, FAILURES) else Success(outcome)
 
     return RequiresContextFutureResult(lambda env: FutureResult(result(env)))
 
 
-_FAILURES = (
+FAILURES = (
     AgentUnknownCapabilityError,
     AgentCapabilityUnavailableError,
     AgentInvalidInputError,
@@ -466,7 +466,7 @@ def dispatch() -> Step[DispatchResult]:
 
 
 def _as_result(outcome: T | DispatchError) -> Result[T, DispatchError]:
-    if isinstance(outcome, _FAILURES):
+    if isinstance(outcome, FAILURES):
         return Failure(outcome)
     return Success(outcome)
 
@@ -478,7 +478,7 @@ def _future(refusal: DispatchError | None, value: T) -> FutureResult[T, Dispatch
 async def run_direct(env: Env) -> DispatchResult | DispatchError:
     """The same steps, in the same order, called directly: the runtime's fast path."""
     capability = resolve_step(env)
-    if isinstance(capability, _FAILURES):
+    if isinstance(capability, FAILURES):
         return capability
     refusal: DispatchError | None = aborted_step(env, capability)
     if refusal is not None:

@@ -1,0 +1,32 @@
+"""Optional OpenTelemetry spans around dispatch.
+
+Nothing here runs unless ``opentelemetry-api`` is installed *and* a tracer
+provider has been configured (or a tracer was passed to ``bind``): with
+tracing off, the runtime does no span work at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from opentelemetry import trace as _trace
+except ImportError:  # pragma: no cover - exercised only without the extra
+    _trace = None
+
+__all__ = ["active_tracer"]
+
+_cached: tuple[object, Any] | None = None
+
+
+def active_tracer() -> Any:
+    """The agentfx tracer of the configured global provider, or ``None`` when tracing is off."""
+    global _cached
+    if _trace is None:
+        return None
+    provider = _trace.get_tracer_provider()
+    if isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
+        return None
+    if _cached is None or _cached[0] is not provider:
+        _cached = (provider, provider.get_tracer("agentfx"))
+    return _cached[1]

@@ -1,0 +1,312 @@
+"""Binding a contract to a host, and the runtime agents call through.
+
+This layer owns :func:`bind` (with its bind-time checks), :class:`AgentRuntime`
+and everything wrapped around each run of the pipeline: filling the
+invocation, audit records and tracing spans. The steps themselves live in
+:mod:`agentfx.pipeline`; this layer deliberately knows nothing of any wire
+protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import anyio
+from returns.future import FutureResult
+from returns.result import Failure, Result, Success
+from returns.unsafe import unsafe_perform_io
+
+from ._tracing import active_tracer
+from .audit import AuditRecord, AuditSink, safe_record
+from .completion import Completion, StateCompletion
+from .contract import Definition
+from .docs import MessageDescriptor, ResourceDescriptor, describe, resources
+from .errors import (
+    AgentCompletionTimeoutError,
+    AgentResourceError,
+    AgentUnknownCapabilityError,
+    ContractError,
+    DispatchError,
+    DispatchFailed,
+)
+from .host import Host, Unsubscribe
+from .invocation import Invocation
+from .pipeline import FAILURES, Bound, DispatchResult, InvocationEnv, dispatch, run_direct
+
+__all__ = ["AgentRuntime", "Messages", "Resources", "bind"]
+
+M = TypeVar("M")
+P = TypeVar("P")
+
+_DEFAULT_INVOCATION = Invocation()
+_DECISIONS = ("refused", "unknown", "dispatched")  # indexed by the pipeline's stage
+
+
+def _check_host(definition: Definition[Any, Any], host: Host[Any, Any, Any]) -> None:
+    observing = [c.name for c in definition.capabilities if isinstance(c.completion, Completion)]
+    if observing and host.observe is None:
+        names = ", ".join(f'"{n}"' for n in observing)
+        raise ContractError(
+            f"This host cannot observe Messages, which {names} needs to report completion. Supply host.observe."
+        )
+    subscribing = [
+        c.name
+        for c in definition.capabilities
+        if isinstance(c.completion, StateCompletion) and c.completion.source is None
+    ]
+    if subscribing and host.subscribe is None:
+        names = ", ".join(f'"{n}"' for n in subscribing)
+        raise ContractError(
+            f"This host cannot subscribe to Model changes, which {names} needs to report completion. "
+            "Supply host.subscribe."
+        )
+
+
+def bind(
+    definition: Definition[M, P],
+    *,
+    host: Host[M, Any, P],
+    audit: AuditSink | None = None,
+    tracer: object | None = None,
+) -> AgentRuntime[M, P]:
+    """Bind a contract to a host, checking that the host can report every declared completion.
+
+    Args:
+        definition: The contract, from ``define``.
+        host: The application's :class:`~agentfx.Host`.
+        audit: Receives one :class:`~agentfx.AuditRecord` per dispatch; a sink
+            that raises never changes an outcome.
+        tracer: An OpenTelemetry tracer; by default the configured global
+            provider's, and no span work at all when none is configured.
+
+    Raises:
+        ContractError: A Message completion without ``host.observe``, or a
+            Model state completion without ``host.subscribe``.
+    """
+    _check_host(definition, host)
+    return AgentRuntime(definition, host, audit, tracer)
+
+
+def _outcome_label(outcome: DispatchResult | DispatchError) -> str:
+    if isinstance(outcome, DispatchResult):
+        return "dispatched" if outcome.completion is None else outcome.completion.status
+    if isinstance(outcome, AgentCompletionTimeoutError):
+        return "timeout"
+    return type(outcome).__name__
+
+
+class Messages(Generic[M, P]):
+    """``runtime.messages``: dispatch capabilities and list them."""
+
+    __slots__ = ("_descriptors", "_runtime")
+
+    def __init__(self, runtime: AgentRuntime[M, P]) -> None:
+        self._runtime = runtime
+        self._descriptors = tuple(describe(c) for c in runtime.definition.capabilities)
+
+    def dispatch(
+        self, target: type[Any] | str, payload: object, invocation: Invocation | None = None
+    ) -> FutureResult[DispatchResult, DispatchError]:
+        """Dispatch one invocation of a capability, named by Message class (preferred) or name.
+
+        Nothing runs until the returned ``FutureResult`` is awaited, and each
+        call builds a fresh one: await it once.
+        """
+        return FutureResult(self._runtime._run(target, payload, invocation, run_direct))
+
+    def dispatch_unknown(
+        self, name: str, payload: object, invocation: Invocation | None = None
+    ) -> FutureResult[DispatchResult, DispatchError]:
+        """The wire path: an unchecked name and payload, exactly as an adapter read them."""
+        # A name off the wire is only ever looked up by name, never taken for a class.
+        target = name if isinstance(name, str) else repr(name)
+        return FutureResult(self._runtime._run(target, payload, invocation, run_direct))
+
+    async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
+        """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""
+        outcome = await self._runtime._run(target, payload, invocation, run_direct)
+        if isinstance(outcome, Failure):
+            raise DispatchFailed(outcome.failure())
+        return outcome.unwrap()
+
+    def list(self) -> list[MessageDescriptor]:
+        """Every capability of the contract, in declaration order. Never reads the Model."""
+        return list(self._descriptors)
+
+    def available(self) -> list[MessageDescriptor]:
+        """The capabilities whose ``available`` holds in the current Model (read once)."""
+        model = self._runtime.host.model()
+        return [
+            d
+            for c, d in zip(self._runtime.definition.capabilities, self._descriptors, strict=True)
+            if c.available is None or c.available(model)
+        ]
+
+
+class Resources(Generic[M, P]):
+    """``runtime.resources``: read the contract's named Model projections."""
+
+    __slots__ = ("_by_name", "_descriptors", "_runtime")
+
+    def __init__(self, runtime: AgentRuntime[M, P]) -> None:
+        self._runtime = runtime
+        self._by_name = {r.name: r for r in runtime.definition.resources}
+        self._descriptors = tuple(resources(runtime.definition))
+
+    def list(self) -> list[ResourceDescriptor]:
+        """Every resource of the contract. Never reads the Model."""
+        return list(self._descriptors)
+
+    def read(self, name: str) -> Result[object, AgentResourceError]:
+        """The resource's current value, encoded to builtins.
+
+        Raises:
+            AgentProjectionError: The projection does not match its schema (an application bug).
+        """
+        resource = self._by_name.get(name)
+        if resource is None:
+            return Failure(AgentResourceError.of(name))
+        return Success(resource.encode(self._runtime.host.model()))
+
+
+class AgentRuntime(Generic[M, P]):
+    """A contract bound to a host. Build it with :func:`bind`."""
+
+    __slots__ = ("_audit", "_bound", "_tracer", "definition", "host", "messages", "resources")
+
+    def __init__(
+        self, definition: Definition[M, P], host: Host[M, Any, P], audit: AuditSink | None, tracer: object | None
+    ) -> None:
+        self.definition = definition
+        self.host = host
+        self._audit = audit
+        self._tracer: Any = tracer
+        self._bound: Bound[M, P] = Bound(definition.capabilities, host)
+        self.messages: Messages[M, P] = Messages(self)
+        self.resources: Resources[M, P] = Resources(self)
+
+    @property
+    def has_context(self) -> bool:
+        """Whether the contract projects a Model context."""
+        return self.definition.context is not None
+
+    def context(self) -> object | None:
+        """The context projection of the current Model, encoded to builtins; ``None`` without one."""
+        context = self.definition.context
+        return None if context is None else context.encode(self.host.model())
+
+    def subscribe(self, listener: Callable[[], None]) -> Unsubscribe:
+        """Call ``listener()`` on every Model change (every processed Message if the host can only observe)."""
+        host = self.host
+        if host.subscribe is not None:
+            return host.subscribe(listener)
+        if host.observe is not None:
+            return host.observe(lambda _message: listener())
+        return _no_op
+
+    async def _run(
+        self,
+        target: object,
+        payload: object,
+        invocation: Invocation | None,
+        runner: Callable[[InvocationEnv[Any, Any]], Any],
+    ) -> Result[DispatchResult, DispatchError]:
+        env = InvocationEnv(self._bound, target, payload, (invocation or _DEFAULT_INVOCATION).filled())
+        tracer = self._tracer if self._tracer is not None else active_tracer()
+        if tracer is None and self._audit is None:
+            outcome = await runner(env)
+        elif tracer is None:
+            outcome = await self._audited(env, runner)
+        else:
+            outcome = await self._traced(env, runner, tracer)
+        return Failure(outcome) if isinstance(outcome, FAILURES) else Success(outcome)
+
+    async def _audited(self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any]) -> Any:
+        try:
+            outcome = await runner(env)
+        except BaseException as exc:
+            self._record(env, "AgentDefect" if isinstance(exc, Exception) else "interrupted")
+            raise
+        self._record(env, _outcome_label(outcome), outcome)
+        return outcome
+
+    async def _traced(
+        self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any], tracer: Any
+    ) -> Any:
+        invocation = env.invocation
+        with tracer.start_as_current_span("Agent.dispatch", record_exception=False, set_status_on_exception=False) as span:
+            span.set_attribute("agent.transport", invocation.transport)
+            span.set_attribute("agent.invocation", invocation.id)
+            span.set_attribute("gen_ai.operation.name", "execute_tool")
+            span.set_attribute("gen_ai.tool.call.id", invocation.id)
+            try:
+                outcome = await self._audited(env, runner) if self._audit is not None else await runner(env)
+            except BaseException as exc:
+                _name_span(span, env)
+                cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+                span.set_attribute("error.type", "interrupted" if cancelled else "AgentDefect")
+                _set_error_status(span)
+                raise
+            _name_span(span, env, outcome)
+            if isinstance(outcome, FAILURES):
+                span.set_attribute("error.type", type(outcome).__name__)
+                _set_error_status(span)
+            return outcome
+
+    def _record(self, env: InvocationEnv[Any, Any], label: str, outcome: object = None) -> None:
+        capability = env.capability
+        if capability is not None:
+            name, tag = capability.name, capability.tag
+        else:
+            name = outcome.capability if isinstance(outcome, AgentUnknownCapabilityError) else str(env.target)
+            tag = None
+        safe_record(
+            self._audit,
+            AuditRecord(
+                invocation=env.invocation,
+                capability=name,
+                tag=tag,
+                principal=env.principal if env.principal_resolved else None,
+                decision=_DECISIONS[env.stage],
+                outcome=label,
+                input=env.payload,
+                principal_resolved=env.principal_resolved,
+            ),
+        )
+
+    async def _dispatch_composed(
+        self, target: type[Any] | str, payload: object, invocation: Invocation | None = None
+    ) -> Result[DispatchResult, DispatchError]:
+        """Run the pure composed-RCFR pipeline, audited and traced like :meth:`Messages.dispatch`.
+
+        Used to prove the direct run and the composition agree, and to measure the difference.
+        """
+        return await self._run(target, payload, invocation, _run_composed)
+
+
+async def _run_composed(env: InvocationEnv[Any, Any]) -> DispatchResult | DispatchError:
+    result = unsafe_perform_io(await dispatch()(env))
+    return result.unwrap() if isinstance(result, Success) else result.failure()
+
+
+def _name_span(span: Any, env: InvocationEnv[Any, Any], outcome: object = None) -> None:
+    capability = env.capability
+    if capability is not None:
+        name = capability.name
+    elif isinstance(outcome, AgentUnknownCapabilityError):
+        name = outcome.capability
+    else:
+        name = str(env.target)
+    span.set_attribute("agent.capability", name)
+    span.set_attribute("gen_ai.tool.name", name)
+
+
+def _set_error_status(span: Any) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_status(Status(StatusCode.ERROR))
+
+
+def _no_op() -> None:
+    return None
