@@ -8,7 +8,7 @@ scripted responses. It deliberately knows nothing of contracts or dispatch.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import anyio.lowlevel
 
@@ -134,8 +134,7 @@ class RecordingHost(Generic[M, Msg, P]):
         """The configured principal (counted in :attr:`principal_calls`)."""
         self.principal_calls += 1
         resolver: Any = self._principal
-        principal: P = resolver(invocation) if callable(resolver) else resolver
-        return principal
+        return cast("P", resolver(invocation) if callable(resolver) else resolver)
 
     @property
     def host(self) -> Host[M, Msg, P]:
