@@ -1,0 +1,335 @@
+"""Introspection and documentation: a contract described as data, JSON and Markdown.
+
+This layer owns the descriptors adapters list (:class:`MessageDescriptor`,
+:class:`ResourceDescriptor`, :class:`AgentSchema`), the committed forms of a
+contract (:func:`to_manifest`, :func:`to_markdown`) and the one-line
+:func:`summarize` of a finished dispatch. Everything here is a pure function of
+a :class:`~agentfx.contract.Definition`: it never calls ``available``,
+``authorize``, ``to_message`` or a projection, and never sees a Model, so a
+manifest generated today is byte-identical to one generated tomorrow from the
+same contract. It deliberately knows nothing of hosts, transports or how a
+dispatch ran; :func:`summarize` reads only the result it is handed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .completion import Completion, StateCompletion
+from .naming import message_tag
+
+if TYPE_CHECKING:
+    from .contract import Capability, Definition
+    from .pipeline import DispatchResult
+
+__all__ = [
+    "AgentSchema",
+    "MessageDescriptor",
+    "ResourceDescriptor",
+    "Summary",
+    "context_schema",
+    "describe",
+    "messages",
+    "resources",
+    "schema",
+    "summarize",
+    "to_manifest",
+    "to_markdown",
+]
+
+
+class MessageDescriptor(msgspec.Struct, frozen=True):
+    """One exposed capability as an agent sees it, with nothing derived from a Model.
+
+    ``model_dependent`` says ``available`` was declared; ``requires_authorization``
+    that ``authorize`` was; ``completion`` is the manifest's completion dict, or
+    ``None`` without a completion contract.
+    """
+
+    name: str
+    tag: str
+    description: str
+    input_schema: dict[str, Any]
+    model_dependent: bool
+    requires_authorization: bool
+    completion: dict[str, Any] | None = None
+
+
+class ResourceDescriptor(msgspec.Struct, frozen=True):
+    """One resource: its name, description and the JSON Schema of what reading it returns."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+class AgentSchema(msgspec.Struct, frozen=True):
+    """The whole contract as descriptors: capabilities, resources and the context schema."""
+
+    messages: list[MessageDescriptor]
+    resources: list[ResourceDescriptor]
+    context: dict[str, Any] | None = None
+
+
+class Summary(msgspec.Struct, frozen=True):
+    """A one-line account of a dispatch; ``ok`` is ``False`` only for a declared failure."""
+
+    ok: bool
+    text: str
+
+
+def _copy(value: dict[str, Any]) -> dict[str, Any]:
+    # Schemas may be cached on codecs; a caller editing a manifest it was
+    # handed must not edit the contract. A JSON round trip keeps key order.
+    copied: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(value))
+    return copied
+
+
+def _completion(completion: Completion[Any, Any] | StateCompletion[Any, Any, Any] | None) -> dict[str, Any] | None:
+    if isinstance(completion, Completion):
+        out: dict[str, Any] = {"success": [message_tag(cls) for cls in completion.success]}
+        if completion.failure:
+            out["failure"] = [message_tag(cls) for cls in completion.failure]
+        return out
+    if isinstance(completion, StateCompletion):
+        return {"state": {"source": "model" if completion.source is None else "external"}}
+    return None
+
+
+def describe(capability: Capability[Any, Any]) -> MessageDescriptor:
+    """The descriptor of one capability; the runtime computes these once, at bind.
+
+    >>> import msgspec
+    >>> from agentfx.contract import expose, variant
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> [capability] = expose(Ping, variant(Ping, "Ping the app")).capabilities
+    >>> d = describe(capability)
+    >>> d.name, d.tag, d.model_dependent, d.completion
+    ('ping', 'Ping', False, None)
+    """
+    return MessageDescriptor(
+        name=capability.name,
+        tag=capability.tag,
+        description=capability.description,
+        input_schema=_copy(capability.codec.schema),
+        model_dependent=capability.available is not None,
+        requires_authorization=capability.authorize is not None,
+        completion=_completion(capability.completion),
+    )
+
+
+def messages(defn: Definition[Any, Any]) -> list[MessageDescriptor]:
+    """Every exposed capability's descriptor, in declaration order.
+
+    >>> import msgspec
+    >>> from agentfx.contract import define, expose, variant
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> class Pong(msgspec.Struct, tag=True):
+    ...     pass
+    >>> defn = define(expose(Ping | Pong, variant(Pong, "Pong"), variant(Ping, "Ping")))
+    >>> [d.name for d in messages(defn)]
+    ['pong', 'ping']
+    """
+    return [describe(c) for c in defn.capabilities]
+
+
+def resources(defn: Definition[Any, Any]) -> list[ResourceDescriptor]:
+    """Every resource's descriptor, in declaration order.
+
+    >>> import msgspec
+    >>> from agentfx.contract import define, expose, resource
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> defn = define(expose(Ping), [resource("count", "A number", schema=int, read=lambda m: 1)])
+    >>> resources(defn)
+    [ResourceDescriptor(name='count', description='A number', schema={'type': 'integer'})]
+    """
+    return [ResourceDescriptor(name=r.name, description=r.description, schema=_copy(r.json_schema())) for r in defn.resources]
+
+
+def context_schema(defn: Definition[Any, Any]) -> dict[str, Any] | None:
+    """The JSON Schema of the context projection, or ``None`` when the contract projects none.
+
+    >>> import msgspec
+    >>> from agentfx.contract import define, expose
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> context_schema(define(expose(Ping))) is None
+    True
+    """
+    return None if defn.context is None else _copy(defn.context.json_schema())
+
+
+def schema(defn: Definition[Any, Any]) -> AgentSchema:
+    """The whole contract as descriptors.
+
+    >>> import msgspec
+    >>> from agentfx.contract import define, expose
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> schema(define(expose(Ping)))
+    AgentSchema(messages=[], resources=[], context=None)
+    """
+    return AgentSchema(messages=messages(defn), resources=resources(defn), context=context_schema(defn))
+
+
+def to_manifest(defn: Definition[Any, Any]) -> dict[str, Any]:
+    """The contract as a JSON-ready dict with camelCase wire keys.
+
+    Keys come in a fixed order and nothing is read from a Model, so
+    ``json.dumps(to_manifest(defn), indent=2)`` is byte-identical across runs
+    and can be committed, making a change to what an application exposes
+    visible in review.
+
+    >>> import msgspec
+    >>> from agentfx.contract import define, expose
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> to_manifest(define(expose(Ping)))
+    {'capabilities': [], 'resources': []}
+    """
+    capabilities: list[dict[str, Any]] = []
+    for d in messages(defn):
+        entry: dict[str, Any] = {
+            "name": d.name,
+            "tag": d.tag,
+            "description": d.description,
+            "inputSchema": d.input_schema,
+            "modelDependent": d.model_dependent,
+            "requiresAuthorization": d.requires_authorization,
+        }
+        if d.completion is not None:
+            entry["completion"] = d.completion
+        capabilities.append(entry)
+    manifest: dict[str, Any] = {
+        "capabilities": capabilities,
+        "resources": [{"name": r.name, "description": r.description, "schema": r.schema} for r in resources(defn)],
+    }
+    context = context_schema(defn)
+    if context is not None:
+        manifest["context"] = context
+    return manifest
+
+
+def _json_block(value: object) -> list[str]:
+    return ["```json", json.dumps(value, indent=2, ensure_ascii=False), "```"]
+
+
+def _cell(text: str) -> str:
+    # A newline would end the table row and a bare pipe would split the cell.
+    return " ".join(text.replace("|", "\\|").splitlines())
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def _tags(tags: list[str]) -> str:
+    return ", ".join(f"`{tag}`" for tag in tags)
+
+
+def _completion_sentence(completion: dict[str, Any]) -> str:
+    if "state" in completion:
+        where = "" if completion["state"]["source"] == "model" else "external "
+        return f"Completes when its declared {where}state is reached."
+    sentence = f"Completes on {_tags(completion['success'])}"
+    if "failure" in completion:
+        sentence += f", fails on {_tags(completion['failure'])}"
+    return sentence + "."
+
+
+def to_markdown(defn: Definition[Any, Any]) -> str:
+    """The contract as a Markdown document, rendered from :func:`to_manifest`.
+
+    Blocks are separated by one blank line and the document ends with a single
+    newline. Only exposed Messages are named.
+
+    >>> import msgspec
+    >>> from agentfx.contract import define, expose
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> print(to_markdown(define(expose(Ping))), end="")
+    # Agent contract
+    <BLANKLINE>
+    This contract exposes no capabilities.
+    <BLANKLINE>
+    ## Context
+    <BLANKLINE>
+    This contract projects no Model context.
+    """
+    manifest = to_manifest(defn)
+    blocks: list[list[str]] = [["# Agent contract"]]
+    capabilities: list[dict[str, Any]] = manifest["capabilities"]
+    if not capabilities:
+        blocks.append(["This contract exposes no capabilities."])
+    else:
+        blocks.append(["## Capabilities"])
+        table = [
+            "| Name | Message | Description | Model-dependent | Authorized |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for c in capabilities:
+            table.append(
+                f"| `{_cell(c['name'])}` | `{_cell(c['tag'])}` | {_cell(c['description'])} "
+                f"| {_yes_no(c['modelDependent'])} | {_yes_no(c['requiresAuthorization'])} |"
+            )
+        blocks.append(table)
+        for c in capabilities:
+            blocks.append([f"### `{c['name']}`"])
+            blocks.append([c["description"]])
+            if c["modelDependent"]:
+                blocks.append(["Available only in some Model states."])
+            if c["requiresAuthorization"]:
+                blocks.append(["Runs an authorization check before dispatching."])
+            blocks.append(["Input:"])
+            blocks.append(_json_block(c["inputSchema"]))
+            if "completion" in c:
+                blocks.append([_completion_sentence(c["completion"])])
+    resource_entries: list[dict[str, Any]] = manifest["resources"]
+    if resource_entries:
+        blocks.append(["## Resources"])
+        for r in resource_entries:
+            blocks.append([f"### `{r['name']}`"])
+            blocks.append([r["description"]])
+            blocks.append(_json_block(r["schema"]))
+    blocks.append(["## Context"])
+    if "context" in manifest:
+        blocks.append(_json_block(manifest["context"]))
+    else:
+        blocks.append(["This contract projects no Model context."])
+    return "\n\n".join("\n".join(block) for block in blocks) + "\n"
+
+
+def summarize(result: DispatchResult) -> Summary:
+    """A one-line account of a successful dispatch.
+
+    ``Dispatched <Tag>`` without a completion contract; ``Completed: <Tag>`` or
+    ``Failed: <Tag>`` naming the Message that settled it; ``Completed: <Tag>
+    reached its declared state`` for a state completion, naming the dispatched
+    Message. Only a declared failure is not ``ok``.
+
+    >>> import msgspec
+    >>> from agentfx.completion import CompletionOutcome
+    >>> from agentfx.invocation import Invocation
+    >>> from agentfx.pipeline import DispatchResult
+    >>> class Deleted(msgspec.Struct, tag=True):
+    ...     id: str
+    >>> result = DispatchResult("delete", "Delete", None, Invocation(id="1"), CompletionOutcome("completed", Deleted("a")))
+    >>> summarize(result)
+    Summary(ok=True, text='Completed: Deleted')
+    """
+    outcome = result.completion
+    if outcome is None:
+        return Summary(ok=True, text=f"Dispatched {result.tag}")
+    message: object = outcome.message
+    if outcome.status == "failed":
+        tag = result.tag if message is None else message_tag(type(message))
+        return Summary(ok=False, text=f"Failed: {tag}")
+    if message is None:
+        return Summary(ok=True, text=f"Completed: {result.tag} reached its declared state")
+    return Summary(ok=True, text=f"Completed: {message_tag(type(message))}")

@@ -1,0 +1,1 @@
+"""Example applications built on agentfx; the todo app is shared by the test suites."""

@@ -1,0 +1,270 @@
+"""The todo application and its agent contract.
+
+An ordinary Elm program (a Model, a union of Messages, an ``update`` whose
+commands stand in for a server) that runs on :func:`agentfx.program.run_program`,
+and :data:`AppAgent`, the contract that hands a chosen few of its Messages to
+agents. The application half knows nothing of agents: deleting every line
+below "The agent contract" leaves a working program.
+
+Run it with ``run_program(init=INITIAL, update=update)`` and bind
+:data:`AppAgent` to ``program.host(principal=...)``. ``agent.json`` and
+``AGENT.md`` beside this file are generated from :data:`AppAgent`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import msgspec
+
+from agentfx.completion import CallInfo, Completion
+from agentfx.contract import for_model
+from agentfx.program import Command
+
+__all__ = [
+    "INITIAL",
+    "AgentView",
+    "AppAgent",
+    "ClearedSelection",
+    "CreateTodoInput",
+    "CreatedTodo",
+    "DeletedTodo",
+    "FailedDeleteTodo",
+    "Message",
+    "Model",
+    "NoInput",
+    "ReceivedTodos",
+    "RequestedCreateTodo",
+    "RequestedDeleteTodo",
+    "SelectedTodo",
+    "Todo",
+    "TodoAgent",
+    "User",
+    "update",
+]
+
+
+# --- The application ------------------------------------------------------------
+
+
+class Todo(msgspec.Struct, frozen=True):
+    """A todo item."""
+
+    id: str
+    title: str
+    completed: bool = False
+
+
+class Model(msgspec.Struct, frozen=True):
+    """The whole application state: the todos and which one is selected."""
+
+    todos: tuple[Todo, ...] = ()
+    selected_todo_id: str | None = None
+
+
+class User(msgspec.Struct, frozen=True):
+    """Who is calling: the principal an agent acts for."""
+
+    id: str
+    can_delete: bool = False
+
+
+class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
+    """The user (or an agent) asked for a new todo; ``request_id`` follows it to :class:`CreatedTodo`."""
+
+    title: str
+    request_id: str | None = None
+
+
+class CreatedTodo(msgspec.Struct, frozen=True, tag=True):
+    """The server created a todo; made by the command a :class:`RequestedCreateTodo` starts."""
+
+    id: str
+    title: str
+    request_id: str | None = None
+
+
+class RequestedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    """Someone asked to delete a todo."""
+
+    id: str
+
+
+class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
+    """The server deleted a todo."""
+
+    id: str
+
+
+class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    """The server refused to delete a todo."""
+
+    id: str
+    reason: str
+
+
+class SelectedTodo(msgspec.Struct, frozen=True, tag=True):
+    """Select the todo with this id; an id that names no todo selects nothing."""
+
+    id: str
+
+
+class ClearedSelection(msgspec.Struct, frozen=True, tag=True):
+    """The selection was cleared."""
+
+
+class ReceivedTodos(msgspec.Struct, frozen=True, tag=True):
+    """A sync brought the server's todos; never offered to agents."""
+
+    todos: tuple[Todo, ...]
+
+
+Message = (
+    RequestedCreateTodo
+    | CreatedTodo
+    | RequestedDeleteTodo
+    | DeletedTodo
+    | FailedDeleteTodo
+    | SelectedTodo
+    | ClearedSelection
+    | ReceivedTodos
+)
+
+INITIAL = Model(
+    todos=(
+        Todo(id="todo-1", title="Buy milk"),
+        Todo(id="todo-2", title="Write the report", completed=True),
+    ),
+)
+"""A Model with two todos and nothing selected."""
+
+# The stand-in server numbers new todos after the initial ones, like a
+# database sequence: ids are never reused within a process.
+_ids = itertools.count(len(INITIAL.todos) + 1)
+
+
+def _create(message: RequestedCreateTodo) -> Command[Message]:
+    async def create() -> Message:
+        return CreatedTodo(id=f"todo-{next(_ids)}", title=message.title, request_id=message.request_id)
+
+    return create
+
+
+def _delete(model: Model, todo_id: str) -> Command[Message]:
+    known = any(todo.id == todo_id for todo in model.todos)
+
+    async def delete() -> Message:
+        if known:
+            return DeletedTodo(id=todo_id)
+        return FailedDeleteTodo(id=todo_id, reason=f'There is no todo with id "{todo_id}"')
+
+    return delete
+
+
+def update(model: Model, message: Message) -> Model | tuple[Model, list[Command[Message]]]:
+    """The next Model, and the commands (server calls) ``message`` starts.
+
+    Creating and deleting go through a command, so their result arrives as a
+    later Message (:class:`CreatedTodo`, :class:`DeletedTodo` or
+    :class:`FailedDeleteTodo`), which is what the contract's completions wait for.
+    """
+    match message:
+        case RequestedCreateTodo():
+            return model, [_create(message)]
+        case CreatedTodo(id=todo_id, title=title):
+            return msgspec.structs.replace(model, todos=(*model.todos, Todo(id=todo_id, title=title)))
+        case RequestedDeleteTodo(id=todo_id):
+            return model, [_delete(model, todo_id)]
+        case DeletedTodo(id=todo_id):
+            todos = tuple(todo for todo in model.todos if todo.id != todo_id)
+            selected = None if model.selected_todo_id == todo_id else model.selected_todo_id
+            return Model(todos=todos, selected_todo_id=selected)
+        case FailedDeleteTodo():
+            return model
+        case SelectedTodo(id=todo_id):
+            if not any(todo.id == todo_id for todo in model.todos):
+                return model
+            return msgspec.structs.replace(model, selected_todo_id=todo_id)
+        case ClearedSelection():
+            return msgspec.structs.replace(model, selected_todo_id=None)
+        case ReceivedTodos(todos=todos):
+            ids = {todo.id for todo in todos}
+            selected = model.selected_todo_id if model.selected_todo_id in ids else None
+            return Model(todos=todos, selected_todo_id=selected)
+
+
+# --- The agent contract ---------------------------------------------------------
+
+
+# Struct docstrings become the "description" of the JSON Schemas agents read,
+# so the ones below (and those of exposed Messages) are written for agents.
+
+
+class NoInput(msgspec.Struct, frozen=True):
+    """A capability that takes no payload: the agent sends ``{}``."""
+
+
+class CreateTodoInput(msgspec.Struct, frozen=True):
+    """The todo to create."""
+
+    title: str
+
+
+class AgentView(msgspec.Struct, frozen=True):
+    """The user's todos and which one is selected."""
+
+    todos: tuple[Todo, ...]
+    selected_todo_id: str | None
+
+
+def _request_key(_: CreateTodoInput, call: CallInfo) -> str | None:
+    return call.invocation.id
+
+
+def _result_key(result: CreatedTodo) -> str | None:
+    return result.request_id
+
+
+TodoAgent = for_model(Model, principal=User)
+
+AppAgent = TodoAgent.define(
+    messages=TodoAgent.expose(
+        Message,
+        TodoAgent.variant(
+            RequestedCreateTodo,
+            "Create a new todo",
+            name="create_todo",
+            input=CreateTodoInput,
+            # Two todos may share a title, so the invocation id rides onto the
+            # CreatedTodo the server answers with and settles exactly this call.
+            to_message=lambda new, ctx: RequestedCreateTodo(title=new.title, request_id=ctx.invocation.id),
+            completion=Completion(success=CreatedTodo, correlate_key=(_request_key, _result_key), timeout=10.0),
+        ),
+        TodoAgent.variant(
+            RequestedDeleteTodo,
+            "Delete the currently selected todo",
+            name="delete_selected_todo",
+            available=lambda model: model.selected_todo_id is not None,
+            input=NoInput,
+            to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected_todo_id or ""),
+            authorize=lambda req: req.principal.can_delete,
+            completion=Completion(
+                success=DeletedTodo,
+                failure=FailedDeleteTodo,
+                correlate=lambda request, result, call: result.id == call.message.id,
+                timeout=10.0,
+            ),
+        ),
+        TodoAgent.variant(SelectedTodo, "Select a todo by its id", name="select_todo"),
+        TodoAgent.variant(
+            ClearedSelection,
+            "Clear the current selection",
+            available=lambda model: model.selected_todo_id is not None,
+        ),
+    ),
+    resources=[
+        TodoAgent.resource("todos", "The user's current todos", schema=list[Todo], read=lambda m: m.todos),
+    ],
+    context=TodoAgent.projection(AgentView, lambda m: AgentView(todos=m.todos, selected_todo_id=m.selected_todo_id)),
+)
+"""The contract: four capabilities, the ``todos`` resource and the :class:`AgentView` context."""

@@ -1,0 +1,520 @@
+"""Introspection and documentation: descriptors, the manifest, the Markdown, summaries."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import msgspec
+import pytest
+
+from agentfx.completion import Completion, CompletionOutcome, Source, when
+from agentfx.contract import Definition, define, expose, for_model, projection, resource, variant
+from agentfx.docs import (
+    AgentSchema,
+    MessageDescriptor,
+    ResourceDescriptor,
+    Summary,
+    context_schema,
+    describe,
+    messages,
+    resources,
+    schema,
+    summarize,
+    to_manifest,
+    to_markdown,
+)
+from agentfx.invocation import Invocation
+from agentfx.pipeline import DispatchResult
+
+
+class Todo(msgspec.Struct, frozen=True):
+    id: str
+    title: str
+
+
+class Model(msgspec.Struct, frozen=True):
+    todos: tuple[Todo, ...] = ()
+    selected: str | None = None
+
+
+class User(msgspec.Struct, frozen=True):
+    can_delete: bool
+
+
+class CreateTodo(msgspec.Struct, frozen=True, tag=True):
+    title: str
+
+
+class DeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+    reason: str
+
+
+class SecretReset(msgspec.Struct, frozen=True, tag=True):
+    token: str
+
+
+class NoInput(msgspec.Struct, frozen=True):
+    pass
+
+
+class View(msgspec.Struct, frozen=True):
+    count: int
+
+
+Message = CreateTodo | DeleteTodo | DeletedTodo | FailedDeleteTodo | SecretReset
+
+Agent = for_model(Model, principal=User)
+
+SMALL = Agent.define(
+    messages=Agent.expose(
+        Message,
+        Agent.variant(CreateTodo, "Create a todo"),
+        Agent.variant(
+            DeleteTodo,
+            "Delete the selected todo",
+            name="delete_selected",
+            available=lambda m: m.selected is not None,
+            input=NoInput,
+            to_message=lambda _, ctx: DeleteTodo(id=ctx.model.selected or ""),
+            authorize=lambda req: req.principal.can_delete,
+            completion=Completion(success=DeletedTodo, failure=FailedDeleteTodo, timeout=10.0),
+        ),
+    ),
+    resources=[Agent.resource("count", "How many todos", schema=int, read=lambda m: len(m.todos))],
+    context=Agent.projection(View, lambda m: View(count=len(m.todos))),
+)
+
+CREATE_SCHEMA: dict[str, Any] = {
+    "title": "CreateTodo",
+    "type": "object",
+    "properties": {"title": {"type": "string"}},
+    "required": ["title"],
+    "additionalProperties": False,
+}
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+VIEW_SCHEMA: dict[str, Any] = {
+    "title": "View",
+    "type": "object",
+    "properties": {"count": {"type": "integer"}},
+    "required": ["count"],
+}
+
+SMALL_MANIFEST: dict[str, Any] = {
+    "capabilities": [
+        {
+            "name": "create_todo",
+            "tag": "CreateTodo",
+            "description": "Create a todo",
+            "inputSchema": CREATE_SCHEMA,
+            "modelDependent": False,
+            "requiresAuthorization": False,
+        },
+        {
+            "name": "delete_selected",
+            "tag": "DeleteTodo",
+            "description": "Delete the selected todo",
+            "inputSchema": EMPTY_SCHEMA,
+            "modelDependent": True,
+            "requiresAuthorization": True,
+            "completion": {"success": ["DeletedTodo"], "failure": ["FailedDeleteTodo"]},
+        },
+    ],
+    "resources": [{"name": "count", "description": "How many todos", "schema": {"type": "integer"}}],
+    "context": VIEW_SCHEMA,
+}
+
+SMALL_MARKDOWN = """\
+# Agent contract
+
+## Capabilities
+
+| Name | Message | Description | Model-dependent | Authorized |
+| --- | --- | --- | --- | --- |
+| `create_todo` | `CreateTodo` | Create a todo | no | no |
+| `delete_selected` | `DeleteTodo` | Delete the selected todo | yes | yes |
+
+### `create_todo`
+
+Create a todo
+
+Input:
+
+```json
+{
+  "title": "CreateTodo",
+  "type": "object",
+  "properties": {
+    "title": {
+      "type": "string"
+    }
+  },
+  "required": [
+    "title"
+  ],
+  "additionalProperties": false
+}
+```
+
+### `delete_selected`
+
+Delete the selected todo
+
+Available only in some Model states.
+
+Runs an authorization check before dispatching.
+
+Input:
+
+```json
+{
+  "type": "object",
+  "properties": {},
+  "required": [],
+  "additionalProperties": false
+}
+```
+
+Completes on `DeletedTodo`, fails on `FailedDeleteTodo`.
+
+## Resources
+
+### `count`
+
+How many todos
+
+```json
+{
+  "type": "integer"
+}
+```
+
+## Context
+
+```json
+{
+  "title": "View",
+  "type": "object",
+  "properties": {
+    "count": {
+      "type": "integer"
+    }
+  },
+  "required": [
+    "count"
+  ]
+}
+```
+"""
+
+EMPTY_MARKDOWN = """\
+# Agent contract
+
+This contract exposes no capabilities.
+
+## Context
+
+This contract projects no Model context.
+"""
+
+
+def _explode(*_: object) -> NoReturn:
+    raise AssertionError("documentation read a Model or ran a hook")
+
+
+def _hooked() -> Definition[Any, Any]:
+    """Every hook of this contract raises: documenting it must call none of them."""
+    return define(
+        expose(
+            Message,
+            variant(
+                DeleteTodo,
+                "Delete",
+                available=_explode,
+                input=NoInput,
+                to_message=_explode,
+                authorize=_explode,
+                completion=Completion(success=DeletedTodo, correlate=_explode),
+            ),
+            variant(CreateTodo, "Create", completion=when(projection=_explode, predicate=_explode)),
+            variant(
+                SecretReset,
+                "Reset",
+                completion=when(source=Source(get=_explode, subscribe=_explode), predicate=_explode),
+            ),
+        ),
+        resources=[resource("todos", "Todos", schema=list[Todo], read=_explode)],
+        context=projection(View, _explode),
+    )
+
+
+# --- descriptors ---------------------------------------------------------------
+
+
+def test_messages_are_descriptors_in_declaration_order() -> None:
+    assert messages(SMALL) == [
+        MessageDescriptor(
+            name="create_todo",
+            tag="CreateTodo",
+            description="Create a todo",
+            input_schema=CREATE_SCHEMA,
+            model_dependent=False,
+            requires_authorization=False,
+            completion=None,
+        ),
+        MessageDescriptor(
+            name="delete_selected",
+            tag="DeleteTodo",
+            description="Delete the selected todo",
+            input_schema=EMPTY_SCHEMA,
+            model_dependent=True,
+            requires_authorization=True,
+            completion={"success": ["DeletedTodo"], "failure": ["FailedDeleteTodo"]},
+        ),
+    ]
+
+
+def test_declaration_order_not_union_order() -> None:
+    defn = define(expose(Message, variant(SecretReset, "c"), variant(CreateTodo, "a"), variant(DeleteTodo, "b")))
+    assert [d.tag for d in messages(defn)] == ["SecretReset", "CreateTodo", "DeleteTodo"]
+
+
+def test_describe_matches_messages() -> None:
+    assert [describe(c) for c in SMALL.capabilities] == messages(SMALL)
+
+
+def test_resources_and_context_schema() -> None:
+    assert resources(SMALL) == [ResourceDescriptor(name="count", description="How many todos", schema={"type": "integer"})]
+    assert context_schema(SMALL) == VIEW_SCHEMA
+    assert context_schema(define(expose(Message))) is None
+
+
+def test_schema_gathers_everything() -> None:
+    assert schema(SMALL) == AgentSchema(messages=messages(SMALL), resources=resources(SMALL), context=VIEW_SCHEMA)
+
+
+def test_descriptors_are_frozen() -> None:
+    [descriptor, _] = messages(SMALL)
+    with pytest.raises(AttributeError):
+        descriptor.name = "other"  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_editing_a_manifest_does_not_edit_the_contract() -> None:
+    manifest = to_manifest(SMALL)
+    manifest["capabilities"][0]["inputSchema"]["properties"]["title"]["type"] = "integer"
+    manifest["resources"][0]["schema"]["type"] = "string"
+    manifest["context"]["title"] = "Edited"
+    assert to_manifest(SMALL) == SMALL_MANIFEST
+    assert SMALL.capabilities[0].codec.schema == CREATE_SCHEMA
+
+
+# --- the manifest --------------------------------------------------------------
+
+
+def test_manifest_is_exact() -> None:
+    manifest = to_manifest(SMALL)
+    assert manifest == SMALL_MANIFEST
+    # Key order is part of the committed bytes, not only equality.
+    assert json.dumps(manifest) == json.dumps(SMALL_MANIFEST)
+
+
+def test_empty_contract_manifest_is_exact() -> None:
+    assert to_manifest(define(expose(Message))) == {"capabilities": [], "resources": []}
+    assert json.dumps(to_manifest(define(expose(Message)))) == '{"capabilities": [], "resources": []}'
+
+
+def test_manifest_is_byte_stable_across_calls() -> None:
+    first = json.dumps(to_manifest(SMALL), indent=2)
+    assert json.dumps(to_manifest(SMALL), indent=2) == first
+    assert to_markdown(SMALL) == to_markdown(SMALL)
+
+
+_PRINT_MANIFEST = """
+import json, runpy, sys
+from agentfx.docs import to_manifest, to_markdown
+defn = runpy.run_path(sys.argv[1])["SMALL"]
+sys.stdout.write(json.dumps(to_manifest(defn), indent=2) + "\\n" + to_markdown(defn))
+"""
+
+
+@pytest.mark.parametrize("hash_seed", ["1", "2"])
+def test_manifest_is_byte_stable_across_processes(hash_seed: str) -> None:
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", _PRINT_MANIFEST, __file__],
+        capture_output=True,
+        check=True,
+        cwd=root,
+        env=env,
+    ).stdout
+    expected = json.dumps(to_manifest(SMALL), indent=2) + "\n" + to_markdown(SMALL)
+    assert out == expected.encode()
+
+
+def test_completion_success_only() -> None:
+    defn = define(expose(Message, variant(DeleteTodo, "d", completion=Completion(success=DeletedTodo))))
+    [entry] = to_manifest(defn)["capabilities"]
+    assert entry["completion"] == {"success": ["DeletedTodo"]}
+    assert "Completes on `DeletedTodo`.\n" in to_markdown(defn)
+    assert "fails on" not in to_markdown(defn)
+
+
+def test_completion_with_several_tags() -> None:
+    defn = define(
+        expose(
+            Message,
+            variant(DeleteTodo, "d", completion=Completion(success=(DeletedTodo, CreateTodo), failure=(FailedDeleteTodo, SecretReset))),
+        )
+    )
+    [entry] = to_manifest(defn)["capabilities"]
+    assert entry["completion"] == {"success": ["DeletedTodo", "CreateTodo"], "failure": ["FailedDeleteTodo", "SecretReset"]}
+    assert "Completes on `DeletedTodo`, `CreateTodo`, fails on `FailedDeleteTodo`, `SecretReset`.\n" in to_markdown(defn)
+
+
+def test_state_completions() -> None:
+    def predicate(value: object, request: object) -> bool:
+        return value == request
+
+    source: Source[object] = Source(get=lambda: None, subscribe=lambda listener: lambda: None)
+    defn = define(
+        expose(
+            Message,
+            variant(CreateTodo, "c", completion=when(projection=lambda m: m, predicate=predicate)),
+            variant(DeleteTodo, "d", completion=when(source=source, predicate=predicate)),
+        )
+    )
+    create, delete = to_manifest(defn)["capabilities"]
+    assert create["completion"] == {"state": {"source": "model"}}
+    assert delete["completion"] == {"state": {"source": "external"}}
+    markdown = to_markdown(defn)
+    assert "Completes when its declared state is reached.\n" in markdown
+    assert "Completes when its declared external state is reached.\n" in markdown
+
+
+def test_no_completion_key_without_a_contract() -> None:
+    [entry] = to_manifest(define(expose(Message, variant(CreateTodo, "c"))))["capabilities"]
+    assert "completion" not in entry
+    assert "Completes" not in to_markdown(define(expose(Message, variant(CreateTodo, "c"))))
+
+
+# --- the Markdown --------------------------------------------------------------
+
+
+def test_markdown_is_exact() -> None:
+    assert to_markdown(SMALL) == SMALL_MARKDOWN
+
+
+def test_empty_contract_markdown_is_exact() -> None:
+    assert to_markdown(define(expose(Message))) == EMPTY_MARKDOWN
+
+
+def test_resources_section_only_with_resources() -> None:
+    without = define(expose(Message, variant(CreateTodo, "c")))
+    assert "## Resources" not in to_markdown(without)
+    with_one = define(expose(Message), [resource("n", "A number", schema=int, read=lambda m: 1)])
+    markdown = to_markdown(with_one)
+    assert markdown.endswith(
+        "## Resources\n\n### `n`\n\nA number\n\n```json\n{\n  \"type\": \"integer\"\n}\n```\n\n"
+        "## Context\n\nThis contract projects no Model context.\n"
+    )
+
+
+def test_table_cells_escape_pipes_and_newlines() -> None:
+    defn = define(expose(Message, variant(CreateTodo, "Create a | b\nsecond line", name="create")))
+    markdown = to_markdown(defn)
+    assert "| `create` | `CreateTodo` | Create a \\| b second line | no | no |\n" in markdown
+    # Outside the table the description is prose and stays as written.
+    assert "### `create`\n\nCreate a | b\nsecond line\n\nInput:" in markdown
+
+
+def test_markdown_ends_with_one_newline() -> None:
+    for defn in (SMALL, define(expose(Message)), _hooked()):
+        text = to_markdown(defn)
+        assert text.endswith("\n")
+        assert not text.endswith("\n\n")
+        assert "\n\n\n" not in text
+
+
+# --- purity --------------------------------------------------------------------
+
+
+def test_documentation_never_reads_the_model_or_runs_a_hook() -> None:
+    defn = _hooked()
+    manifest = to_manifest(defn)
+    assert [c["completion"] for c in manifest["capabilities"]] == [
+        {"success": ["DeletedTodo"]},
+        {"state": {"source": "model"}},
+        {"state": {"source": "external"}},
+    ]
+    assert [d.model_dependent for d in messages(defn)] == [True, False, False]
+    assert resources(defn)[0].name == "todos"
+    assert context_schema(defn) is not None
+    assert schema(defn).context == context_schema(defn)
+    assert to_markdown(defn).startswith("# Agent contract\n")
+
+
+def test_unexposed_messages_are_never_named() -> None:
+    defn = define(
+        expose(Message, variant(CreateTodo, "Create"), variant(DeleteTodo, "Delete", completion=Completion(success=DeletedTodo)))
+    )
+    texts = [
+        json.dumps(to_manifest(defn)),
+        to_markdown(defn),
+        repr(messages(defn)),
+        repr(schema(defn)),
+    ]
+    for text in texts:
+        assert "DeletedTodo" in text  # named, as a completion
+        assert "SecretReset" not in text
+        assert "FailedDeleteTodo" not in text
+
+
+# --- summaries -----------------------------------------------------------------
+
+
+def _result(completion: CompletionOutcome | None) -> DispatchResult:
+    return DispatchResult(
+        name="delete_selected",
+        tag="DeleteTodo",
+        message=DeleteTodo(id="a"),
+        invocation=Invocation(id="call-1", transport="in-app"),
+        completion=completion,
+    )
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        (None, Summary(ok=True, text="Dispatched DeleteTodo")),
+        (CompletionOutcome("completed", DeletedTodo(id="a")), Summary(ok=True, text="Completed: DeletedTodo")),
+        (CompletionOutcome("failed", FailedDeleteTodo(id="a", reason="gone")), Summary(ok=False, text="Failed: FailedDeleteTodo")),
+        (CompletionOutcome("completed", None), Summary(ok=True, text="Completed: DeleteTodo reached its declared state")),
+    ],
+)
+def test_summarize(completion: CompletionOutcome | None, expected: Summary) -> None:
+    assert summarize(_result(completion)) == expected
+
+
+def test_summary_names_a_renamed_tag() -> None:
+    class Done(msgspec.Struct, tag="done"):
+        pass
+
+    assert summarize(_result(CompletionOutcome("completed", Done()))).text == "Completed: done"
+
+
+def test_summary_encodes_to_json() -> None:
+    assert msgspec.json.encode(summarize(_result(None))) == b'{"ok":true,"text":"Dispatched DeleteTodo"}'
