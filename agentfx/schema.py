@@ -1,0 +1,541 @@
+"""msgspec types as JSON Schema, strict input codecs, and schema projections.
+
+This layer owns the three places where a msgspec type meets the outside
+world: the JSON Schema a type advertises (:func:`json_schema`), the strict
+decoder of agent payloads that honours exactly the schema it advertises
+(:class:`InputCodec`), and the encoding of application values through a
+declared schema (:func:`project`).
+
+An input schema is closed: every object says ``additionalProperties: false``
+and decoding rejects what the schema does not declare. msgspec only does that
+for Structs declared with ``forbid_unknown_fields``, so the codec derives a
+*strict mirror* of the input type: the same fields, names, types and defaults,
+with every nested record closed and the root's own tag removed. The schema is
+generated from the mirror; decoding still produces the application's own type.
+
+It deliberately knows nothing of capabilities, Messages or failures: a bad
+payload is an :class:`InvalidPayload` with a JSON path, and turning that into
+an agent-facing error is the caller's business.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import types
+import typing
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Generic, Literal, NotRequired, Required, TypeVar, Union, cast
+
+import msgspec
+
+from agentfx.errors import AgentProjectionError
+
+__all__ = ["InputCodec", "InvalidPayload", "json_schema", "project"]
+
+T = TypeVar("T")
+
+_REF_PREFIX = "#/$defs/"
+
+_EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+
+# msgspec ends a located error with " - at `$.path`"; a bad mapping key reads
+# " - at `key` in `$.path`". Anything else happened at the root.
+_AT = re.compile(r" - at (?:`key` in )?`(\$.*)`\Z", re.DOTALL)
+
+
+class InvalidPayload(Exception):
+    """A payload the input codec rejects.
+
+    Attributes:
+        path: JSON path of the first problem in msgspec's notation (``$`` for
+            the root, ``$.title``, ``$.todos[0].title``).
+        cause: msgspec's own exception, or ``None`` when the codec found the
+            problem itself (wrong root type, undeclared top-level field).
+    """
+
+    def __init__(self, path: str, cause: BaseException | None = None) -> None:
+        super().__init__(f"Invalid payload at {path}")
+        self.path = path
+        self.cause = cause
+
+
+def json_schema(tp: object) -> dict[str, Any]:
+    """The JSON Schema msgspec emits for ``tp``, with the root inlined.
+
+    A Struct root becomes ``{"type": "object", ...}`` rather than a bare
+    ``$ref``; nested definitions stay under ``$defs`` (omitted when empty).
+
+    >>> import msgspec
+    >>> class Point(msgspec.Struct):
+    ...     x: int
+    >>> json_schema(Point)
+    {'title': 'Point', 'type': 'object', 'properties': {'x': {'type': 'integer'}}, 'required': ['x']}
+    >>> json_schema(list[int])
+    {'type': 'array', 'items': {'type': 'integer'}}
+
+    Raises:
+        TypeError: when msgspec cannot describe ``tp``.
+    """
+    return _inline_root(msgspec.json.schema(tp))
+
+
+class InputCodec(Generic[T]):
+    """Strict decoder and closed JSON Schema for a Struct-typed input.
+
+    The schema is the Struct's own minus its tag field, with
+    ``additionalProperties: false`` on every object. :meth:`decode` accepts
+    exactly what the schema describes: a ``dict`` payload, no undeclared keys at
+    any depth (the Struct's tag key included), no lax coercion.
+
+    >>> import msgspec
+    >>> class RequestedCreateTodo(msgspec.Struct, tag=True):
+    ...     title: str
+    >>> codec = InputCodec(RequestedCreateTodo)
+    >>> codec.schema["properties"], codec.schema["additionalProperties"]
+    ({'title': {'type': 'string'}}, False)
+    >>> codec.decode({"title": "Buy milk"})
+    RequestedCreateTodo(title='Buy milk')
+    >>> try:
+    ...     codec.decode({"title": 3})
+    ... except InvalidPayload as error:
+    ...     print(error.path)
+    $.title
+
+    Attributes:
+        type: The Struct type payloads decode into.
+        schema: The closed JSON Schema advertised for it. Do not mutate it.
+        decode: ``decode(payload) -> T``; raises :class:`InvalidPayload` with
+            the JSON path of the first problem.
+
+    Raises:
+        TypeError: when ``tp`` is not a msgspec Struct class that encodes as an
+            object, or msgspec cannot describe one of its fields.
+    """
+
+    __slots__ = ("decode", "schema", "type")
+
+    type: type[T]
+    schema: dict[str, Any]
+    decode: Callable[[object], T]
+    """Decode a JSON-like payload into :attr:`type`; raises :class:`InvalidPayload`."""
+
+    def __init__(self, tp: type[T]) -> None:
+        if not _is_struct_class(tp):
+            raise TypeError(f"{tp!r} is not a msgspec Struct class")
+        struct = cast("type[msgspec.Struct]", tp)
+        config = struct.__struct_config__
+        if config.array_like:
+            raise TypeError(f"{struct.__name__} is array_like; an input must encode as an object")
+        try:
+            fields = msgspec.structs.fields(struct)
+            # Only a tagged root differs from the mirror the type gets when nested.
+            mirror = _mirror(struct, root=config.tag is not None)
+            schema = _inline_root(msgspec.json.schema(mirror))
+        except NameError as exc:
+            raise TypeError(f"{struct.__name__} has an annotation that cannot be resolved: {exc}") from exc
+        self.type = tp
+        if fields:
+            self.schema = schema
+            self.schema["title"] = struct.__name__
+        else:
+            self.schema = dict(_EMPTY_OBJECT)
+        allowed = frozenset(field.encode_name for field in fields)
+        tag_field = config.tag_field
+        fits: Callable[[Any], bool]
+        if not config.forbid_unknown_fields:
+            fits = allowed.issuperset
+        elif tag_field is not None:
+            # msgspec already refuses undeclared keys here, except the tag.
+            fits = lambda payload: tag_field not in payload  # noqa: E731
+        else:
+            fits = _always
+        # A second, validating pass is needed only where msgspec would accept
+        # an undeclared key below the root.
+        self.decode = _decoder(tp, fits, mirror if _has_open_record(struct) else None)
+
+    def __repr__(self) -> str:
+        return f"InputCodec({self.type.__qualname__})"
+
+
+def _always(payload: object) -> bool:
+    return True
+
+
+def _decoder(tp: type[T], fits: Callable[[Any], bool], strict: object) -> Callable[[object], T]:
+    # A closure over locals: decode sits on the dispatch path, where every
+    # attribute lookup shows next to a single msgspec.convert.
+    convert = msgspec.convert
+    validation_error = msgspec.ValidationError
+
+    if strict is None:
+
+        def decode(payload: object) -> T:
+            if type(payload) is not dict or not fits(payload):
+                raise InvalidPayload("$")
+            try:
+                return convert(payload, tp)
+            except validation_error as exc:
+                raise InvalidPayload(_error_path(exc), exc) from exc
+            except RecursionError as exc:
+                raise InvalidPayload("$", exc) from exc
+
+    else:
+
+        def decode(payload: object) -> T:
+            if type(payload) is not dict or not fits(payload):
+                raise InvalidPayload("$")
+            try:
+                convert(payload, strict)
+                return convert(payload, tp)
+            except validation_error as exc:
+                raise InvalidPayload(_error_path(exc), exc) from exc
+            except RecursionError as exc:
+                raise InvalidPayload("$", exc) from exc
+
+    return decode
+
+
+def project(schema: object, value: object, what: str) -> object:
+    """Encode ``value`` through ``schema`` into JSON-ready builtins.
+
+    Fields the schema does not declare are dropped. ``value`` may be a Struct,
+    a dataclass or any object with the declared attributes, a ``dict``, or a
+    tuple where the schema says list.
+
+    >>> import msgspec
+    >>> class Todo(msgspec.Struct):
+    ...     title: str
+    >>> class Stored(msgspec.Struct):
+    ...     title: str
+    ...     secret: str
+    >>> project(list[Todo], (Stored("a", "s"),), "The todos projection is wrong")
+    [{'title': 'a'}]
+
+    Raises:
+        AgentProjectionError: with the message ``what`` when ``value`` does not
+            match ``schema``. Neither the message nor a chained exception
+            carries the value.
+    """
+    try:
+        converted = msgspec.convert(value, schema, from_attributes=True)
+        if _declares_tuple(schema):
+            # to_builtins keeps tuples; JSON has only arrays.
+            return msgspec.json.decode(msgspec.json.encode(converted))
+        return msgspec.to_builtins(converted, str_keys=True)
+    except (msgspec.ValidationError, TypeError, ValueError, OverflowError, RecursionError):
+        pass
+    # Raised outside the handler so no context exception, whose text may quote
+    # the value, rides along with it.
+    raise AgentProjectionError(what) from None
+
+
+def _declares_tuple(schema: object) -> bool:
+    try:
+        return _declares_tuple_cached(schema)
+    except TypeError:  # an unhashable annotation
+        return _has_tuple(schema)
+
+
+@functools.lru_cache(maxsize=256)
+def _declares_tuple_cached(schema: object) -> bool:
+    return _has_tuple(schema)
+
+
+def _has_tuple(schema: object) -> bool:
+    seen: set[int] = set()
+    pending: list[Any] = [schema]
+    while pending:
+        tp = pending.pop()
+        if id(tp) in seen:
+            continue
+        seen.add(id(tp))
+        origin: object = typing.get_origin(tp) or tp
+        if isinstance(origin, type) and issubclass(origin, tuple):
+            return True
+        pending.extend(_components(tp))
+    return False
+
+
+def _error_path(exc: msgspec.ValidationError) -> str:
+    match = _AT.search(str(exc))
+    return "$" if match is None else match.group(1)
+
+
+def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
+    # A JSON round trip leaves only JSON types (a tuple default becomes a
+    # list) and fresh containers the caller may own.
+    schema = msgspec.json.decode(msgspec.json.encode(raw), type=dict[str, Any])
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if not (isinstance(ref, str) and ref.startswith(_REF_PREFIX) and isinstance(defs, dict)):
+        return schema
+    defs = cast("dict[str, Any]", defs)
+    root: dict[str, Any] = defs[ref[len(_REF_PREFIX) :]]
+    # Annotated roots carry their Meta beside the $ref; it describes the root.
+    root.update((key, value) for key, value in schema.items() if key not in ("$ref", "$defs"))
+    if not _mentions(defs, ref):
+        # A recursive root still refers to itself, so its definition stays.
+        del defs[ref[len(_REF_PREFIX) :]]
+    if defs:
+        root["$defs"] = defs
+    return root
+
+
+def _mentions(node: object, ref: str) -> bool:
+    if isinstance(node, dict):
+        items = cast("dict[str, object]", node)
+        return items.get("$ref") == ref or any(_mentions(value, ref) for value in items.values())
+    if isinstance(node, list):
+        return any(_mentions(value, ref) for value in cast("list[object]", node))
+    return False
+
+
+# --- records: the object-like types an input can nest -----------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    encode_name: str
+    type: Any
+    default: Any = msgspec.NODEFAULT
+    default_factory: Any = msgspec.NODEFAULT
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Record:
+    name: str
+    qualname: str
+    module: str
+    doc: str | None
+    fields: tuple[_Field, ...]
+    closed: bool
+    array_like: bool = False
+    tag_field: str | None = None
+    tag: str | int | None = None
+
+
+def _record(tp: Any) -> _Record | None:
+    """Describe ``tp`` if it is a record msgspec decodes from an object or array."""
+    obj: object = typing.get_origin(tp) or tp
+    if not isinstance(obj, type):
+        return None
+    cls = cast("type[object]", obj)
+    if issubclass(cls, msgspec.Struct):
+        config = cls.__struct_config__
+        fields = tuple(
+            _Field(f.name, f.encode_name, f.type, f.default, f.default_factory) for f in msgspec.structs.fields(tp)
+        )
+        return _Record(
+            _class_name(tp),
+            cls.__qualname__ if cls is tp else _class_name(tp),
+            cls.__module__,
+            cls.__doc__,
+            fields,
+            config.forbid_unknown_fields,
+            config.array_like,
+            config.tag_field,
+            config.tag,
+        )
+    if cls is not tp:
+        return None
+    if dataclasses.is_dataclass(cls):
+        hints = typing.get_type_hints(cls, include_extras=True)
+        fields = tuple(
+            _Field(
+                f.name,
+                f.name,
+                hints[f.name],
+                msgspec.NODEFAULT if f.default is dataclasses.MISSING else f.default,
+                msgspec.NODEFAULT if f.default_factory is dataclasses.MISSING else f.default_factory,
+            )
+            for f in dataclasses.fields(cls)
+            if f.init
+        )
+        return _Record(cls.__name__, cls.__qualname__, cls.__module__, _own_doc(cls), fields, False)
+    if typing.is_typeddict(cls):
+        hints = typing.get_type_hints(cls, include_extras=True)
+        required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+        typed: list[_Field] = []
+        for name, hint in hints.items():
+            # Stringified annotations hide NotRequired from __required_keys__
+            # on Python 3.11, so the wrapper itself decides when present.
+            required = name in required_keys
+            while typing.get_origin(hint) in (Required, NotRequired):
+                required = typing.get_origin(hint) is Required
+                hint = typing.get_args(hint)[0]
+            if required:
+                typed.append(_Field(name, name, hint))
+            else:
+                typed.append(_Field(name, name, Union[hint, msgspec.UnsetType], msgspec.UNSET))  # noqa: UP007
+        return _Record(cls.__name__, cls.__qualname__, cls.__module__, cls.__doc__, tuple(typed), False)
+    if tuple in cls.__mro__ and hasattr(cls, "_fields"):
+        hints = typing.get_type_hints(cls, include_extras=True)
+        defaults: dict[str, Any] = getattr(cls, "_field_defaults", {})
+        fields = tuple(
+            _Field(name, name, hints.get(name, Any), defaults.get(name, msgspec.NODEFAULT))
+            for name in cast("tuple[str, ...]", getattr(cls, "_fields"))
+        )
+        return _Record(cls.__name__, cls.__qualname__, cls.__module__, _own_doc(cls), fields, True, array_like=True)
+    return None
+
+
+def _is_struct_class(obj: object) -> bool:
+    return isinstance(obj, type) and issubclass(obj, msgspec.Struct)
+
+
+def _class_name(tp: Any) -> str:
+    args = typing.get_args(tp)
+    if not args:
+        return cast(type, tp).__name__
+    rendered = ", ".join(a.__name__ if isinstance(a, type) else repr(a) for a in args)
+    return f"{cast(type, typing.get_origin(tp)).__name__}[{rendered}]"
+
+
+def _own_doc(cls: type) -> str | None:
+    # Dataclasses and named tuples invent "Name(a, b)" docstrings, which
+    # msgspec leaves out of their schemas; the mirror must too.
+    doc = cls.__doc__
+    if doc and doc.startswith(f"{cls.__name__}(") and doc.endswith(")"):
+        return None
+    return doc
+
+
+def _components(tp: Any) -> Iterator[Any]:
+    """The types directly inside ``tp`` that could hold a record."""
+    record = _record(tp)
+    if record is not None:
+        yield from (field.type for field in record.fields)
+        return
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return
+    if origin is not None:
+        yield from (arg for arg in typing.get_args(tp) if arg is not Ellipsis)
+        return
+    inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
+    if inner is not None:
+        yield inner
+
+
+def _has_open_record(root: type) -> bool:
+    """Whether a record below ``root`` would accept a key it does not declare."""
+    seen: set[int] = set()
+    pending: list[Any] = list(_components(root))
+    while pending:
+        tp = pending.pop()
+        if id(tp) in seen:
+            continue
+        seen.add(id(tp))
+        record = _record(tp)
+        if record is not None and not record.closed:
+            return True
+        pending.extend(_components(tp))
+    return False
+
+
+# --- strict mirrors -------------------------------------------------------------
+
+_Key = tuple[object, bool]
+
+# Completed mirrors, keyed by (type, is-root). A mirror is a pure function of
+# its type, so sharing one across codecs keeps schemas and msgspec's decoder
+# caches small.
+_MIRRORS: dict[_Key, Any] = {}
+
+
+def _mirror(tp: type, *, root: bool) -> Any:
+    """The closed Struct mirroring record type ``tp`` (tagless when ``root``)."""
+    key: _Key = (tp, root)
+    mirror = _MIRRORS.get(key)
+    if mirror is None:
+        builder = _MirrorBuilder()
+        mirror = builder.record(tp, root=root)
+        builder.finish()
+    return mirror
+
+
+class _MirrorBuilder:
+    """One walk over a type tree; recursive types are tied up with forward refs."""
+
+    def __init__(self) -> None:
+        self.built: dict[_Key, Any] = {}
+        self.frames: list[_Key] = []
+        # (mirror that holds the reference, attribute name, mirror it names)
+        self.fixups: list[tuple[_Key, str, _Key]] = []
+
+    def finish(self) -> None:
+        # msgspec resolves a Struct's annotations on first use, so binding the
+        # forward-ref names after every class exists is early enough.
+        for holder, attribute, target in self.fixups:
+            setattr(self.built[holder], attribute, self.built[target])
+        _MIRRORS.update(self.built)
+
+    def record(self, tp: Any, *, root: bool = False) -> Any:
+        key: _Key = (tp, root)
+        done = _MIRRORS.get(key) or self.built.get(key)
+        if done is not None:
+            return done
+        if key in self.frames:
+            attribute = f"_agentfx_ref_{len(self.fixups)}"
+            self.fixups.append((self.frames[-1], attribute, key))
+            return typing.ForwardRef(attribute)
+        info = _record(tp)
+        assert info is not None
+        self.frames.append(key)
+        try:
+            fields = [(f.name, self.type(f.type), _field_spec(f)) for f in info.fields]
+        finally:
+            self.frames.pop()
+        mirror = msgspec.defstruct(
+            # A tagged type nested in itself has a second, tagged mirror; a
+            # distinct name keeps msgspec from qualifying that one's $defs key.
+            # The codec puts the real title back on the inlined root.
+            f"{info.name}_root" if root else info.name,
+            fields,
+            module=info.module,
+            namespace={"__doc__": info.doc, "__qualname__": info.qualname},
+            tag=None if root else info.tag,
+            tag_field=None if root else info.tag_field,
+            forbid_unknown_fields=True,
+            array_like=info.array_like,
+            # Mirrors are never built positionally; this keeps field order
+            # even when a required field follows a defaulted one.
+            kw_only=True,
+        )
+        self.built[key] = mirror
+        return mirror
+
+    def type(self, tp: Any) -> Any:
+        """``tp`` with every record inside replaced by its mirror (``tp`` itself if none)."""
+        if _record(tp) is not None:
+            return self.record(tp)
+        origin = typing.get_origin(tp)
+        if origin is Literal or origin is None:
+            inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
+            if inner is None or origin is Literal:
+                return tp
+            mirrored = self.type(inner)
+            # A NewType or type alias over a record becomes the record's mirror.
+            return tp if mirrored is inner else mirrored
+        if origin is Annotated:
+            inner, *metadata = typing.get_args(tp)
+            mirrored = self.type(inner)
+            return tp if mirrored is inner else Annotated[(mirrored, *metadata)]
+        args = typing.get_args(tp)
+        mirrored_args = tuple(arg if arg is Ellipsis else self.type(arg) for arg in args)
+        if all(new is old for new, old in zip(mirrored_args, args, strict=True)):
+            return tp
+        if origin is Union or origin is types.UnionType:
+            return Union[mirrored_args]  # noqa: UP007
+        return origin[mirrored_args]
+
+
+def _field_spec(field: _Field) -> Any:
+    if field.default is not msgspec.NODEFAULT:
+        return msgspec.field(default=field.default, name=field.encode_name)
+    if field.default_factory is not msgspec.NODEFAULT:
+        return msgspec.field(default_factory=field.default_factory, name=field.encode_name)
+    return msgspec.field(name=field.encode_name)

@@ -1,0 +1,484 @@
+"""JSON Schema generation, strict input codecs and schema projections."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import json
+from typing import Annotated, Any, Literal, NamedTuple, NotRequired, TypedDict, cast
+
+import msgspec
+import pytest
+
+from agentfx.errors import AgentProjectionError
+from agentfx.schema import InputCodec, InvalidPayload, json_schema, project
+
+# --- the types under test -------------------------------------------------------
+
+
+class Todo(msgspec.Struct, frozen=True):
+    """A single todo."""
+
+    id: str
+    title: str
+    completed: bool = False
+
+
+class Model(msgspec.Struct, frozen=True):
+    todos: tuple[Todo, ...] = ()
+    selected_todo_id: str | None = None
+
+
+class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
+    title: str
+
+
+class ClearedSelection(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class NoInput(msgspec.Struct, frozen=True):
+    """Nothing to say."""
+
+
+class ReplacedTodos(msgspec.Struct, frozen=True, tag="replaced", tag_field="kind"):
+    todos: list[Todo]
+    note: Annotated[str, msgspec.Meta(max_length=10, description="A short note")] = ""
+
+
+class Scheduled(msgspec.Struct, frozen=True, rename="camel"):
+    due_at: datetime.datetime
+    priority: Literal["low", "high"] = "low"
+    owner_id: int | None = None
+    labels: list[str] = []
+
+
+class Closed(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag=True):
+    todo: Todo
+    count: int = 0
+
+
+class ClosedFlat(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag=True):
+    count: int
+
+
+class Comment(msgspec.Struct, frozen=True):
+    text: str
+    replies: list[Comment] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int = 0
+
+
+class Extra(TypedDict):
+    colour: str
+    size: NotRequired[int]
+
+
+class Pair(NamedTuple):
+    todo: Todo
+    rank: int = 0
+
+
+class Everything(msgspec.Struct, frozen=True):
+    point: Point | None = None
+    extra: Extra | None = None
+    pair: Pair | None = None
+    by_id: dict[str, Todo] = {}
+
+
+class Item(msgspec.Struct, frozen=True):
+    title: str
+    secret: str = "hidden"
+
+
+class Title(msgspec.Struct):
+    title: str
+
+
+@dataclasses.dataclass
+class TodoRecord:
+    id: str
+    title: str
+    completed: bool
+    owner: str
+
+
+def object_schemas(node: object) -> list[dict[str, Any]]:
+    """Every schema in ``node`` that describes a JSON object with properties."""
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        schema = cast("dict[str, Any]", node)
+        if schema.get("type") == "object" and "properties" in schema:
+            found.append(schema)
+        for value in schema.values():
+            found.extend(object_schemas(value))
+    elif isinstance(node, list):
+        for value in cast("list[object]", node):
+            found.extend(object_schemas(value))
+    return found
+
+
+def invalid(codec: InputCodec[Any], payload: object) -> InvalidPayload:
+    with pytest.raises(InvalidPayload) as info:
+        codec.decode(payload)
+    return info.value
+
+
+# --- json_schema ---------------------------------------------------------------------
+
+
+def test_json_schema_inlines_the_root_and_keeps_nested_definitions() -> None:
+    schema = json_schema(Model)
+    assert "$ref" not in schema
+    assert schema["type"] == "object"
+    assert schema["title"] == "Model"
+    assert schema["properties"]["todos"] == {"type": "array", "items": {"$ref": "#/$defs/Todo"}, "default": []}
+    assert list(schema["$defs"]) == ["Todo"]
+    assert schema["$defs"]["Todo"]["description"] == "A single todo."
+
+
+def test_json_schema_holds_only_json_types() -> None:
+    schema = json_schema(Model)
+    assert schema["properties"]["todos"]["default"] == []
+    assert type(schema["properties"]["todos"]["default"]) is list
+
+
+def test_json_schema_drops_empty_defs() -> None:
+    assert json_schema(Todo) == {
+        "title": "Todo",
+        "description": "A single todo.",
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "title": {"type": "string"},
+            "completed": {"type": "boolean", "default": False},
+        },
+        "required": ["id", "title"],
+    }
+
+
+def test_json_schema_leaves_a_non_ref_root_alone() -> None:
+    assert json_schema(list[Todo]) == msgspec.json.schema(list[Todo])
+    assert json_schema(int) == {"type": "integer"}
+
+
+def test_json_schema_keeps_a_recursive_root_definition() -> None:
+    schema = json_schema(Comment)
+    assert schema["type"] == "object"
+    assert schema["properties"]["replies"]["items"] == {"$ref": "#/$defs/Comment"}
+    assert schema["$defs"]["Comment"]["title"] == "Comment"
+
+
+def test_json_schema_merges_root_metadata() -> None:
+    schema = json_schema(Annotated[Todo, msgspec.Meta(description="The selected todo")])
+    assert schema["description"] == "The selected todo"
+    assert schema["type"] == "object"
+    assert "$defs" not in schema
+
+
+def test_json_schema_is_deterministic() -> None:
+    first = json.dumps(json_schema(Model))
+    assert all(json.dumps(json_schema(Model)) == first for _ in range(3))
+
+
+# --- InputCodec: schema ---------------------------------------------------------------
+
+
+def test_input_schema_is_closed_at_every_level() -> None:
+    schema = InputCodec(Everything).schema
+    objects = object_schemas(schema)
+    assert {o["title"] for o in objects} == {"Everything", "Point", "Extra", "Todo"}
+    assert all(o["additionalProperties"] is False for o in objects)
+    assert schema["$defs"]["Pair"]["maxItems"] == 2
+
+
+def test_input_schema_inlines_the_root_and_keeps_nested_definitions() -> None:
+    schema = InputCodec(ReplacedTodos).schema
+    assert "$ref" not in schema
+    assert schema["type"] == "object"
+    assert schema["properties"]["todos"] == {"type": "array", "items": {"$ref": "#/$defs/Todo"}}
+    assert list(schema["$defs"]) == ["Todo"]
+    assert schema["$defs"]["Todo"]["additionalProperties"] is False
+    assert schema["$defs"]["Todo"]["description"] == "A single todo."
+
+
+def test_input_schema_never_shows_the_tag() -> None:
+    schema = InputCodec(ReplacedTodos).schema
+    assert schema == {
+        "title": "ReplacedTodos",
+        "type": "object",
+        "properties": {
+            "todos": {"type": "array", "items": {"$ref": "#/$defs/Todo"}},
+            "note": {"description": "A short note", "type": "string", "maxLength": 10, "default": ""},
+        },
+        "required": ["todos"],
+        "additionalProperties": False,
+        "$defs": {"Todo": json_schema(Todo) | {"additionalProperties": False}},
+    }
+    assert "kind" not in json.dumps(schema)
+    assert InputCodec(RequestedCreateTodo).schema == {
+        "title": "RequestedCreateTodo",
+        "type": "object",
+        "properties": {"title": {"type": "string"}},
+        "required": ["title"],
+        "additionalProperties": False,
+    }
+
+
+def test_input_schema_of_a_field_less_struct_is_the_closed_empty_object() -> None:
+    expected: dict[str, object] = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    assert InputCodec(NoInput).schema == expected
+    assert InputCodec(ClearedSelection).schema == expected
+
+
+def test_input_schema_uses_encode_names() -> None:
+    schema = InputCodec(Scheduled).schema
+    assert list(schema["properties"]) == ["dueAt", "priority", "ownerId", "labels"]
+    assert schema["required"] == ["dueAt"]
+    assert schema["properties"]["priority"] == {"enum": ["high", "low"], "default": "low"}
+
+
+def test_input_schema_of_a_recursive_type_is_closed() -> None:
+    schema = InputCodec(Comment).schema
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["replies"]["items"] == {"$ref": "#/$defs/Comment"}
+    assert schema["$defs"]["Comment"]["additionalProperties"] is False
+
+
+def test_input_schema_is_deterministic() -> None:
+    first = json.dumps(InputCodec(Everything).schema)
+    assert json.dumps(InputCodec(Everything).schema) == first
+
+
+def test_input_schema_does_not_change_the_applications_types() -> None:
+    InputCodec(ReplacedTodos)
+    assert "additionalProperties" not in json_schema(Todo)
+    assert "kind" in json.dumps(msgspec.json.schema(ReplacedTodos))
+
+
+@pytest.mark.parametrize("tp", [int, dict, Todo(id="1", title="t"), list[Todo], "Todo", Point])
+def test_codec_refuses_non_struct_types(tp: Any) -> None:
+    with pytest.raises(TypeError):
+        InputCodec(tp)
+
+
+def test_codec_refuses_array_like_structs() -> None:
+    class Row(msgspec.Struct, array_like=True):
+        a: int
+
+    with pytest.raises(TypeError, match="array_like"):
+        InputCodec(Row)
+
+
+# --- InputCodec: decoding -----------------------------------------------------------
+
+
+def test_decode_returns_the_original_type() -> None:
+    payload = {"todos": [{"id": "1", "title": "Buy milk"}], "note": "n"}
+    decoded = InputCodec(ReplacedTodos).decode(payload)
+    assert type(decoded) is ReplacedTodos
+    assert type(decoded.todos[0]) is Todo
+    assert decoded == msgspec.convert(payload, ReplacedTodos)
+    assert decoded == ReplacedTodos(todos=[Todo("1", "Buy milk")], note="n")
+
+
+def test_decode_is_strict() -> None:
+    codec = InputCodec(Todo)
+    assert invalid(codec, {"id": 3, "title": "t"}).path == "$.id"
+    assert invalid(codec, {"id": "1", "title": "t", "completed": "true"}).path == "$.completed"
+    assert invalid(codec, {"id": "1", "title": "t", "completed": 1}).path == "$.completed"
+    numbers = InputCodec(Closed)
+    assert invalid(numbers, {"todo": {"id": "1", "title": "t"}, "count": "3"}).path == "$.count"
+    assert invalid(numbers, {"todo": {"id": "1", "title": "t"}, "count": True}).path == "$.count"
+
+
+@pytest.mark.parametrize("payload", [[], (), "x", "", None, 0, 1.5, b"{}", {"x": 1}, {"type": "ClearedSelection"}])
+def test_payload_free_codec_accepts_only_the_empty_object(payload: object) -> None:
+    codec = InputCodec(ClearedSelection)
+    assert codec.decode({}) == ClearedSelection()
+    error = invalid(codec, payload)
+    assert error.path == "$"
+    assert error.cause is None
+
+
+def test_decode_requires_exactly_a_dict() -> None:
+    codec = InputCodec(RequestedCreateTodo)
+    assert invalid(codec, collections.OrderedDict[str, str](title="t")).path == "$"
+    assert invalid(codec, [("title", "t")]).path == "$"
+    assert invalid(codec, RequestedCreateTodo(title="t")).path == "$"
+
+
+def test_decode_rejects_unknown_top_level_keys() -> None:
+    codec = InputCodec(RequestedCreateTodo)
+    error = invalid(codec, {"title": "t", "priority": 1})
+    assert (error.path, error.cause) == ("$", None)
+
+
+@pytest.mark.parametrize(
+    ("tp", "payload"),
+    [
+        (RequestedCreateTodo, {"title": "t", "type": "RequestedCreateTodo"}),
+        (ReplacedTodos, {"todos": [], "kind": "replaced"}),
+        (ClosedFlat, {"count": 1, "type": "ClosedFlat"}),
+        (Closed, {"todo": {"id": "1", "title": "t"}, "type": "Closed"}),
+    ],
+)
+def test_decode_rejects_the_messages_own_tag_key(tp: type[Any], payload: dict[str, Any]) -> None:
+    error = invalid(InputCodec(tp), payload)
+    assert error.path == "$"
+
+
+def test_decode_rejects_unknown_keys_in_nested_structs() -> None:
+    codec = InputCodec(ReplacedTodos)
+    error = invalid(codec, {"todos": [{"id": "1", "title": "t"}, {"id": "2", "title": "u", "due": 1}]})
+    assert error.path == "$.todos[1]"
+    assert isinstance(error.cause, msgspec.ValidationError)
+    assert "due" in str(error.cause)
+
+
+def test_decode_rejects_unknown_keys_under_a_closed_root() -> None:
+    codec = InputCodec(Closed)
+    assert invalid(codec, {"todo": {"id": "1", "title": "t", "x": 0}}).path == "$.todo"
+    assert invalid(codec, {"todo": {"id": "1", "title": "t"}, "x": 0}).path == "$"
+    assert codec.decode({"todo": {"id": "1", "title": "t"}}) == Closed(Todo("1", "t"))
+    assert InputCodec(ClosedFlat).decode({"count": 2}) == ClosedFlat(2)
+    assert invalid(InputCodec(ClosedFlat), {"count": 2, "x": 0}).path == "$"
+
+
+def test_decode_rejects_unknown_keys_in_other_nested_records() -> None:
+    codec = InputCodec(Everything)
+    assert codec.decode({"point": {"x": 1}}) == Everything(point=Point(1))
+    assert invalid(codec, {"point": {"x": 1, "z": 2}}).path == "$.point"
+    assert codec.decode({"extra": {"colour": "red"}}) == Everything(extra={"colour": "red"})
+    assert invalid(codec, {"extra": {"colour": "red", "weight": 2}}).path == "$.extra"
+    assert codec.decode({"pair": [{"id": "1", "title": "t"}]}) == Everything(pair=Pair(Todo("1", "t")))
+    assert invalid(codec, {"pair": [{"id": "1", "title": "t", "z": 0}]}).path == "$.pair[0]"
+    assert invalid(codec, {"pair": [{"id": "1", "title": "t"}, 1, 2]}).path == "$.pair"
+    assert invalid(codec, {"by_id": {"a": {"id": "1", "title": "t", "z": 0}}}).path.startswith("$.by_id")
+
+
+def test_decode_rejects_unknown_keys_in_recursive_types() -> None:
+    codec = InputCodec(Comment)
+    payload = {"text": "a", "replies": [{"text": "b", "replies": [{"text": "c"}]}]}
+    assert codec.decode(payload) == Comment("a", [Comment("b", [Comment("c")])])
+    liked = {"text": "a", "replies": [{"text": "b", "replies": [{"text": "c", "likes": 3}]}]}
+    assert invalid(codec, liked).path == "$.replies[0].replies[0]"
+
+
+def test_decode_paths() -> None:
+    codec = InputCodec(ReplacedTodos)
+    assert invalid(codec, {"todos": [{"id": "1", "title": 2}]}).path == "$.todos[0].title"
+    assert invalid(codec, {"todos": "none"}).path == "$.todos"
+    assert invalid(codec, {"todos": [], "note": "x" * 11}).path == "$.note"
+    missing = invalid(codec, {})
+    assert missing.path == "$"
+    assert isinstance(missing.cause, msgspec.ValidationError)
+    assert invalid(codec, {"todos": [{"id": "1"}]}).path == "$.todos[0]"
+    assert invalid(InputCodec(RequestedCreateTodo), {"title": None}).path == "$.title"
+
+
+def test_decode_uses_renamed_fields_and_defaults() -> None:
+    codec = InputCodec(Scheduled)
+    decoded = codec.decode({"dueAt": "2024-05-01T09:30:00Z"})
+    assert decoded == Scheduled(due_at=datetime.datetime(2024, 5, 1, 9, 30, tzinfo=datetime.timezone.utc))
+    assert (decoded.priority, decoded.owner_id, decoded.labels) == ("low", None, [])
+    assert invalid(codec, {"due_at": "2024-05-01T09:30:00Z"}).path == "$"
+
+
+def test_decode_optional_literal_and_datetime() -> None:
+    codec = InputCodec(Scheduled)
+    payload = {"dueAt": "2024-05-01T09:30:00+02:00", "priority": "high", "ownerId": 7, "labels": ["a"]}
+    decoded = codec.decode(payload)
+    assert decoded == msgspec.convert(payload, Scheduled)
+    assert decoded.due_at.utcoffset() == datetime.timedelta(hours=2)
+    assert codec.decode({"dueAt": "2024-05-01T09:30:00Z", "ownerId": None}).owner_id is None
+    assert invalid(codec, {"dueAt": "2024-05-01T09:30:00Z", "priority": "urgent"}).path == "$.priority"
+    assert invalid(codec, {"dueAt": "tomorrow"}).path == "$.dueAt"
+    assert invalid(codec, {"dueAt": "2024-05-01T09:30:00Z", "ownerId": "7"}).path == "$.ownerId"
+
+
+def test_invalid_payload_message_names_only_the_path() -> None:
+    error = invalid(InputCodec(RequestedCreateTodo), {"title": "t", "SECRET": "value"})
+    assert str(error) == "Invalid payload at $"
+    error = invalid(InputCodec(RequestedCreateTodo), {"title": 12345})
+    assert str(error) == "Invalid payload at $.title"
+    assert error.__cause__ is error.cause
+
+
+# --- project ------------------------------------------------------------------------------
+
+
+def test_project_drops_undeclared_fields() -> None:
+    items = (Item("a", "s1"), Item("b", "s2"))
+    assert project(list[Title], items, "x") == [{"title": "a"}, {"title": "b"}]
+    assert project(Title, {"title": "a", "secret": "s"}, "x") == {"title": "a"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Todo("1", "t"),
+        {"id": "1", "title": "t", "owner": "o"},
+        TodoRecord("1", "t", False, "o"),
+    ],
+    ids=["struct", "dict", "dataclass"],
+)
+def test_project_accepts_structs_dicts_and_objects(value: object) -> None:
+    assert project(Todo, value, "x") == {"id": "1", "title": "t", "completed": False}
+
+
+def test_project_accepts_plain_objects_with_attributes() -> None:
+    class Plain:
+        def __init__(self) -> None:
+            self.id = "1"
+            self.title = "t"
+            self.completed = True
+
+    assert project(Todo, Plain(), "x") == {"id": "1", "title": "t", "completed": True}
+
+
+def test_project_encodes_a_model_through_its_schema() -> None:
+    model = Model(todos=(Todo("1", "Buy milk"),), selected_todo_id="1")
+    assert project(list[Todo], model.todos, "x") == [{"id": "1", "title": "Buy milk", "completed": False}]
+    assert project(Model, model, "x") == {
+        "todos": [{"id": "1", "title": "Buy milk", "completed": False}],
+        "selected_todo_id": "1",
+    }
+    assert type(cast("dict[str, Any]", project(Model, model, "x"))["todos"]) is list
+    assert project(dict[int, tuple[int, int]], {1: (2, 3)}, "x") == {"1": [2, 3]}
+    assert project(dict[int, list[int]], {1: [2, 3]}, "x") == {"1": [2, 3]}
+    when = datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    assert project(datetime.datetime, when, "x") == "2024-01-02T03:04:05Z"
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        (list[Todo], [{"id": 1, "title": "SECRET-VALUE"}]),
+        (Todo, {"title": "SECRET-VALUE"}),
+        (Todo, [Todo("1", "SECRET-VALUE")]),
+        (Todo, None),
+    ],
+    ids=["wrong-field-type", "missing-field", "wrong-shape", "none"],
+)
+def test_project_raises_without_the_value(schema: object, value: object) -> None:
+    what = 'The resource "todos" projection does not match its declared schema'
+    with pytest.raises(AgentProjectionError) as info:
+        project(schema, value, what)
+    error = info.value
+    assert str(error) == what
+    assert error.__cause__ is None
+    assert error.__context__ is None
+    assert error.__suppress_context__
+    assert "SECRET" not in repr(error)
+
+
+def test_project_raises_on_unencodable_values() -> None:
+    what = "The context projection does not match its declared schema"
+    with pytest.raises(AgentProjectionError, match="^The context projection does not match its declared schema$"):
+        project(dict[str, Any], {"x": object()}, what)
