@@ -135,8 +135,12 @@ __all__ = (
 
 # Show the public path in reprs and tracebacks. Functions keep their defining
 # module's globals, so their doctests still run where they are written.
-for _name in __all__:
-    _value = globals()[_name]
-    if isinstance(_value, type) and getattr(_value, "__module__", "").startswith("agentfx."):
-        _value.__module__ = "agentfx"
-del _name, _value
+def _set_public_module() -> None:
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type) and value.__module__.startswith("agentfx."):
+            value.__module__ = "agentfx"
+
+
+_set_public_module()
+del _set_public_module
