@@ -1,0 +1,8 @@
+"""``python -m agentfx``: the ``agentfx`` command."""
+
+from __future__ import annotations
+
+from .cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""An application packaged with its contract: what the CLI serves.
+
+This layer owns :class:`App`, a contract together with the ``init`` and
+``update`` of the reference program (:mod:`agentfx.program`) and the
+principal its agents act as. ``async with app.run() as runtime`` starts the
+program and binds the runtime; nothing else is needed to serve it.
+
+It deliberately knows nothing of transports: adapters take the runtime it
+yields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from .program import Commands, Program, run_program
+from .runtime import AgentRuntime, bind
+
+if TYPE_CHECKING:
+    from .audit import AuditSink
+    from .contract import Definition
+    from .invocation import Invocation
+
+__all__ = ["App"]
+
+M = TypeVar("M")
+Msg = TypeVar("Msg")
+P = TypeVar("P")
+
+
+class _Keep:
+    def __repr__(self) -> str:
+        return "<the app's principal>"
+
+
+_KEEP: Any = _Keep()
+
+
+class App(Generic[M, Msg, P]):
+    """A contract served over the reference program.
+
+    Args:
+        definition: The contract, from ``define``.
+        init: The initial Model.
+        update: ``update(model, message)``, returning the next Model or
+            ``(model, commands)`` (see :func:`agentfx.run_program`).
+        principal: Who the agents act as: a constant, or a resolver
+            ``principal(invocation)`` called once per invocation. Anything
+            callable is taken for a resolver, so a principal that is itself
+            callable is passed as ``lambda _: principal``. ``None`` (the
+            default) gives every invocation the principal ``None``.
+        audit: Receives one record per dispatch of every runtime the app binds.
+
+    >>> import anyio, msgspec, agentfx
+    >>> class Bumped(msgspec.Struct, frozen=True, tag=True):
+    ...     by: int
+    >>> counter = agentfx.define(agentfx.expose(Bumped, agentfx.variant(Bumped, "Bump the counter")))
+    >>> app = App(counter, init=0, update=lambda n, m: n + m.by)
+    >>> async def main() -> None:
+    ...     async with app.run() as runtime:
+    ...         await runtime.messages.call(Bumped, {"by": 2})
+    ...         print(runtime.host.model())
+    >>> anyio.run(main)
+    2
+    """
+
+    __slots__ = ("audit", "definition", "init", "principal", "update")
+
+    def __init__(
+        self,
+        definition: Definition[M, P],
+        init: M,
+        update: Callable[[M, Msg], M | tuple[M, Commands[Msg]]],
+        principal: P | Callable[[Invocation], P] | None = None,
+        *,
+        audit: AuditSink | None = None,
+    ) -> None:
+        self.definition = definition
+        self.init = init
+        self.update = update
+        self.principal = principal
+        self.audit = audit
+
+    def program(self) -> AbstractAsyncContextManager[Program[M, Msg]]:
+        """Start the program alone, for binding several runtimes to one running application."""
+        return run_program(init=self.init, update=self.update)
+
+    def bind(
+        self,
+        program: Program[M, Msg],
+        *,
+        principal: P | Callable[[Invocation], P] | None = _KEEP,
+        audit: AuditSink | None = None,
+    ) -> AgentRuntime[M, P]:
+        """Bind the contract to a running program.
+
+        Args:
+            program: The running program, from :meth:`program`.
+            principal: Overrides the app's principal for this runtime (a
+                constant or a resolver, as in the constructor).
+            audit: Overrides the app's audit sink for this runtime.
+        """
+        chosen = self.principal if principal is _KEEP else principal
+        host = program.host(principal=_resolver(chosen))
+        return bind(self.definition, host=cast("Any", host), audit=self.audit if audit is None else audit)
+
+    @asynccontextmanager
+    async def run(
+        self,
+        *,
+        principal: P | Callable[[Invocation], P] | None = _KEEP,
+        audit: AuditSink | None = None,
+    ) -> AsyncGenerator[AgentRuntime[M, P]]:
+        """Start the program and bind the runtime for the duration of an ``async with`` block.
+
+        Args:
+            principal: Overrides the app's principal for this run (a constant
+                or a resolver, as in the constructor).
+            audit: Overrides the app's audit sink for this run.
+        """
+        async with self.program() as program:
+            yield self.bind(program, principal=principal, audit=audit)
+
+    def __repr__(self) -> str:
+        names = ", ".join(c.name for c in self.definition.capabilities)
+        return f"<App capabilities=[{names}]>"
+
+
+def _resolver(principal: object) -> Callable[[Invocation], Any] | None:
+    if principal is None:
+        return None
+    if callable(principal):
+        return cast("Callable[[Invocation], Any]", principal)
+    return lambda _invocation: principal

@@ -1,0 +1,317 @@
+"""The ``agentfx`` command: document a contract, check its manifest, serve it, or watch the demo.
+
+This layer owns argument parsing, loading ``MODULE:ATTR`` targets and the
+exit codes (0 success, 1 a drifted manifest, 2 a usage error). It deliberately
+knows nothing of how a contract is documented or served: it calls
+:mod:`agentfx.docs` and :mod:`agentfx.mcp`, and imports the MCP adapter only
+for the commands that need it.
+
+``MODULE:ATTR`` names a ``Definition`` (``manifest``, ``markdown``), an
+:class:`~agentfx.app.App` (every command), or for ``serve`` a zero-argument
+callable returning an async context manager that yields a bound runtime. The
+current directory is importable, as it is for ``python -m``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+import anyio
+
+from .app import App
+from .contract import Definition
+from .docs import to_manifest, to_markdown
+
+if TYPE_CHECKING:
+    from .runtime import AgentRuntime
+
+__all__ = ["UsageError", "load", "main", "render_manifest"]
+
+_OK, _DRIFTED, _USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A command line the CLI cannot act on; its message is printed and the exit code is 2."""
+
+
+def render_manifest(definition: Definition[Any, Any]) -> str:
+    """The manifest exactly as ``agentfx manifest`` prints it: JSON indented 2, one trailing newline.
+
+    >>> import msgspec, agentfx
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> print(render_manifest(agentfx.define(agentfx.expose(Ping))), end="")
+    {
+      "capabilities": [],
+      "resources": []
+    }
+    """
+    return json.dumps(to_manifest(definition), indent=2, ensure_ascii=False) + "\n"
+
+
+def load(target: str) -> object:
+    """The object ``MODULE:ATTR`` names (``ATTR`` may be dotted).
+
+    Raises:
+        UsageError: The target is malformed, or the module or attribute cannot be found.
+
+    >>> load("agentfx.docs:to_manifest").__name__
+    'to_manifest'
+    """
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise UsageError(f'"{target}" is not MODULE:ATTR (for example examples.todo.app:AppAgent)')
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        obj: object = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            raise UsageError(f'Cannot import "{module_name}": no such module') from None
+        raise
+    for part in attribute.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f'"{module_name}" has no attribute "{attribute}"') from None
+    return obj
+
+
+def _definition(target: str) -> Definition[Any, Any]:
+    obj = load(target)
+    if isinstance(obj, App):
+        return cast("App[Any, Any, Any]", obj).definition
+    if isinstance(obj, Definition):
+        return cast("Definition[Any, Any]", obj)
+    raise UsageError(f'"{target}" names neither a Definition nor an App')
+
+
+def _manifest(target: str, check: str | None, out: TextIO) -> int:
+    rendered = render_manifest(_definition(target))
+    if check is None:
+        out.write(rendered)
+        return _OK
+    path = Path(check)
+    try:
+        committed_text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"Cannot read {check}: {exc.strerror or exc}") from None
+    try:
+        committed: object = json.loads(committed_text)
+    except ValueError:
+        out.write(f"{check} is not valid JSON; regenerate it with: agentfx manifest {target} > {check}\n")
+        return _DRIFTED
+    if committed == json.loads(rendered):
+        out.write(f"{check} matches {target}\n")
+        return _OK
+    # Both sides in the same rendering, so the diff shows only what changed.
+    expected = json.dumps(committed, indent=2, ensure_ascii=False) + "\n"
+    diff = difflib.unified_diff(
+        expected.splitlines(keepends=True),
+        rendered.splitlines(keepends=True),
+        fromfile=f"{check} (committed)",
+        tofile=f"{target} (current)",
+    )
+    out.writelines(diff)
+    out.write(f"\n{check} has drifted from {target}; regenerate it with: agentfx manifest {target} > {check}\n")
+    return _DRIFTED
+
+
+RuntimeFactory = Callable[[], AbstractAsyncContextManager["AgentRuntime[Any, Any]"]]
+
+
+def _served(target: str) -> App[Any, Any, Any] | RuntimeFactory:
+    obj = load(target)
+    if isinstance(obj, App):
+        return cast("App[Any, Any, Any]", obj)
+    if callable(obj) and not isinstance(obj, type | Definition):
+        return cast("RuntimeFactory", obj)
+    raise UsageError(
+        f'"{target}" cannot be served: name an App, or a zero-argument callable returning an async '
+        "context manager that yields a bound runtime"
+    )
+
+
+async def _serve_stdio(served: App[Any, Any, Any] | RuntimeFactory) -> None:
+    from .mcp import serve_stdio
+
+    opened: AbstractAsyncContextManager[AgentRuntime[Any, Any]] = (
+        cast("App[Any, Any, Any]", served).run() if isinstance(served, App) else served()
+    )
+    async with opened as runtime:
+        await serve_stdio(runtime)
+
+
+async def _serve_http(served: App[Any, Any, Any] | RuntimeFactory, host: str, port: int, err: TextIO) -> None:
+    from .mcp import http_app
+
+    if isinstance(served, App):
+        app = cast("App[Any, Any, Any]", served)
+        # One application, many agents: every session binds its own runtime
+        # to the same running program.
+        async with app.program() as program:
+            await _uvicorn(http_app(lambda _principal: nullcontext(app.bind(program))), host, port, err)
+    else:
+        factory = served
+        await _uvicorn(http_app(lambda _principal: factory()), host, port, err)
+
+
+async def _uvicorn(asgi: Any, host: str, port: int, err: TextIO) -> None:
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, lifespan="on", log_level="warning"))
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(server.serve)
+        while not server.started:
+            if server.should_exit:
+                return
+            await anyio.sleep(0.01)
+        bound = server.servers[0].sockets[0].getsockname()
+        shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+        err.write(f"Serving MCP over Streamable HTTP at http://{shown}:{bound[1]}/mcp\n")
+        err.flush()
+
+
+DEMO_APP = "examples.todo.app"
+"""The module ``agentfx demo`` runs: the todo example of a source checkout."""
+
+
+async def _demo(out: TextIO) -> int:
+    import mcp
+    import mcp_types as types
+    import msgspec
+
+    from .audit import audit_log
+    from .mcp import server
+
+    try:
+        example: Any = importlib.import_module(DEMO_APP)
+    except ModuleNotFoundError:
+        raise UsageError(
+            f"The demo runs the todo example ({DEMO_APP}); run it from the root of an agentfx source checkout."
+        ) from None
+    app: App[Any, Any, Any] = example.app
+    user, guest = example.User(id="ada", can_delete=True), example.User(id="guest", can_delete=False)
+    log = audit_log(principal=lambda principal: principal.id)
+
+    def show(line: str) -> None:
+        out.write(line + "\n")
+
+    def result(answer: types.CallToolResult) -> None:
+        text = " ".join(block.text for block in answer.content if isinstance(block, types.TextContent))
+        show(f"  <- {'error: ' if answer.is_error else ''}{text}")
+        if answer.structured_content is not None:
+            show(f"     {json.dumps(answer.structured_content)}")
+
+    async def notified(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            show("  <- notifications/tools/list_changed")
+
+    async def call(client: mcp.Client, who: str, name: str, arguments: dict[str, Any]) -> None:
+        show(f"{who} -> tools/call {name} {json.dumps(arguments)}")
+        try:
+            result(await client.call_tool(name, arguments))
+        except mcp.MCPError as exc:
+            show(f"  <- JSON-RPC error {exc.error.code}: {exc.error.message}")
+
+    async def tools(client: mcp.Client, who: str) -> None:
+        show(f"{who} -> tools/list")
+        listed = await client.list_tools()
+        show(f"  <- {', '.join(tool.name for tool in listed.tools)}")
+
+    show(f"agentfx demo: the todo example ({DEMO_APP}) served over MCP to two in-process clients.")
+    show("ada may delete todos; guest may not. Both act on the same running program.\n")
+    async with app.program() as program:
+        ada = server(app.bind(program, principal=user, audit=log), name="todo")
+        visitor = server(app.bind(program, principal=guest, audit=log), name="todo")
+        async with (
+            mcp.Client(ada, mode="legacy", message_handler=notified) as client,
+            mcp.Client(visitor, mode="legacy") as other,
+        ):
+            await tools(client, "ada")
+            await call(client, "ada", "create_todo", {"title": "Try agentfx"})
+            await call(client, "ada", "create_todo", {"title": 42})
+            await call(client, "ada", "delete_selected_todo", {})
+            await call(client, "ada", "select_todo", {"id": "todo-1"})
+            # The list_changed notification is debounced; give it its window.
+            await anyio.sleep(0.2)
+            await tools(client, "ada")
+            await call(other, "guest", "delete_selected_todo", {})
+            await call(client, "ada", "delete_selected_todo", {})
+            await call(client, "ada", "no_such_tool", {})
+            show("ada -> resources/read app://todos")
+            read = await client.read_resource("app://todos")
+            for contents in read.contents:
+                if isinstance(contents, types.TextResourceContents):
+                    show(f"  <- {contents.text}")
+    show("\nAudit log:")
+    for entry in log.entries():
+        show("  " + msgspec.json.encode(entry).decode())
+    return _OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentfx",
+        description="Document, check and serve agentfx contracts.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    manifest = commands.add_parser("manifest", help="print a contract's JSON manifest, or check a committed one")
+    manifest.add_argument("target", metavar="MODULE:ATTR", help="a Definition or an App")
+    manifest.add_argument("--check", metavar="FILE", help="exit 1 with a diff when FILE differs from the manifest")
+
+    markdown = commands.add_parser("markdown", help="print a contract's Markdown documentation")
+    markdown.add_argument("target", metavar="MODULE:ATTR", help="a Definition or an App")
+
+    serve = commands.add_parser("serve", help="serve an App over MCP")
+    serve.add_argument("target", metavar="MODULE:ATTR", help="an App, or a callable returning a runtime context")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP only; default: 127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP only; 0 picks a free port; default: 8000")
+
+    commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the ``agentfx`` command and return its exit code.
+
+    Args:
+        argv: The arguments after the program name; ``sys.argv[1:]`` by default.
+        out: Where results go; standard output by default.
+        err: Where errors go; standard error by default.
+    """
+    stdout = sys.stdout if out is None else out
+    stderr = sys.stderr if err is None else err
+    args = _parser().parse_args(argv)
+    try:
+        match args.command:
+            case "manifest":
+                return _manifest(args.target, args.check, stdout)
+            case "markdown":
+                stdout.write(to_markdown(_definition(args.target)))
+                return _OK
+            case "serve":
+                served = _served(args.target)
+                if args.transport == "stdio":
+                    anyio.run(_serve_stdio, served)
+                else:
+                    # uvicorn runs on asyncio only.
+                    anyio.run(_serve_http, served, args.host, args.port, stderr, backend="asyncio")
+                return _OK
+            case _:
+                return anyio.run(_demo, stdout)
+    except UsageError as exc:
+        stderr.write(f"agentfx: {exc}\n")
+        return _USAGE
+    except KeyboardInterrupt:
+        return _OK

@@ -1,0 +1,339 @@
+"""The MCP server for one bound runtime, on the SDK's low-level ``Server``.
+
+This layer owns the MCP face of a runtime: ``tools/list`` from the capabilities
+available right now, ``tools/call`` through the runtime's wire path, resources
+at ``app://<name>`` and ``app://context``, ``notifications/tools/list_changed``
+when the available set changes, and turning a client's cancellation into an
+abort of the invocation's signal.
+
+It deliberately knows nothing of transports (stdio and HTTP wrap the server it
+returns), of the pipeline's steps, or of audit: it calls the runtime's public
+surface and maps what comes back. Nothing a hook or the host raises ever
+reaches a client: the SDK would put the exception text on the wire, so every
+handler catches and maps it itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from returns.io import IOSuccess
+from returns.result import Failure, Success
+from returns.unsafe import unsafe_perform_io
+
+from .. import __version__
+from ..invocation import AbortController, Invocation, new_invocation_id
+from . import _wire
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.session import ServerSession
+
+    from ..runtime import AgentRuntime
+
+__all__ = ["LIST_CHANGED_DEBOUNCE", "server"]
+
+_logger = logging.getLogger("agentfx.mcp")
+
+LIST_CHANGED_DEBOUNCE = 0.05
+"""Seconds a burst of Model changes is collected before the available set is compared once."""
+
+_INTERNAL = "Internal error"
+
+
+class ListWatch:
+    """Tells a client its tool list changed: debounced, diffed, and only once it has listed.
+
+    ``changed()`` is called synchronously on every Model change; :meth:`run`
+    waits :data:`LIST_CHANGED_DEBOUNCE` after the first change of a burst,
+    reads the available names once and calls ``announce`` only when they
+    differ from what the client last saw. Before the client has listed there is
+    nothing to contradict, so nothing is sent.
+
+    Args:
+        read: The names available right now, in declaration order.
+        announce: Sends the notification.
+        delay: The debounce window in seconds.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[], Sequence[str]],
+        announce: Callable[[], Any],
+        *,
+        delay: float = LIST_CHANGED_DEBOUNCE,
+    ) -> None:
+        self._read = read
+        self._announce = announce
+        self._delay = delay
+        self._seen: tuple[str, ...] | None = None
+        self._dirty = anyio.Event()
+
+    @property
+    def seen(self) -> tuple[str, ...] | None:
+        """The names the client was last shown, or ``None`` before it listed."""
+        return self._seen
+
+    def listed(self, names: Sequence[str]) -> None:
+        """The client has just been shown ``names``."""
+        self._seen = tuple(names)
+
+    def changed(self) -> None:
+        """The Model changed; safe to call from any listener on the event loop."""
+        self._dirty.set()
+
+    async def run(self) -> None:
+        """Watch until cancelled."""
+        while True:
+            await self._dirty.wait()
+            await anyio.sleep(self._delay)
+            # A change after this reset starts the next window, so none is lost.
+            self._dirty = anyio.Event()
+            await self.check()
+
+    async def check(self) -> None:
+        """Compare once and announce a difference."""
+        if self._seen is None:
+            return
+        try:
+            names = tuple(self._read())
+        except Exception:
+            _logger.exception("reading the available capabilities failed; the tool list was not re-checked")
+            return
+        if names == self._seen:
+            return
+        self._seen = names
+        try:
+            await self._announce()
+        except Exception:
+            _logger.exception("announcing a tool list change failed")
+
+
+class Connection:
+    """What one client connection shares across its requests.
+
+    One lifespan of the server is one connection on every transport agentfx
+    runs (stdio, in-process, each HTTP session), so the session that last
+    listed tools is the one a handshake-era client is notified on; a
+    2026-era client opts in through ``subscriptions/listen`` instead.
+    """
+
+    def __init__(self, runtime: AgentRuntime[Any, Any]) -> None:
+        self.runtime = runtime
+        self.prefix = new_invocation_id()
+        self._bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self._bus)
+        self._session: ServerSession | None = None
+        self.watch = ListWatch(self.available_names, self._announce)
+
+    def available_names(self) -> list[str]:
+        return [descriptor.name for descriptor in self.runtime.messages.available()]
+
+    def listed(self, ctx: ServerRequestContext[Connection], names: Sequence[str]) -> None:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._session = ctx.session
+        self.watch.listed(names)
+
+    async def _announce(self) -> None:
+        await self._bus.publish(ToolsListChanged())
+        session = self._session
+        if session is not None:
+            try:
+                await session.send_tool_list_changed()
+            except Exception:
+                # The connection went away; a later listing registers its successor.
+                self._session = None
+
+
+class _AgentServer(Server[Connection]):
+    """The low-level server, advertising ``tools.listChanged`` by default.
+
+    The SDK derives ``listChanged`` from options its callers (the in-process
+    client among them) build without arguments; agentfx always sends the
+    notification, so it always says so.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def server(
+    runtime: AgentRuntime[Any, Any],
+    *,
+    name: str = "agentfx",
+    version: str | None = None,
+) -> Server[Connection]:
+    """The runtime as an MCP server: the SDK's low-level ``Server``.
+
+    Connect it in-process with ``mcp.Client(server(runtime))``, over stdio
+    with :func:`serve_stdio`, or over Streamable HTTP with :func:`http_app`.
+
+    Args:
+        runtime: A bound agentfx runtime.
+        name: The server name reported to clients.
+        version: The server version reported to clients; agentfx's own by default.
+
+    Raises:
+        ValueError: The contract has both a context projection and a resource
+            named ``context``, which would share the URI ``app://context``.
+    """
+    names = [descriptor.name for descriptor in runtime.resources.list()]
+    if runtime.has_context and "context" in names:
+        raise ValueError(
+            'The resource "context" would share the URI app://context with the context projection. Rename it.'
+        )
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Connection]) -> AsyncGenerator[Connection]:
+        connection = Connection(runtime)
+        async with anyio.create_task_group() as task_group:
+            unsubscribe = runtime.subscribe(connection.watch.changed)
+            task_group.start_soon(connection.watch.run)
+            try:
+                yield connection
+            finally:
+                unsubscribe()
+                task_group.cancel_scope.cancel()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Connection], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        try:
+            descriptors = runtime.messages.available()
+            tools = [_wire.tool(descriptor) for descriptor in descriptors]
+        except Exception:
+            _logger.exception("listing the available capabilities failed")
+            raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
+        ctx.lifespan_context.listed(ctx, [tool.name for tool in tools])
+        # The list depends on the Model, so no client may cache it.
+        return types.ListToolsResult(tools=tools, ttl_ms=0, cache_scope="private")
+
+    async def call_tool(
+        ctx: ServerRequestContext[Connection], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        connection = ctx.lifespan_context
+        controller = AbortController()
+        call_id = None if ctx.request_id is None else f"{connection.prefix}/{ctx.request_id}"
+        invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal)
+        payload: object = {} if params.arguments is None else params.arguments
+        settled = anyio.Event()
+        answer: list[types.CallToolResult | MCPError] = []
+
+        async def run() -> None:
+            # Shielded: the client's cancellation must reach the pipeline as an
+            # abort of the signal (which the audit records as a cancellation),
+            # not as an outer cancellation that interrupts it mid-step.
+            with anyio.CancelScope(shield=True):
+                try:
+                    answer.append(await _dispatch(runtime, params.name, payload, invocation))
+                finally:
+                    settled.set()
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(run)
+            try:
+                await settled.wait()
+            except anyio.get_cancelled_exc_class():
+                # The client cancelled (or the connection closed). Abort and let
+                # the shielded task settle before the cancellation goes on: a
+                # cancelled request is never answered, but it is still recorded.
+                controller.abort("The MCP client cancelled the request")
+                raise
+        result = answer[0]
+        if isinstance(result, MCPError):
+            raise result
+        return result
+
+    async def list_resources(
+        ctx: ServerRequestContext[Connection], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        try:
+            resources = [_wire.resource(descriptor) for descriptor in runtime.resources.list()]
+            if runtime.has_context:
+                resources.append(_wire.context_resource())
+        except Exception:
+            _logger.exception("listing the resources failed")
+            raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
+        return types.ListResourcesResult(resources=resources, ttl_ms=0, cache_scope="private")
+
+    async def read_resource(
+        ctx: ServerRequestContext[Connection], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = params.uri
+        resource = _wire.resource_name(uri)
+        if resource is None:
+            raise _wire.unknown_resource(uri)
+        try:
+            if uri == _wire.CONTEXT_URI and runtime.has_context:
+                return _wire.resource_contents(uri, runtime.context())
+            match runtime.resources.read(resource):
+                case Success(value):
+                    return _wire.resource_contents(uri, value)
+                case Failure(error):
+                    failed = _wire.unknown_resource(uri, error)
+                case _:  # pragma: no cover - a Result is one of the two
+                    raise AssertionError("unreachable")
+        except Exception:
+            _logger.exception("reading the resource %r failed", uri)
+            raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
+        raise failed
+
+    async def listen(
+        ctx: ServerRequestContext[Connection], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        connection = ctx.lifespan_context
+        if params.notifications.tools_list_changed and connection.watch.seen is None:
+            # Opening the stream is this era's way of having listed: differences
+            # from here on are news to the client.
+            try:
+                connection.watch.listed(connection.available_names())
+            except Exception:
+                _logger.exception("listing the available capabilities failed")
+        return await connection.listen(ctx, params)
+
+    return _AgentServer(
+        name,
+        version=__version__ if version is None else version,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscriptions_listen=listen,
+    )
+
+
+async def _dispatch(
+    runtime: AgentRuntime[Any, Any], name: str, payload: object, invocation: Invocation
+) -> types.CallToolResult | MCPError:
+    """Run one call to its wire answer; never raises an ``Exception``."""
+    try:
+        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation)
+        if isinstance(outcome, IOSuccess):
+            return _wire.success(unsafe_perform_io(outcome.unwrap()))
+        try:
+            return _wire.failure(unsafe_perform_io(outcome.failure()))
+        except MCPError as unknown:
+            return unknown
+    except Exception:
+        _logger.exception("capability %r failed unexpectedly", name)
+        return _wire.defect(name)
