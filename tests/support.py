@@ -1,0 +1,175 @@
+"""The example application the dispatch tests share: a todo list with one contract over it.
+
+It mirrors the design's running example closely enough that every row of the
+pipeline table has a capability that reaches it: a direct variant, a mapped
+one reading the snapshot in ``to_message``, availability, sync and async
+``authorize`` with refusal reasons, and a Message completion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio.lowlevel
+import msgspec
+from returns.io import IOResult
+from returns.result import Result
+
+import agentfx
+from agentfx.testing.recording import RecordingHost
+
+T = TypeVar("T")
+E = TypeVar("E")
+
+
+class Todo(msgspec.Struct, frozen=True):
+    id: str
+    title: str
+
+
+class Model(msgspec.Struct, frozen=True):
+    todos: tuple[Todo, ...] = ()
+    selected: str | None = None
+    locked: bool = False
+
+
+class User(msgspec.Struct, frozen=True):
+    id: str
+    can_delete: bool = True
+    admin: bool = False
+
+
+class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
+    title: str
+
+
+class RequestedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class RequestedRenameTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+    title: str
+
+
+class ClearedSelection(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class ReceivedTodos(msgspec.Struct, frozen=True, tag=True):
+    todos: tuple[Todo, ...]
+
+
+class NoInput(msgspec.Struct, frozen=True):
+    pass
+
+
+Message = (
+    RequestedCreateTodo
+    | RequestedDeleteTodo
+    | RequestedRenameTodo
+    | ClearedSelection
+    | DeletedTodo
+    | FailedDeleteTodo
+    | ReceivedTodos
+)
+
+TodoAgent = agentfx.for_model(Model, principal=User)
+
+
+async def _rename_allowed(req: agentfx.AuthorizationRequest[User, RequestedRenameTodo, Model]) -> bool | agentfx.Refusal:
+    # Async on purpose: the property tests cover an authorize that suspends.
+    await anyio.lowlevel.checkpoint()
+    if req.principal.admin:
+        return True
+    return agentfx.Refusal("Only an admin may rename a todo")
+
+
+AppAgent = TodoAgent.define(
+    messages=TodoAgent.expose(
+        Message,
+        TodoAgent.variant(RequestedCreateTodo, "Create a new todo", available=lambda model: not model.locked),
+        TodoAgent.variant(
+            RequestedDeleteTodo,
+            "Delete the currently selected todo",
+            name="delete_selected_todo",
+            available=lambda model: model.selected is not None,
+            input=NoInput,
+            to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected or ""),
+            authorize=lambda req: req.principal.can_delete,
+            completion=agentfx.Completion(
+                success=DeletedTodo,
+                failure=FailedDeleteTodo,
+                correlate=lambda request, result, call: result.id == call.message.id,
+                timeout=5.0,
+            ),
+        ),
+        TodoAgent.variant(RequestedRenameTodo, "Rename a todo", name="rename_todo", authorize=_rename_allowed),
+        TodoAgent.variant(ClearedSelection, "Clear the selection"),
+    ),
+    resources=[TodoAgent.resource("todos", "The current todos", schema=list[Todo], read=lambda m: m.todos)],
+    context=TodoAgent.projection(Model, lambda m: m),
+)
+
+AVAILABLE: dict[str, Callable[[Model], bool]] = {
+    "requested_create_todo": lambda m: not m.locked,
+    "delete_selected_todo": lambda m: m.selected is not None,
+    "rename_todo": lambda m: True,
+    "cleared_selection": lambda m: True,
+}
+"""Each capability's availability, written out independently of the contract."""
+
+
+def update(model: Model, message: object) -> Model:
+    """A small update, so subscribers see Model changes."""
+    if isinstance(message, RequestedCreateTodo):
+        todo = Todo(id=f"t{len(model.todos) + 1}", title=message.title)
+        return msgspec.structs.replace(model, todos=(*model.todos, todo))
+    if isinstance(message, DeletedTodo):
+        todos = tuple(t for t in model.todos if t.id != message.id)
+        return msgspec.structs.replace(model, todos=todos, selected=None)
+    if isinstance(message, ClearedSelection):
+        return msgspec.structs.replace(model, selected=None)
+    return model
+
+
+def answer_delete(message: RequestedDeleteTodo) -> list[object]:
+    """Deleting succeeds for every todo but one named ``"keep"``."""
+    if message.id == "keep":
+        return [FailedDeleteTodo(id=message.id)]
+    return [DeletedTodo(id=message.id)]
+
+
+def recorder(
+    model: Model | None = None,
+    *,
+    principal: User | None = None,
+    async_dispatch: bool = False,
+    responses: dict[type[Any], Any] | None = None,
+) -> RecordingHost[Model, Any, User]:
+    """A recording host over the todo app, answering deletes as :func:`answer_delete` says."""
+    return RecordingHost(
+        model if model is not None else Model(selected="t1", todos=(Todo("t1", "Milk"),)),
+        principal=principal if principal is not None else User("u1"),
+        responses=responses if responses is not None else {RequestedDeleteTodo: answer_delete},
+        update=update,
+        async_dispatch=async_dispatch,
+    )
+
+
+def outcome_of(io: IOResult[T, E]) -> Result[T, E]:
+    """The ``Result`` inside an awaited dispatch's ``IOResult`` (``unsafe_perform_io``, typed)."""
+    return io._inner_value
+
+
+def fixed_clock() -> float:
+    return 1000.0

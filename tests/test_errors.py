@@ -1,0 +1,224 @@
+"""Failure values: exact messages, the wire form, and what never reaches an agent."""
+
+from __future__ import annotations
+
+import gc
+import re
+from typing import Any
+
+import msgspec
+import pytest
+from returns.result import Failure
+
+import agentfx
+from agentfx.errors import format_seconds
+from tests.support import outcome_of, AppAgent, Model, RequestedCreateTodo, RequestedRenameTodo, User, recorder
+
+EVERY_FAILURE: list[agentfx.DispatchError] = [
+    agentfx.AgentUnknownCapabilityError.of("ReceivedTodos"),
+    agentfx.AgentCapabilityUnavailableError.of("delete_todo", "RequestedDeleteTodo"),
+    agentfx.AgentInvalidInputError.of("create_todo", "RequestedCreateTodo", "$.title", ValueError("boom")),
+    agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo"),
+    agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo", "Only the owner may delete"),
+    agentfx.AgentCancelledError.before_dispatch("delete_todo"),
+    agentfx.AgentCancelledError.while_waiting("delete_todo"),
+    agentfx.AgentCancelledError.while_sending("delete_todo"),
+    agentfx.AgentCompletionTimeoutError.while_waiting("delete_todo", "call-1", 10.0),
+    agentfx.AgentCompletionTimeoutError.while_sending("delete_todo", "call-1", 0.05),
+]
+
+
+# Messages, exactly as the design's table writes them
+
+
+def test_unknown_capability_message() -> None:
+    error = agentfx.AgentUnknownCapabilityError.of("ReceivedTodos")
+    assert (error.capability, error.message) == ("ReceivedTodos", "No such capability: ReceivedTodos")
+
+
+def test_unavailable_message() -> None:
+    error = agentfx.AgentCapabilityUnavailableError.of("delete_todo", "RequestedDeleteTodo")
+    assert (error.capability, error.tag) == ("delete_todo", "RequestedDeleteTodo")
+    assert error.message == 'Capability "delete_todo" is not available right now'
+
+
+def test_invalid_input_message_and_path() -> None:
+    error = agentfx.AgentInvalidInputError.of("create_todo", "RequestedCreateTodo", "$.todos[0].title")
+    assert (error.capability, error.tag, error.path) == ("create_todo", "RequestedCreateTodo", "$.todos[0].title")
+    assert error.message == 'Invalid input for "create_todo"'
+
+
+def test_authorization_message_without_and_with_a_reason() -> None:
+    bare = agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo")
+    assert bare.message == 'Not authorized to invoke "delete_todo"'
+    reasoned = agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo", "Only the owner may delete")
+    assert reasoned.message == "Only the owner may delete"
+
+
+def test_cancelled_messages_and_flags() -> None:
+    before = agentfx.AgentCancelledError.before_dispatch("delete_todo")
+    assert (before.dispatched, before.message) == (
+        False,
+        'Invocation of "delete_todo" was cancelled before it was dispatched',
+    )
+    waiting = agentfx.AgentCancelledError.while_waiting("delete_todo")
+    assert (waiting.dispatched, waiting.message) == (
+        True,
+        '"delete_todo" was dispatched, and waiting for it to complete was cancelled. The Message still reached update.',
+    )
+    sending = agentfx.AgentCancelledError.while_sending("delete_todo")
+    assert (sending.dispatched, sending.message) == (
+        False,
+        'Invocation of "delete_todo" was cancelled while the host was still dispatching it. '
+        "Whether the Message reached update is unknown.",
+    )
+
+
+def test_timeout_messages() -> None:
+    waiting = agentfx.AgentCompletionTimeoutError.while_waiting("delete_todo", "call-1", 10.0)
+    assert (waiting.capability, waiting.invocation) == ("delete_todo", "call-1")
+    assert waiting.message == '"delete_todo" was dispatched but did not complete within 10s. The Message still reached update.'
+    sending = agentfx.AgentCompletionTimeoutError.while_sending("delete_todo", "call-1", 0.05)
+    assert sending.message == (
+        'The host was still dispatching "delete_todo" after 0.05s. Whether the Message reached update is unknown.'
+    )
+
+
+def test_resource_message() -> None:
+    error = agentfx.AgentResourceError.of("todos")
+    assert (error.resource, error.message) == ("todos", 'Cannot read resource "todos": no such resource')
+
+
+def test_format_seconds() -> None:
+    assert [format_seconds(s) for s in (10.0, 0.05, 30, 1.5)] == ["10s", "0.05s", "30s", "1.5s"]
+
+
+# The wire form
+
+
+def test_encoded_authorization_refusal_is_exactly_the_designed_bytes() -> None:
+    error = agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo")
+    assert msgspec.json.encode(error) == (
+        b'{"_tag":"AgentAuthorizationError","capability":"delete_todo","tag":"RequestedDeleteTodo",'
+        b'"message":"Not authorized to invoke \\"delete_todo\\""}'
+    )
+
+
+@pytest.mark.parametrize("error", EVERY_FAILURE, ids=lambda e: f"{type(e).__name__}")
+def test_every_failure_round_trips_through_the_union(error: agentfx.DispatchError) -> None:
+    wire = msgspec.json.encode(error)
+    assert msgspec.json.decode(wire)["_tag"] == type(error).__name__
+    back = msgspec.json.decode(wire, type=agentfx.DispatchError)
+    assert type(back) is type(error)
+    assert back == error
+
+
+def test_resource_error_round_trips_through_its_own_type() -> None:
+    error = agentfx.AgentResourceError.of("todos")
+    wire = msgspec.json.encode(error)
+    assert wire == b'{"_tag":"AgentResourceError","resource":"todos","message":"Cannot read resource \\"todos\\": no such resource"}'
+    assert msgspec.json.decode(wire, type=agentfx.AgentResourceError) == error
+
+
+def test_failures_are_frozen() -> None:
+    error: Any = agentfx.AgentUnknownCapabilityError.of("x")
+    with pytest.raises(AttributeError):
+        error.message = "changed"
+
+
+# The decoder's exception: kept on .cause, never encoded
+
+
+def test_invalid_input_keeps_its_cause_off_the_wire() -> None:
+    cause = ValueError("Expected `str`, got `int` - at `$.title`")
+    error = agentfx.AgentInvalidInputError.of("create_todo", "RequestedCreateTodo", "$.title", cause)
+    assert error.cause is cause
+    wire = msgspec.json.encode(error)
+    assert b"Expected" not in wire and b"cause" not in wire
+    back = msgspec.json.decode(wire, type=agentfx.DispatchError)
+    assert isinstance(back, agentfx.AgentInvalidInputError)
+    assert back == error
+    assert back.cause is None
+
+
+def test_invalid_input_cause_does_not_outlive_the_error() -> None:
+    from agentfx import errors
+
+    before = len(errors._causes)
+    error = agentfx.AgentInvalidInputError.of("c", "T", "$", ValueError("x"))
+    assert len(errors._causes) == before + 1
+    del error
+    gc.collect()
+    assert len(errors._causes) == before
+
+
+def test_invalid_input_without_a_cause() -> None:
+    assert agentfx.AgentInvalidInputError.of("c", "T", "$").cause is None
+
+
+# Agent-facing messages never speak decoder
+
+
+DECODER_WORDS = re.compile(r"Expected|Struct|object|`|\b(int|str|bool|float|array|null|dict|list|got)\b")
+
+BAD_PAYLOADS: list[tuple[object, object, str]] = [
+    (RequestedCreateTodo, {"title": 3}, "$.title"),
+    (RequestedCreateTodo, {"title": "3", "extra": 1}, "$"),
+    (RequestedCreateTodo, {}, "$"),
+    (RequestedCreateTodo, {"title": None}, "$.title"),
+    (RequestedCreateTodo, {"title": ["a"]}, "$.title"),
+    (RequestedCreateTodo, {"title": "a", "type": "RequestedCreateTodo"}, "$"),
+    (RequestedCreateTodo, [], "$"),
+    (RequestedCreateTodo, "title", "$"),
+    (RequestedCreateTodo, None, "$"),
+    (RequestedRenameTodo, {"id": 1, "title": "x"}, "$.id"),
+    ("delete_selected_todo", {"x": 1}, "$"),
+    ("delete_selected_todo", [], "$"),
+    ("cleared_selection", "", "$"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("target", "payload", "path"), BAD_PAYLOADS)
+async def test_invalid_input_messages_name_the_capability_only(target: Any, payload: object, path: str) -> None:
+    runtime = agentfx.bind(AppAgent, host=recorder(principal=User("admin", admin=True)).host)
+    outcome = outcome_of(await runtime.messages.dispatch(target, payload))
+    assert isinstance(outcome, Failure)
+    error = outcome.failure()
+    assert isinstance(error, agentfx.AgentInvalidInputError)
+    assert error.path == path
+    assert error.message == f'Invalid input for "{error.capability}"'
+    assert DECODER_WORDS.search(error.message) is None
+    assert error.cause is not None
+    assert DECODER_WORDS.search(msgspec.json.encode(error).decode()) is None
+
+
+@pytest.mark.parametrize("error", EVERY_FAILURE, ids=lambda e: f"{type(e).__name__}")
+def test_no_failure_message_speaks_decoder(error: agentfx.DispatchError) -> None:
+    assert DECODER_WORDS.search(error.message) is None
+
+
+# Exceptions
+
+
+def test_dispatch_failed_carries_the_failure() -> None:
+    error = agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo", "No")
+    raised = agentfx.DispatchFailed(error)
+    assert raised.error is error
+    assert str(raised) == "No"
+
+
+def test_contract_error_is_a_value_error() -> None:
+    assert issubclass(agentfx.ContractError, ValueError)
+    assert issubclass(agentfx.AgentProjectionError, Exception)
+    assert not issubclass(agentfx.AgentProjectionError, agentfx.ContractError)
+
+
+def test_refusal_carries_its_reason() -> None:
+    assert agentfx.Refusal("Only the owner").reason == "Only the owner"
+
+
+def test_model_is_not_an_error() -> None:
+    # A sanity check that the union only decodes its own members.
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(msgspec.json.encode(Model()), type=agentfx.DispatchError)

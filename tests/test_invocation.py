@@ -1,0 +1,114 @@
+"""Invocations and abort signals, on their own and as dispatch sees them."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from returns.result import Failure, Success
+
+import agentfx
+from agentfx.invocation import new_invocation_id
+from tests.support import outcome_of, AppAgent, RequestedCreateTodo, recorder
+
+
+def test_invocation_defaults() -> None:
+    invocation = agentfx.Invocation()
+    assert (invocation.id, invocation.transport, invocation.signal) == (None, "in-app", None)
+
+
+def test_filled_generates_an_id_only_when_missing() -> None:
+    supplied = agentfx.Invocation(id="call-1", transport="mcp")
+    assert supplied.filled() is supplied
+    blank = agentfx.Invocation(transport="mcp")
+    first, second = blank.filled(), blank.filled()
+    assert first.id is not None and second.id is not None and first.id != second.id
+    assert first.transport == "mcp"
+    assert blank.id is None
+
+
+def test_ids_are_unique() -> None:
+    ids = {new_invocation_id() for _ in range(1000)}
+    assert len(ids) == 1000
+
+
+def test_abort_is_idempotent_and_keeps_the_first_reason() -> None:
+    controller = agentfx.AbortController()
+    signal = controller.signal
+    assert (signal.aborted, signal.reason) == (False, None)
+    controller.abort("first")
+    controller.abort("second")
+    assert (signal.aborted, signal.reason) == (True, "first")
+    assert repr(signal) == "AbortSignal(aborted=True, reason='first')"
+
+
+@pytest.mark.anyio
+async def test_abort_cancels_every_attached_scope() -> None:
+    controller = agentfx.AbortController()
+    signal = controller.signal
+    caught: list[bool] = []
+
+    async def wait() -> None:
+        with anyio.CancelScope() as scope:
+            signal._attach(scope)
+            try:
+                await anyio.sleep_forever()
+            finally:
+                signal._detach(scope)
+        caught.append(scope.cancelled_caught)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(3):
+            group.start_soon(wait)
+        await anyio.wait_all_tasks_blocked()
+        controller.abort()
+    assert caught == [True, True, True]
+    assert not signal._scopes
+
+
+@pytest.mark.anyio
+async def test_attaching_to_an_aborted_signal_cancels_at_once() -> None:
+    controller = agentfx.AbortController()
+    controller.abort()
+    with anyio.CancelScope() as scope:
+        controller.signal._attach(scope)
+        await anyio.sleep_forever()
+    assert scope.cancelled_caught
+    assert not controller.signal._scopes
+
+
+# As dispatch sees them
+
+
+@pytest.mark.anyio
+async def test_each_dispatch_gets_a_fresh_id_and_in_app_transport() -> None:
+    runtime = agentfx.bind(AppAgent, host=recorder().host)
+    results = [outcome_of(await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"})) for _ in range(3)]
+    invocations = [r.unwrap().invocation for r in results]
+    assert len({i.id for i in invocations}) == 3
+    assert all(i.id for i in invocations)
+    assert {i.transport for i in invocations} == {"in-app"}
+
+
+@pytest.mark.anyio
+async def test_a_supplied_invocation_is_kept() -> None:
+    runtime = agentfx.bind(AppAgent, host=recorder().host)
+    invocation = agentfx.Invocation(id="call-7", transport="mcp")
+    outcome = outcome_of(await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, invocation))
+    assert outcome.unwrap().invocation is invocation
+
+
+@pytest.mark.anyio
+async def test_a_shared_signal_refuses_every_later_dispatch() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    controller = agentfx.AbortController()
+    invocation = agentfx.Invocation(signal=controller.signal)
+    first = outcome_of(await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, invocation))
+    assert isinstance(first, Success)
+    controller.abort()
+    reads = rec.model_reads
+    for _ in range(2):
+        later = outcome_of(await runtime.messages.dispatch(RequestedCreateTodo, {"title": "b"}, invocation))
+        assert later == Failure(agentfx.AgentCancelledError.before_dispatch("requested_create_todo"))
+    assert rec.model_reads == reads
+    assert len(rec.dispatched) == 1
