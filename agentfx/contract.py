@@ -14,7 +14,9 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
+
+import msgspec
 
 from .completion import Completion, StateCompletion
 from .errors import ContractError, Refusal
@@ -51,13 +53,25 @@ M = TypeVar("M")
 P = TypeVar("P")
 Msg = TypeVar("Msg")
 I = TypeVar("I")
-S = TypeVar("S")
+R = TypeVar("R")
+V = TypeVar("V")
 
 AnyCompletion = Completion[Any, Any] | StateCompletion[Any, Any, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class InvocationContext(Generic[M, P]):
+class _MessageClass(Protocol[Msg]):
+    """A class whose instances are ``Msg``, matched exactly rather than covariantly.
+
+    Every class has ``__subclasses__``, and its ``list`` return is invariant, so a
+    parameter typed ``_MessageClass[Msg]`` fixes ``Msg`` to the class passed. With
+    ``type[Msg]`` a ``to_message`` returning another Message would silently widen
+    ``Msg`` to a union of both classes instead of being a type error.
+    """
+
+    def __subclasses__(self) -> list[type[Msg]]: ...
+
+
+class InvocationContext(msgspec.Struct, Generic[M, P], frozen=True):
     """What ``to_message`` sees: the invocation's one Model snapshot, its principal and invocation."""
 
     model: M
@@ -65,8 +79,7 @@ class InvocationContext(Generic[M, P]):
     invocation: Invocation
 
 
-@dataclass(frozen=True, slots=True)
-class AuthorizationRequest(Generic[P, I, M]):
+class AuthorizationRequest(msgspec.Struct, Generic[P, I, M], frozen=True):
     """What ``authorize`` sees: the principal, the decoded input, the snapshot and the transport."""
 
     principal: P
@@ -93,12 +106,23 @@ class Variant(Generic[M, P, Msg, I]):
     completion: AnyCompletion | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Action(Generic[I, Msg]):
     """An action the application already declared for its UI, exposable with :func:`action`.
 
     ``to_message(input, ctx)`` has a variant's signature; ``message`` is the
-    Message class it makes.
+    Message class it makes, and a ``to_message`` typed to make another class is
+    a type error.
+
+    >>> import msgspec
+    >>> class AddedToCart(msgspec.Struct, tag=True):
+    ...     sku: str
+    >>> class AddToCartInput(msgspec.Struct):
+    ...     sku: str
+    >>> add = Action("add_to_cart", "Add an item", AddToCartInput,
+    ...              lambda i, ctx: AddedToCart(sku=i.sku), message=AddedToCart)
+    >>> add.message is AddedToCart
+    True
     """
 
     name: str
@@ -106,6 +130,20 @@ class Action(Generic[I, Msg]):
     input: type[I]
     to_message: Callable[[I, InvocationContext[Any, Any]], Msg]
     message: type[Msg]
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        input: type[I],
+        to_message: Callable[[I, InvocationContext[Any, Any]], Msg],
+        message: _MessageClass[Msg],
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "input", input)
+        object.__setattr__(self, "to_message", to_message)
+        object.__setattr__(self, "message", message)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -190,6 +228,9 @@ class Definition(Generic[M, P]):
 def _union_members(union: object) -> tuple[type[Any], ...]:
     if isinstance(union, type):
         return (union,)
+    # ``type Message = A | B`` (a TypeAliasType) names its union lazily.
+    if hasattr(union, "__value__") and hasattr(union, "__type_params__"):
+        union = cast(object, getattr(union, "__value__"))
     origin = typing.get_origin(union)
     if origin is typing.Union or isinstance(union, UnionType):
         return tuple(arg for arg in typing.get_args(union) if isinstance(arg, type))
@@ -213,7 +254,8 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
 
 def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -> Capability[Any, Any]:
     cls = v.message
-    if not isinstance(cls, type):
+    # The annotation promises a class, but untyped callers can pass anything.
+    if not isinstance(cast(object, cls), type):
         raise ContractError(f"Cannot expose {cls!r}: it is not a Message class")
     tag = message_tag(cls)
     if cls not in members:
@@ -256,14 +298,30 @@ class AgentBuilder(Generic[M, P]):
     @overload
     def variant(
         self,
-        message: type[Msg],
+        message: _MessageClass[Msg],
         description: str,
         *,
         name: str | None = None,
         available: Callable[[M], bool] | None = None,
+        input: None = None,
+        to_message: None = None,
         authorize: Authorize[P, Msg, M] | None = None,
-        completion: Completion[Msg, Any] | StateCompletion[M, Any, Msg] | None = None,
+        completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
     ) -> Variant[M, P, Msg, Msg]: ...
+
+    @overload
+    def variant(
+        self,
+        message: _MessageClass[Msg],
+        description: str,
+        *,
+        name: str | None = None,
+        available: Callable[[M], bool] | None = None,
+        input: type[I],
+        to_message: Callable[[I, InvocationContext[M, P]], Msg],
+        authorize: Authorize[P, I, M] | None = None,
+        completion: Completion[I, R] | StateCompletion[M, V, I] | None = None,
+    ) -> Variant[M, P, Msg, I]: ...
 
     @overload
     def variant(
@@ -273,15 +331,15 @@ class AgentBuilder(Generic[M, P]):
         *,
         name: str | None = None,
         available: Callable[[M], bool] | None = None,
-        input: type[I],
-        to_message: Callable[[I, InvocationContext[M, P]], Msg],
-        authorize: Authorize[P, I, M] | None = None,
-        completion: Completion[I, Any] | StateCompletion[M, Any, I] | None = None,
-    ) -> Variant[M, P, Msg, I]: ...
+        input: None = None,
+        to_message: None = None,
+        authorize: Authorize[P, Msg, M] | None = None,
+        completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
+    ) -> Variant[M, P, Msg, Msg]: ...
 
     def variant(
         self,
-        message: type[Any],
+        message: Any,
         description: str,
         *,
         name: str | None = None,
@@ -337,10 +395,16 @@ class AgentBuilder(Generic[M, P]):
     def expose(self, union: object, *variants: Variant[M, P, Any, Any]) -> Exposed[M, P]:
         """Check variants against their Message union; every definition-time check runs here.
 
+        Args:
+            union: The application's Message union (``A | B``, ``typing.Union``
+                or a ``type`` alias of one), or a single Message class.
+            variants: The capabilities, in the order agents will see them.
+
         Raises:
             ContractError: A class outside the union, an invalid or duplicate
-                name, ``input`` without ``to_message`` (or the reverse), a
-                non-Struct input, or a malformed completion.
+                name, a Message class exposed twice, ``input`` without
+                ``to_message`` (or the reverse), a non-Struct input, or a
+                malformed completion.
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
@@ -350,20 +414,27 @@ class AgentBuilder(Generic[M, P]):
         """
         members = frozenset(_union_members(union))
         capabilities: list[Capability[M, P]] = []
-        seen: set[str] = set()
+        names: set[str] = set()
+        # A capability can be named by its Message class, so each class is exposed once.
+        classes: dict[type[Any], str] = {}
         for v in variants:
             capability = _capability(v, members)
-            if capability.name in seen:
+            if capability.name in names:
                 raise ContractError(f'Duplicate exposed capability name "{capability.name}"')
-            seen.add(capability.name)
+            if capability.message in classes:
+                raise ContractError(
+                    f'Cannot expose "{capability.tag}": it is already exposed as "{classes[capability.message]}"'
+                )
+            names.add(capability.name)
+            classes[capability.message] = capability.name
             capabilities.append(capability)
         return Exposed(union, tuple(capabilities))
 
-    def resource(self, name: str, description: str, *, schema: type[S] | object, read: Callable[[M], object]) -> Resource[M]:
+    def resource(self, name: str, description: str, *, schema: object, read: Callable[[M], object]) -> Resource[M]:
         """A named read-only projection of the Model, encoded through ``schema``."""
         return Resource(name, description, schema, read)
 
-    def projection(self, schema: type[S] | object, read: Callable[[M], object]) -> Projection[M]:
+    def projection(self, schema: object, read: Callable[[M], object]) -> Projection[M]:
         """The context projected for agents, encoded through ``schema``."""
         return Projection(schema, read)
 
@@ -400,8 +471,20 @@ class AgentBuilder(Generic[M, P]):
         return bind(definition, host=host, audit=audit, tracer=tracer)
 
 
-def for_model(model: type[M], *, principal: type[P] | None = None) -> AgentBuilder[M, P]:
+@overload
+def for_model(model: type[M]) -> AgentBuilder[M, Any]: ...
+@overload
+def for_model(model: type[M], *, principal: type[P]) -> AgentBuilder[M, P]: ...
+def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentBuilder[Any, Any]:
     """A builder whose methods know the Model and principal types.
+
+    The types only guide the type checker; nothing is checked at runtime.
+    Without ``principal`` the principal is ``Any``, as for the module-level
+    functions.
+
+    Args:
+        model: The application's Model class.
+        principal: The class of what ``host.principal`` resolves.
 
     >>> import msgspec
     >>> class Model(msgspec.Struct):

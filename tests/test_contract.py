@@ -1,0 +1,502 @@
+"""Declaring a contract: every definition-time check, with its exact message."""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any
+
+import msgspec
+import pytest
+
+import agentfx
+from agentfx import Action, AgentBuilder, Completion, ContractError, Variant
+
+
+class Todo(msgspec.Struct, frozen=True):
+    id: str
+    title: str
+
+
+class Model(msgspec.Struct, frozen=True):
+    todos: tuple[Todo, ...] = ()
+    selected_todo_id: str | None = None
+
+
+class User(msgspec.Struct, frozen=True):
+    can_delete: bool = False
+
+
+class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
+    title: str
+
+
+class RequestedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class ClearedSelection(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class Renamed(msgspec.Struct, frozen=True, tag="todo_renamed"):
+    title: str
+
+
+class NotInUnion(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class DeleteInput(msgspec.Struct, frozen=True):
+    id: str
+
+
+class NotAStruct:
+    id: str = ""
+
+
+Message = RequestedCreateTodo | RequestedDeleteTodo | ClearedSelection | DeletedTodo | FailedDeleteTodo | Renamed
+
+TodoAgent = agentfx.for_model(Model, principal=User)
+
+
+def make_delete(i: DeleteInput, ctx: agentfx.InvocationContext[Any, Any]) -> RequestedDeleteTodo:
+    return RequestedDeleteTodo(id=i.id)
+
+
+def raises(message: str) -> pytest.RaisesExc[ContractError]:
+    """Expect a ContractError whose message is exactly ``message``."""
+    return pytest.raises(ContractError, match=f"^{re.escape(message)}$")
+
+
+# --- the Message union -----------------------------------------------------------------------
+
+
+def test_contract_error_is_a_value_error() -> None:
+    assert issubclass(ContractError, ValueError)
+
+
+def test_a_class_outside_the_union_is_refused_with_its_tag() -> None:
+    with raises('Cannot expose "NotInUnion": it is not a variant of this Message union'):
+        agentfx.expose(Message, agentfx.variant(NotInUnion, "Not a member"))
+
+
+def test_the_not_a_variant_message_names_the_msgspec_tag_not_the_class() -> None:
+    class Other(msgspec.Struct, tag="other_tag"):
+        pass
+
+    with raises('Cannot expose "other_tag": it is not a variant of this Message union'):
+        agentfx.expose(Message, agentfx.variant(Other, "Not a member"))
+
+
+@pytest.mark.parametrize(
+    "union",
+    [
+        pytest.param(RequestedCreateTodo | ClearedSelection, id="pipe"),
+        pytest.param(typing.Union[RequestedCreateTodo, ClearedSelection], id="typing.Union"),
+    ],
+)
+def test_a_union_may_be_written_either_way(union: object) -> None:
+    exposed = agentfx.expose(
+        union,
+        agentfx.variant(ClearedSelection, "Clear"),
+        agentfx.variant(RequestedCreateTodo, "Create"),
+    )
+    assert [c.message for c in exposed.capabilities] == [ClearedSelection, RequestedCreateTodo]
+    assert exposed.union is union
+    with raises('Cannot expose "RequestedDeleteTodo": it is not a variant of this Message union'):
+        agentfx.expose(union, agentfx.variant(RequestedDeleteTodo, "Delete"))
+
+
+def test_a_single_class_is_a_union_of_one() -> None:
+    exposed = agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear"))
+    assert [c.name for c in exposed.capabilities] == ["cleared_selection"]
+    with raises('Cannot expose "RequestedCreateTodo": it is not a variant of this Message union'):
+        agentfx.expose(ClearedSelection, agentfx.variant(RequestedCreateTodo, "Create"))
+
+
+def test_a_type_alias_of_a_union_is_unwrapped() -> None:
+    typing_extensions = pytest.importorskip("typing_extensions")
+    alias: object = typing_extensions.TypeAliasType("Alias", RequestedCreateTodo | ClearedSelection)
+    exposed = agentfx.expose(alias, agentfx.variant(ClearedSelection, "Clear"))
+    assert [c.message for c in exposed.capabilities] == [ClearedSelection]
+    with raises('Cannot expose "RequestedDeleteTodo": it is not a variant of this Message union'):
+        agentfx.expose(alias, agentfx.variant(RequestedDeleteTodo, "Delete"))
+
+
+def test_something_that_is_not_a_union_is_refused() -> None:
+    with pytest.raises(ContractError, match="expose\\(\\) needs a Message class or a union of Message classes"):
+        agentfx.expose("Message", agentfx.variant(ClearedSelection, "Clear"))
+
+
+def test_a_message_that_is_not_a_class_is_refused() -> None:
+    untyped: Any = "ClearedSelection"
+    with raises("Cannot expose 'ClearedSelection': it is not a Message class"):
+        agentfx.expose(Message, Variant(untyped, "Not a class"))
+
+
+def test_a_message_class_is_exposed_once() -> None:
+    with raises('Cannot expose "RequestedDeleteTodo": it is already exposed as "requested_delete_todo"'):
+        agentfx.expose(
+            Message,
+            agentfx.variant(RequestedDeleteTodo, "Delete by id"),
+            agentfx.variant(RequestedDeleteTodo, "Delete", name="delete_todo"),
+        )
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+def test_the_default_name_is_the_snake_cased_tag() -> None:
+    exposed = agentfx.expose(
+        Message,
+        agentfx.variant(RequestedDeleteTodo, "Delete"),
+        agentfx.variant(ClearedSelection, "Clear"),
+    )
+    assert [(c.name, c.tag) for c in exposed.capabilities] == [
+        ("requested_delete_todo", "RequestedDeleteTodo"),
+        ("cleared_selection", "ClearedSelection"),
+    ]
+
+
+def test_an_explicit_msgspec_tag_is_the_tag_and_the_source_of_the_name() -> None:
+    [capability] = agentfx.expose(Message, agentfx.variant(Renamed, "Rename")).capabilities
+    assert (capability.tag, capability.name) == ("todo_renamed", "todo_renamed")
+
+    class PascalTagged(msgspec.Struct, tag="TodoWasRenamed"):
+        pass
+
+    [capability] = agentfx.expose(PascalTagged, agentfx.variant(PascalTagged, "Rename")).capabilities
+    assert (capability.tag, capability.name) == ("TodoWasRenamed", "todo_was_renamed")
+
+
+def test_an_explicit_name_wins_and_the_tag_is_kept() -> None:
+    [capability] = agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", name="delete_todo")).capabilities
+    assert (capability.name, capability.tag) == ("delete_todo", "RequestedDeleteTodo")
+
+
+@pytest.mark.parametrize("name", ["create todo", "", "x" * 129, "créer", "a.b", "a/b"])
+def test_an_invalid_explicit_name_is_refused_at_expose(name: str) -> None:
+    declared = agentfx.variant(RequestedCreateTodo, "Create", name=name)  # declaring is not exposing
+    with raises(
+        f'Cannot expose "RequestedCreateTodo": "{name}" is not a valid capability name. '
+        "Use 1-128 characters of [a-zA-Z0-9_-]."
+    ):
+        agentfx.expose(Message, declared)
+
+
+def test_the_longest_valid_name_is_accepted() -> None:
+    [capability] = agentfx.expose(Message, agentfx.variant(RequestedCreateTodo, "Create", name="x" * 128)).capabilities
+    assert capability.name == "x" * 128
+
+
+def test_an_invalid_default_name_is_refused_with_the_tag() -> None:
+    class Spaced(msgspec.Struct, tag="spaced tag"):
+        pass
+
+    with raises(
+        'Cannot expose "spaced tag": "spaced tag" is not a valid capability name. Use 1-128 characters of [a-zA-Z0-9_-].'
+    ):
+        agentfx.expose(Spaced, agentfx.variant(Spaced, "Spaced"))
+
+
+def test_two_explicit_names_may_not_collide() -> None:
+    with raises('Duplicate exposed capability name "todo"'):
+        agentfx.expose(
+            Message,
+            agentfx.variant(RequestedCreateTodo, "Create", name="todo"),
+            agentfx.variant(RequestedDeleteTodo, "Delete", name="todo"),
+        )
+
+
+def test_an_explicit_name_may_not_collide_with_a_default_one() -> None:
+    with raises('Duplicate exposed capability name "cleared_selection"'):
+        agentfx.expose(
+            Message,
+            agentfx.variant(ClearedSelection, "Clear"),
+            agentfx.variant(RequestedDeleteTodo, "Delete", name="cleared_selection"),
+        )
+
+
+def test_declaration_order_is_kept() -> None:
+    order = [ClearedSelection, RequestedCreateTodo, Renamed, RequestedDeleteTodo]
+    exposed = agentfx.expose(Message, *(agentfx.variant(cls, cls.__name__) for cls in order))
+    definition = agentfx.define(messages=exposed)
+    assert [c.message for c in definition.capabilities] == order
+    assert [c.name for c in definition.capabilities] == [
+        "cleared_selection",
+        "requested_create_todo",
+        "todo_renamed",
+        "requested_delete_todo",
+    ]
+
+
+# --- direct and mapped variants --------------------------------------------------------------
+
+
+def test_a_direct_variant_decodes_the_message_itself() -> None:
+    [capability] = agentfx.expose(Message, agentfx.variant(RequestedCreateTodo, "Create")).capabilities
+    assert capability.direct
+    assert capability.input_type is RequestedCreateTodo
+    assert capability.to_message is None
+    assert capability.codec.decode({"title": "Buy milk"}) == RequestedCreateTodo(title="Buy milk")
+
+
+def test_a_mapped_variant_decodes_its_input() -> None:
+    [capability] = agentfx.expose(
+        Message, agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=make_delete)
+    ).capabilities
+    assert not capability.direct
+    assert capability.input_type is DeleteInput
+    assert capability.to_message is make_delete
+    assert capability.codec.decode({"id": "t1"}) == DeleteInput(id="t1")
+
+
+def test_the_declared_hooks_are_carried_to_the_capability() -> None:
+    def available(model: Model) -> bool:
+        return model.selected_todo_id is not None
+
+    def authorize(req: agentfx.AuthorizationRequest[User, DeleteInput, Model]) -> bool:
+        return req.principal.can_delete
+
+    completion: Completion[DeleteInput, DeletedTodo | FailedDeleteTodo]
+    completion = Completion(success=DeletedTodo, failure=FailedDeleteTodo)
+    variant = TodoAgent.variant(
+        RequestedDeleteTodo,
+        "Delete the selected todo",
+        name="delete_selected_todo",
+        available=available,
+        input=DeleteInput,
+        to_message=make_delete,
+        authorize=authorize,
+        completion=completion,
+    )
+    [capability] = TodoAgent.expose(Message, variant).capabilities
+    assert capability.description == "Delete the selected todo"
+    assert capability.available is available
+    assert capability.authorize is authorize
+    assert capability.completion is completion
+
+
+def test_input_without_to_message_is_refused() -> None:
+    with raises('Cannot expose "RequestedDeleteTodo": "input" was provided without "to_message"'):
+        agentfx.expose(Message, Variant(RequestedDeleteTodo, "Delete", input=DeleteInput))
+
+
+def test_to_message_without_input_is_refused() -> None:
+    with raises('Cannot expose "RequestedDeleteTodo": "to_message" was provided without "input"'):
+        agentfx.expose(Message, Variant(RequestedDeleteTodo, "Delete", to_message=make_delete))
+
+
+def test_the_variant_overloads_are_only_a_static_guard() -> None:
+    # An untyped caller reaches the same runtime checks through ``variant`` itself.
+    untyped: Any = agentfx.variant
+    with raises('Cannot expose "RequestedDeleteTodo": "input" was provided without "to_message"'):
+        agentfx.expose(Message, untyped(RequestedDeleteTodo, "Delete", input=DeleteInput))
+    with raises('Cannot expose "RequestedDeleteTodo": "to_message" was provided without "input"'):
+        agentfx.expose(Message, untyped(RequestedDeleteTodo, "Delete", to_message=make_delete))
+
+
+def test_an_input_that_is_not_a_struct_is_refused() -> None:
+    def to_message(i: NotAStruct, ctx: object) -> RequestedDeleteTodo:
+        return RequestedDeleteTodo(id=i.id)
+
+    with raises('Cannot expose "RequestedDeleteTodo": its input must be a msgspec Struct type'):
+        agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", input=NotAStruct, to_message=to_message))
+
+
+def test_a_direct_message_that_is_not_a_struct_is_refused() -> None:
+    with raises('Cannot expose "NotAStruct": its input must be a msgspec Struct type'):
+        agentfx.expose(NotAStruct, agentfx.variant(NotAStruct, "Plain"))
+
+
+# --- completion ------------------------------------------------------------------------------
+
+
+def test_a_completion_naming_no_success_is_refused_under_the_capability_name() -> None:
+    with raises('Cannot expose "delete_todo": its completion contract names no success Message'):
+        agentfx.expose(
+            Message,
+            agentfx.variant(RequestedDeleteTodo, "Delete", name="delete_todo", completion=Completion(success=())),
+        )
+
+
+def test_a_class_both_success_and_failure_is_refused() -> None:
+    completion: Completion[Any, Any] = Completion(success=(DeletedTodo, FailedDeleteTodo), failure=FailedDeleteTodo)
+    with raises('Cannot expose "delete_todo": "FailedDeleteTodo" is both a success and a failure Message'):
+        agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", name="delete_todo", completion=completion))
+
+
+def test_a_completion_message_outside_the_union_is_refused() -> None:
+    completion: Completion[Any, Any] = Completion(success=NotInUnion)
+    with raises(
+        'Cannot expose "requested_delete_todo": its completion Message "NotInUnion" is not a variant of this Message union'
+    ):
+        agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", completion=completion))
+
+
+def test_correlate_and_correlate_key_are_exclusive() -> None:
+    with raises('Give a completion either "correlate" or "correlate_key", not both'):
+        Completion(
+            success=DeletedTodo,
+            correlate=lambda request, result, call: True,
+            correlate_key=(lambda request, call: 1, lambda result: 1),
+        )
+
+
+def test_a_well_formed_completion_is_accepted() -> None:
+    completion: Completion[Any, Any] = Completion(success=DeletedTodo, failure=FailedDeleteTodo, timeout=10)
+    [capability] = agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", completion=completion)).capabilities
+    assert capability.completion is completion
+
+
+def test_a_state_completion_is_not_checked_against_the_union() -> None:
+    done: agentfx.StateCompletion[Model, Model, ClearedSelection]
+    done = agentfx.when(projection=lambda model: model, predicate=lambda value, request: True)
+    [capability] = agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear", completion=done)).capabilities
+    assert capability.completion is done
+
+
+# --- actions ---------------------------------------------------------------------------------
+
+
+DeleteAction = Action("delete_todo_by_id", "Delete a todo by id", DeleteInput, make_delete, message=RequestedDeleteTodo)
+
+
+def test_an_action_is_exposed_under_its_own_name() -> None:
+    def available(model: Model) -> bool:
+        return bool(model.todos)
+
+    def authorize(req: agentfx.AuthorizationRequest[User, DeleteInput, Model]) -> bool:
+        return req.principal.can_delete
+
+    [capability] = TodoAgent.expose(Message, TodoAgent.action(DeleteAction, available=available, authorize=authorize)).capabilities
+    assert (capability.name, capability.tag) == ("delete_todo_by_id", "RequestedDeleteTodo")
+    assert capability.description == "Delete a todo by id"
+    assert capability.message is RequestedDeleteTodo
+    assert capability.input_type is DeleteInput
+    assert capability.to_message is make_delete
+    assert (capability.available, capability.authorize) == (available, authorize)
+
+
+def test_an_action_whose_message_is_outside_the_union_is_refused_with_that_tag() -> None:
+    def to_message(i: DeleteInput, ctx: object) -> NotInUnion:
+        return NotInUnion()
+
+    outside = Action("outside", "Outside", DeleteInput, to_message, message=NotInUnion)
+    with raises('Cannot expose "NotInUnion": it is not a variant of this Message union'):
+        agentfx.expose(Message, agentfx.action(outside))
+
+
+def test_an_action_name_is_checked_like_any_other() -> None:
+    bad = Action("delete todo", "Delete", DeleteInput, make_delete, message=RequestedDeleteTodo)
+    with raises(
+        'Cannot expose "RequestedDeleteTodo": "delete todo" is not a valid capability name. '
+        "Use 1-128 characters of [a-zA-Z0-9_-]."
+    ):
+        agentfx.expose(Message, agentfx.action(bad))
+
+
+def test_an_action_name_collides_like_any_other() -> None:
+    with raises('Duplicate exposed capability name "delete_todo_by_id"'):
+        agentfx.expose(
+            Message,
+            agentfx.action(DeleteAction),
+            agentfx.variant(ClearedSelection, "Clear", name="delete_todo_by_id"),
+        )
+
+
+# --- resources and define --------------------------------------------------------------------
+
+
+def test_duplicate_resource_names_are_refused() -> None:
+    todos = agentfx.resource("todos", "The todos", schema=list[Todo], read=lambda m: m.todos)
+    again = agentfx.resource("todos", "The todos again", schema=list[Todo], read=lambda m: m.todos)
+    with raises('Duplicate agent resource name "todos"'):
+        agentfx.define(messages=agentfx.expose(Message), resources=[todos, again])
+
+
+def test_the_resource_list_is_copied() -> None:
+    todos = TodoAgent.resource("todos", "The todos", schema=list[Todo], read=lambda m: m.todos)
+    selected = TodoAgent.resource("selected", "The selection", schema=str | None, read=lambda m: m.selected_todo_id)
+    given = [todos, selected]
+    definition = TodoAgent.define(messages=TodoAgent.expose(Message), resources=given)
+    given.append(TodoAgent.resource("late", "Added later", schema=int, read=lambda m: 0))
+    given.reverse()
+    assert definition.resources == (todos, selected)
+
+
+def test_resources_may_be_any_iterable_and_keep_their_order() -> None:
+    names = ["b", "a", "c"]
+    resources = (agentfx.resource(n, n, schema=int, read=lambda m: 0) for n in names)
+    definition = agentfx.define(messages=agentfx.expose(Message), resources=resources)
+    assert [r.name for r in definition.resources] == names
+
+
+def test_define_carries_the_union_capabilities_and_context() -> None:
+    exposed = agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear"))
+    context = agentfx.projection(Model, lambda m: m)
+    definition = agentfx.define(messages=exposed, context=context)
+    assert definition.union is Message
+    assert definition.capabilities == exposed.capabilities
+    assert definition.context is context
+    assert definition.resources == ()
+
+
+def test_an_empty_contract_is_allowed() -> None:
+    definition = agentfx.define(messages=agentfx.expose(Message))
+    assert (definition.capabilities, definition.resources, definition.context) == ((), (), None)
+
+
+def test_resource_and_projection_keep_their_declaration() -> None:
+    def read(m: Model) -> tuple[Todo, ...]:
+        return m.todos
+
+    resource = agentfx.resource("todos", "The todos", schema=list[Todo], read=read)
+    assert (resource.name, resource.description, resource.schema, resource.read) == (
+        "todos",
+        "The todos",
+        list[Todo],
+        read,
+    )
+    model = Model(todos=(Todo(id="t1", title="Buy milk"),))
+    assert resource.encode(model) == [{"id": "t1", "title": "Buy milk"}]
+    context = agentfx.projection(list[Todo], read)
+    assert context.encode(model) == [{"id": "t1", "title": "Buy milk"}]
+
+
+# --- the typed builder -----------------------------------------------------------------------
+
+
+def test_for_model_returns_a_builder_with_or_without_a_principal() -> None:
+    assert isinstance(agentfx.for_model(Model, principal=User), AgentBuilder)
+    assert isinstance(agentfx.for_model(Model), AgentBuilder)
+
+
+def test_the_builder_runs_the_same_checks_as_the_module_functions() -> None:
+    with raises('Cannot expose "NotInUnion": it is not a variant of this Message union'):
+        TodoAgent.expose(Message, TodoAgent.variant(NotInUnion, "Not a member"))
+    with raises('Duplicate agent resource name "x"'):
+        TodoAgent.define(
+            messages=TodoAgent.expose(Message),
+            resources=[
+                TodoAgent.resource("x", "x", schema=int, read=lambda m: 0),
+                TodoAgent.resource("x", "x", schema=int, read=lambda m: 1),
+            ],
+        )
+
+
+def test_the_builder_binds_a_host() -> None:
+    definition = TodoAgent.define(messages=TodoAgent.expose(Message, TodoAgent.variant(ClearedSelection, "Clear")))
+    host: agentfx.Host[Model, Any, User] = agentfx.Host(model=Model, dispatch=lambda message: None)
+    runtime = TodoAgent.bind(definition, host=host)
+    assert isinstance(runtime, agentfx.AgentRuntime)
+    assert runtime.definition is definition
