@@ -1,0 +1,521 @@
+"""The bound runtime: dispatch surface, reads, bind-time checks, audit and defects."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import msgspec
+import pytest
+from returns.future import FutureResult
+from returns.result import Failure, Result, Success
+
+import agentfx
+from agentfx.pipeline import DispatchResult
+from tests.support import (
+    AVAILABLE,
+    AppAgent,
+    ClearedSelection,
+    DeletedTodo,
+    Message,
+    Model,
+    NoInput,
+    ReceivedTodos,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    RequestedRenameTodo,
+    Todo,
+    User,
+    fixed_clock,
+    outcome_of,
+    recorder,
+)
+
+ALICE = User("alice")
+
+
+def audited(**options: Any) -> agentfx.AuditLog:
+    return agentfx.audit_log(clock=fixed_clock, principal=lambda user: user.id, **options)
+
+
+async def run(
+    runtime: agentfx.AgentRuntime[Any, Any], target: Any, payload: object, invocation: agentfx.Invocation | None = None
+) -> Result[DispatchResult, agentfx.DispatchError]:
+    return outcome_of(await runtime.messages.dispatch(target, payload, invocation))
+
+
+# The dispatch surface
+
+
+@pytest.mark.anyio
+async def test_nothing_runs_until_the_future_is_awaited_and_each_call_is_fresh() -> None:
+    rec = recorder()
+    log = audited()
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+    first = runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"})
+    second = runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"})
+    assert isinstance(first, FutureResult) and first is not second
+    assert (rec.model_reads, rec.principal_calls, rec.dispatched, log.entries()) == (0, 0, [], [])
+    one, two = outcome_of(await first), outcome_of(await second)
+    assert rec.dispatched == [RequestedCreateTodo("a"), RequestedCreateTodo("a")]
+    assert one.unwrap().invocation.id != two.unwrap().invocation.id
+    assert rec.model_reads == 2
+
+
+@pytest.mark.anyio
+async def test_call_returns_the_result_or_raises_dispatch_failed() -> None:
+    rec = recorder(Model())
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    result = await runtime.messages.call(RequestedCreateTodo, {"title": "a"})
+    assert result.message == RequestedCreateTodo("a")
+    with pytest.raises(agentfx.DispatchFailed) as raised:
+        await runtime.messages.call("delete_selected_todo", {})
+    assert raised.value.error == agentfx.AgentCapabilityUnavailableError.of("delete_selected_todo", "RequestedDeleteTodo")
+    assert str(raised.value) == 'Capability "delete_selected_todo" is not available right now'
+
+
+@pytest.mark.anyio
+async def test_dispatch_unknown_looks_names_up_only() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    ok = outcome_of(await runtime.messages.dispatch_unknown("cleared_selection", {}, agentfx.Invocation(transport="mcp")))
+    assert ok.unwrap().invocation.transport == "mcp"
+    odd: Any = 42
+    unknown = outcome_of(await runtime.messages.dispatch_unknown(odd, {}))
+    assert unknown == Failure(agentfx.AgentUnknownCapabilityError.of("42"))
+    tag = outcome_of(await runtime.messages.dispatch_unknown("ClearedSelection", {}))
+    assert tag == Failure(agentfx.AgentUnknownCapabilityError.of("ClearedSelection"))
+    assert rec.dispatched == [ClearedSelection()]
+
+
+@pytest.mark.anyio
+async def test_dispatch_result_shape() -> None:
+    invocation = agentfx.Invocation(id="call-1")
+    result = (await run(agentfx.bind(AppAgent, host=recorder().host), "delete_selected_todo", {}, invocation)).unwrap()
+    assert result == DispatchResult(
+        "delete_selected_todo",
+        "RequestedDeleteTodo",
+        RequestedDeleteTodo("t1"),
+        invocation,
+        agentfx.CompletionOutcome("completed", DeletedTodo("t1")),
+    )
+
+
+# Synchronous reads
+
+
+def test_list_never_reads_the_model() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    names = [d.name for d in runtime.messages.list()]
+    assert names == ["requested_create_todo", "delete_selected_todo", "rename_todo", "cleared_selection"]
+    assert runtime.messages.list() == agentfx.messages(AppAgent)
+    assert rec.model_reads == 0
+
+
+@pytest.mark.parametrize(
+    "model",
+    [Model(), Model(selected="t1"), Model(locked=True), Model(selected="t1", locked=True)],
+)
+def test_available_reads_the_model_once_in_declaration_order(model: Model) -> None:
+    rec = recorder(model)
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    names = [d.name for d in runtime.messages.available()]
+    assert names == [name for name, holds in AVAILABLE.items() if holds(model)]
+    assert rec.model_reads == 1
+
+
+def test_resources_read_encodes_to_builtins() -> None:
+    rec = recorder(Model(todos=(Todo("t1", "Milk"),)))
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    assert runtime.resources.read("todos") == Success([{"id": "t1", "title": "Milk"}])
+    assert [r.name for r in runtime.resources.list()] == ["todos"]
+
+
+def test_an_unknown_resource_is_a_failure_value() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    assert runtime.resources.read("nope") == Failure(agentfx.AgentResourceError.of("nope"))
+    assert rec.model_reads == 0
+
+
+class Leaky(msgspec.Struct, frozen=True):
+    count: int
+
+
+def test_a_projection_breaking_its_schema_raises_without_the_value() -> None:
+    defn = agentfx.define(
+        agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear")),
+        resources=[agentfx.resource("secret", "A count", schema=Leaky, read=lambda m: {"count": "hunter2-secret"})],
+        context=agentfx.projection(Leaky, lambda m: {"count": "hunter2-secret"}),
+    )
+    runtime = agentfx.bind(defn, host=recorder().host)
+    with pytest.raises(agentfx.AgentProjectionError) as raised:
+        runtime.resources.read("secret")
+    assert str(raised.value) == 'The resource "secret" projection does not match its declared schema'
+    assert "hunter2" not in repr(raised.value)
+    assert raised.value.__cause__ is None and raised.value.__context__ is None
+    with pytest.raises(agentfx.AgentProjectionError, match="^The context projection does not match its declared schema$"):
+        runtime.context()
+
+
+def test_context_is_the_encoded_projection_or_none() -> None:
+    runtime = agentfx.bind(AppAgent, host=recorder(Model(selected="t1")).host)
+    assert runtime.has_context
+    assert runtime.context() == {"todos": [], "selected": "t1", "locked": False}
+    bare = agentfx.define(agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear")))
+    rec = recorder()
+    plain = agentfx.bind(bare, host=rec.host)
+    assert (plain.has_context, plain.context(), rec.model_reads) == (False, None, 0)
+
+
+def test_subscribe_uses_host_subscribe_then_observe() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    calls: list[str] = []
+    unsubscribe = runtime.subscribe(lambda: calls.append("changed"))
+    rec.set_model(Model())
+    unsubscribe()
+    rec.set_model(Model(selected="x"))
+    assert calls == ["changed"]
+    assert rec.listener_count == 0
+
+    observing: agentfx.Host[Model, Any, Any] = agentfx.Host(model=rec.model, dispatch=rec.dispatch, observe=rec.observe)
+    runtime2 = agentfx.bind(AppAgent, host=observing)
+    unsubscribe = runtime2.subscribe(lambda: calls.append("message"))
+    rec.emit(ClearedSelection())
+    unsubscribe()
+    assert calls == ["changed", "message"]
+
+    bare = agentfx.define(agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear")))
+    blind = agentfx.bind(bare, host=minimal(rec))
+    blind.subscribe(lambda: calls.append("never"))()
+    assert calls == ["changed", "message"]
+
+
+# Bind-time checks
+
+
+def minimal(rec: Any) -> agentfx.Host[Model, Any, Any]:
+    return agentfx.Host(model=rec.model, dispatch=rec.dispatch)
+
+
+def _always(value: object, request: object) -> bool:
+    return True
+
+
+def _identity(model: Model) -> Model:
+    return model
+
+
+def _completing(*names: str, state: bool = False, source: bool = False) -> agentfx.Definition[Any, Any]:
+    def completion() -> Any:
+        if source:
+            value: agentfx.Source[int] = agentfx.Source(lambda: 0, lambda listener: lambda: None)
+            from_source: agentfx.StateCompletion[Model, int, object] = agentfx.when(source=value, predicate=_always)
+            return from_source
+        if state:
+            return agentfx.when(projection=_identity, predicate=_always)
+        return agentfx.Completion[Any, Any](success=DeletedTodo)
+
+    classes = [RequestedCreateTodo, RequestedDeleteTodo, RequestedRenameTodo]
+    return agentfx.define(
+        agentfx.expose(
+            Message,
+            *(agentfx.variant(cls, "x", name=name, completion=completion()) for cls, name in zip(classes, names, strict=False)),
+            agentfx.variant(ClearedSelection, "Clear"),
+        )
+    )
+
+
+def test_bind_refuses_message_completion_without_observe_naming_each() -> None:
+    rec = recorder()
+    host: agentfx.Host[Model, Any, Any] = agentfx.Host(model=rec.model, dispatch=rec.dispatch, subscribe=rec.subscribe)
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.bind(_completing("create_todo", "delete_todo"), host=host)
+    assert str(raised.value) == (
+        'This host cannot observe Messages, which "create_todo", "delete_todo" needs to report completion. '
+        "Supply host.observe."
+    )
+    with pytest.raises(agentfx.ContractError, match='^This host cannot observe Messages, which "create_todo" needs'):
+        agentfx.bind(_completing("create_todo"), host=host)
+
+
+def test_bind_refuses_state_completion_without_subscribe() -> None:
+    rec = recorder()
+    host: agentfx.Host[Model, Any, Any] = agentfx.Host(model=rec.model, dispatch=rec.dispatch, observe=rec.observe)
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.bind(_completing("rename", state=True), host=host)
+    assert str(raised.value) == (
+        'This host cannot subscribe to Model changes, which "rename" needs to report completion. Supply host.subscribe.'
+    )
+
+
+def test_a_source_state_completion_needs_no_subscribe() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(_completing("rename", source=True), host=minimal(rec))
+    assert [d.name for d in runtime.messages.list()][0] == "rename"
+
+
+def test_a_contract_without_completions_binds_to_a_minimal_host() -> None:
+    rec = recorder()
+    agentfx.bind(_completing(), host=minimal(rec))
+
+
+# Async host.dispatch and aborts mid-send
+
+
+@pytest.mark.anyio
+async def test_an_async_host_dispatch_is_awaited() -> None:
+    rec = recorder(async_dispatch=True)
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    assert (await run(runtime, RequestedCreateTodo, {"title": "a"})).unwrap().message == RequestedCreateTodo("a")
+    assert rec.dispatched == [RequestedCreateTodo("a")]
+    done = (await run(runtime, "delete_selected_todo", {})).unwrap()
+    assert done.completion == agentfx.CompletionOutcome("completed", DeletedTodo("t1"))
+
+
+@pytest.mark.anyio
+async def test_an_abort_during_a_slow_host_dispatch_without_completion_settles_at_once() -> None:
+    rec = recorder()
+    log = audited()
+    started = anyio.Event()
+
+    async def slow(message: object) -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    host: agentfx.Host[Model, Any, User] = agentfx.Host(model=rec.model, dispatch=slow, principal=rec.principal, observe=rec.observe)
+    runtime = agentfx.bind(AppAgent, host=host, audit=log)
+    controller = agentfx.AbortController()
+    outcomes: list[Result[DispatchResult, agentfx.DispatchError]] = []
+
+    async def go() -> None:
+        invocation = agentfx.Invocation(id="c1", signal=controller.signal)
+        outcomes.append(await run(runtime, RequestedCreateTodo, {"title": "a"}, invocation))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(go)
+        await started.wait()
+        controller.abort()
+    [outcome] = outcomes
+    error = outcome.failure()
+    assert error == agentfx.AgentCancelledError.while_sending("requested_create_todo")
+    assert error.message == (
+        'Invocation of "requested_create_todo" was cancelled while the host was still dispatching it. '
+        "Whether the Message reached update is unknown."
+    )
+    [entry] = log.entries()
+    assert (entry.decision, entry.outcome) == ("unknown", "AgentCancelledError")
+
+
+# Audit
+
+
+@pytest.mark.anyio
+async def test_audit_records_every_decision() -> None:
+    log = audited(include_input=True)
+    runtime = agentfx.bind(AppAgent, host=recorder(Model(selected="t1"), principal=ALICE).host, audit=log)
+    controller = agentfx.AbortController()
+    controller.abort()
+    await run(runtime, RequestedCreateTodo, {"title": "a"}, agentfx.Invocation(id="i1"))
+    await run(runtime, ReceivedTodos, {"todos": []}, agentfx.Invocation(id="i2"))
+    await run(runtime, RequestedCreateTodo, {"title": "a"}, agentfx.Invocation(id="i3", signal=controller.signal))
+    await run(runtime, RequestedCreateTodo, {"title": 3}, agentfx.Invocation(id="i4", transport="mcp"))
+    await run(runtime, "rename_todo", {"id": "t1", "title": "b"}, agentfx.Invocation(id="i5"))
+    await run(runtime, "delete_selected_todo", {}, agentfx.Invocation(id="i6"))
+    await run(runtime, "delete_selected_todo", {}, agentfx.Invocation(id="i7"))
+    rows = [
+        (e.invocation, e.transport, e.capability, e.tag, e.principal, e.decision, e.outcome, e.input, e.at)
+        for e in log.entries()
+    ]
+    unset = msgspec.UNSET
+    assert rows == [
+        ("i1", "in-app", "requested_create_todo", "RequestedCreateTodo", "alice", "dispatched", "dispatched", {"title": "a"}, 1000.0),
+        ("i2", "in-app", "ReceivedTodos", unset, None, "refused", "AgentUnknownCapabilityError", {"todos": []}, 1000.0),
+        ("i3", "in-app", "requested_create_todo", "RequestedCreateTodo", None, "refused", "AgentCancelledError", {"title": "a"}, 1000.0),
+        ("i4", "mcp", "requested_create_todo", "RequestedCreateTodo", None, "refused", "AgentInvalidInputError", {"title": 3}, 1000.0),
+        ("i5", "in-app", "rename_todo", "RequestedRenameTodo", "alice", "refused", "AgentAuthorizationError", {"id": "t1", "title": "b"}, 1000.0),
+        ("i6", "in-app", "delete_selected_todo", "RequestedDeleteTodo", "alice", "dispatched", "completed", {}, 1000.0),
+        ("i7", "in-app", "delete_selected_todo", "RequestedDeleteTodo", None, "refused", "AgentCapabilityUnavailableError", {}, 1000.0),
+    ]
+
+
+@pytest.mark.anyio
+async def test_audit_records_failed_and_timeout_outcomes() -> None:
+    log = audited()
+    runtime = agentfx.bind(AppAgent, host=recorder(Model(selected="keep")).host, audit=log)
+    await run(runtime, "delete_selected_todo", {})
+    defn = agentfx.define(
+        agentfx.expose(
+            Message, agentfx.variant(RequestedDeleteTodo, "Delete", completion=agentfx.Completion(DeletedTodo, timeout=0.02))
+        )
+    )
+    await run(agentfx.bind(defn, host=recorder(responses={}).host, audit=log), RequestedDeleteTodo, {"id": "x"})
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "failed"), ("dispatched", "timeout")]
+
+
+class Broken:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def record(self, record: agentfx.AuditRecord, /) -> None:
+        self.calls += 1
+        raise OSError("disk full")
+
+
+@pytest.mark.anyio
+async def test_a_throwing_audit_sink_never_changes_the_outcome(caplog: pytest.LogCaptureFixture) -> None:
+    sink = Broken()
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=sink)
+    with caplog.at_level(logging.CRITICAL, logger="agentfx.audit"):
+        ok = await run(runtime, RequestedCreateTodo, {"title": "a"})
+        refused = await run(runtime, ReceivedTodos, {})
+    assert ok.unwrap().message == RequestedCreateTodo("a")
+    assert refused == Failure(agentfx.AgentUnknownCapabilityError.of("ReceivedTodos"))
+    assert sink.calls == 2
+
+
+# Defects
+
+
+def _hooked(**hooks: Any) -> agentfx.Definition[Any, Any]:
+    return agentfx.define(
+        agentfx.expose(
+            Message,
+            agentfx.variant(RequestedDeleteTodo, "Delete", name="delete_todo", input=NoInput, **hooks),
+        )
+    )
+
+
+def _to_message(_: NoInput, ctx: agentfx.InvocationContext[Any, Any]) -> RequestedDeleteTodo:
+    return RequestedDeleteTodo("t1")
+
+
+def _clears(_: NoInput, ctx: agentfx.InvocationContext[Any, Any]) -> Any:
+    return ClearedSelection()
+
+
+def _boom(*args: object) -> Any:
+    raise RuntimeError("hook failed")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "hooks",
+    [
+        {"available": _boom, "to_message": _to_message},
+        {"authorize": _boom, "to_message": _to_message},
+        {"to_message": _boom},
+    ],
+    ids=["available", "authorize", "to_message"],
+)
+@pytest.mark.parametrize("composed", [False, True], ids=["direct", "composed"])
+async def test_a_raising_hook_propagates_after_audit_records_a_defect(hooks: dict[str, Any], composed: bool) -> None:
+    rec = recorder()
+    log = audited()
+    runtime = agentfx.bind(_hooked(**hooks), host=rec.host, audit=log)
+    with pytest.raises(RuntimeError, match="hook failed"):
+        if composed:
+            await runtime._dispatch_composed(RequestedDeleteTodo, {})
+        else:
+            await runtime.messages.dispatch(RequestedDeleteTodo, {})
+    [entry] = log.entries()
+    assert (entry.capability, entry.decision, entry.outcome) == ("delete_todo", "refused", "AgentDefect")
+    assert rec.dispatched == []
+
+
+@pytest.mark.anyio
+async def test_a_raising_principal_resolver_is_a_defect() -> None:
+    rec = recorder()
+    log = audited()
+    host: agentfx.Host[Model, Any, User] = agentfx.Host(model=rec.model, dispatch=rec.dispatch, principal=_boom, observe=rec.observe)
+    runtime = agentfx.bind(AppAgent, host=host, audit=log)
+    with pytest.raises(RuntimeError, match="hook failed"):
+        await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"})
+    [entry] = log.entries()
+    assert (entry.decision, entry.outcome, entry.principal) == ("refused", "AgentDefect", None)
+
+
+@pytest.mark.anyio
+async def test_to_message_making_another_message_is_audited_as_a_defect() -> None:
+    rec = recorder()
+    log = audited()
+    runtime = agentfx.bind(_hooked(to_message=_clears), host=rec.host, audit=log)
+    with pytest.raises(agentfx.ContractError, match='made a "ClearedSelection" Message, but is exposed as "RequestedDeleteTodo"'):
+        await runtime.messages.dispatch("delete_todo", {})
+    [entry] = log.entries()
+    assert (entry.decision, entry.outcome) == ("refused", "AgentDefect")
+    assert rec.dispatched == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_raising_host_dispatch_is_a_defect_with_unknown_decision(is_async: bool) -> None:
+    rec = recorder()
+    log = audited()
+
+    async def later(message: object) -> None:
+        await anyio.lowlevel.checkpoint()
+        raise ConnectionError("host down")
+
+    def now(message: object) -> None:
+        raise ConnectionError("host down")
+
+    send: Callable[[object], object] = later if is_async else now
+    host: agentfx.Host[Model, Any, User] = agentfx.Host(model=rec.model, dispatch=send, principal=rec.principal, observe=rec.observe)
+    runtime = agentfx.bind(AppAgent, host=host, audit=log)
+    with pytest.raises(ConnectionError):
+        await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"})
+    with pytest.raises(ConnectionError):
+        await runtime.messages.dispatch("delete_selected_todo", {})
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("unknown", "AgentDefect")] * 2
+    assert rec.listener_count == 0
+
+
+@pytest.mark.anyio
+async def test_outer_cancellation_propagates_and_is_audited_interrupted() -> None:
+    log = audited()
+    started = anyio.Event()
+
+    async def authorize(req: Any) -> bool:
+        started.set()
+        await anyio.sleep_forever()
+        return True
+
+    rec = recorder()
+    runtime = agentfx.bind(_hooked(to_message=_to_message, authorize=authorize), host=rec.host, audit=log)
+    reached_end: list[bool] = []
+
+    async def go() -> None:
+        await runtime.messages.dispatch("delete_todo", {})
+        reached_end.append(True)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(go)
+        await started.wait()
+        group.cancel_scope.cancel()
+    assert reached_end == []
+    [entry] = log.entries()
+    assert (entry.decision, entry.outcome) == ("refused", "interrupted")
+    assert rec.dispatched == []
+
+
+@pytest.mark.anyio
+async def test_outer_cancellation_while_waiting_for_completion_is_interrupted_after_dispatch() -> None:
+    log = audited()
+    rec = recorder(responses={})
+    defn = agentfx.define(
+        agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", completion=agentfx.Completion(DeletedTodo)))
+    )
+    runtime = agentfx.bind(defn, host=rec.host, audit=log)
+    with anyio.move_on_after(0.05) as scope:
+        await runtime.messages.dispatch(RequestedDeleteTodo, {"id": "x"})
+    assert scope.cancelled_caught
+    [entry] = log.entries()
+    assert (entry.decision, entry.outcome) == ("dispatched", "interrupted")
+    assert rec.listener_count == 0

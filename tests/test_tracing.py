@@ -1,0 +1,214 @@
+"""OpenTelemetry spans around dispatch, checked with the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+import agentfx
+from agentfx._tracing import active_tracer
+from tests.support import (
+    AppAgent,
+    Message,
+    Model,
+    NoInput,
+    ReceivedTodos,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    User,
+    fixed_clock,
+    recorder,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def traced(model: Model | None = None, principal: User | None = None, audit: agentfx.AuditSink | None = None) -> tuple[agentfx.AgentRuntime[Model, User], InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    runtime = agentfx.bind(AppAgent, host=recorder(model, principal=principal).host, audit=audit, tracer=provider.get_tracer("tests"))
+    return runtime, exporter
+
+
+def only_span(exporter: InMemorySpanExporter) -> ReadableSpan:
+    [span] = exporter.get_finished_spans()
+    assert span.name == "Agent.dispatch"
+    return span
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+@pytest.mark.anyio
+async def test_a_dispatch_runs_in_one_span_with_agent_and_gen_ai_attributes() -> None:
+    runtime, exporter = traced()
+    await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, agentfx.Invocation(id="call-1", transport="mcp"))
+    span = only_span(exporter)
+    assert attributes(span) == {
+        "agent.capability": "requested_create_todo",
+        "agent.transport": "mcp",
+        "agent.invocation": "call-1",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "requested_create_todo",
+        "gen_ai.tool.call.id": "call-1",
+    }
+    assert span.status.status_code is StatusCode.UNSET
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("target", "payload", "model", "principal", "capability", "error"),
+    [
+        (ReceivedTodos, {}, None, None, "ReceivedTodos", "AgentUnknownCapabilityError"),
+        ("no_such", {}, None, None, "no_such", "AgentUnknownCapabilityError"),
+        ("delete_selected_todo", {}, Model(), None, "delete_selected_todo", "AgentCapabilityUnavailableError"),
+        (RequestedCreateTodo, {"title": 1}, None, None, "requested_create_todo", "AgentInvalidInputError"),
+        ("rename_todo", {"id": "a", "title": "b"}, None, User("u"), "rename_todo", "AgentAuthorizationError"),
+    ],
+)
+async def test_refusals_are_spans_too_with_their_failure_tag(
+    target: Any, payload: object, model: Model | None, principal: User | None, capability: str, error: str
+) -> None:
+    runtime, exporter = traced(model, principal)
+    await runtime.messages.dispatch(target, payload, agentfx.Invocation(id="call-2"))
+    span = only_span(exporter)
+    attrs = attributes(span)
+    assert attrs["agent.capability"] == attrs["gen_ai.tool.name"] == capability
+    assert attrs["agent.invocation"] == attrs["gen_ai.tool.call.id"] == "call-2"
+    assert attrs["agent.transport"] == "in-app"
+    assert attrs["gen_ai.operation.name"] == "execute_tool"
+    assert attrs["error.type"] == error
+    assert span.status.status_code is StatusCode.ERROR
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_invocation_span() -> None:
+    runtime, exporter = traced()
+    controller = agentfx.AbortController()
+    controller.abort()
+    await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, agentfx.Invocation(signal=controller.signal))
+    assert attributes(only_span(exporter))["error.type"] == "AgentCancelledError"
+
+
+@pytest.mark.anyio
+async def test_a_defect_span_and_audit_both_say_agent_defect() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    log = agentfx.audit_log(clock=fixed_clock)
+
+    def boom(model: Model) -> bool:
+        raise RuntimeError("bug")
+
+    defn = agentfx.define(agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", available=boom)))
+    runtime = agentfx.bind(defn, host=recorder().host, audit=log, tracer=provider.get_tracer("tests"))
+    with pytest.raises(RuntimeError):
+        await runtime.messages.dispatch(RequestedDeleteTodo, {"id": "x"}, agentfx.Invocation(id="c"))
+    span = only_span(exporter)
+    assert attributes(span)["error.type"] == "AgentDefect"
+    assert attributes(span)["agent.capability"] == "requested_delete_todo"
+    assert span.status.status_code is StatusCode.ERROR
+    assert [e.outcome for e in log.entries()] == ["AgentDefect"]
+
+
+@pytest.mark.anyio
+async def test_an_interrupted_dispatch_span() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    async def authorize(req: Any) -> bool:
+        await anyio.sleep_forever()
+        return True
+
+    defn = agentfx.define(
+        agentfx.expose(
+            Message,
+            agentfx.variant(
+                RequestedDeleteTodo,
+                "Delete",
+                input=NoInput,
+                to_message=lambda _, ctx: RequestedDeleteTodo("x"),
+                authorize=authorize,
+            ),
+        )
+    )
+    runtime = agentfx.bind(defn, host=recorder().host, tracer=provider.get_tracer("tests"))
+    with anyio.move_on_after(0.01):
+        await runtime.messages.dispatch(RequestedDeleteTodo, {})
+    assert attributes(only_span(exporter))["error.type"] == "interrupted"
+
+
+@pytest.mark.anyio
+async def test_one_span_per_dispatch_with_tracing_and_audit_together() -> None:
+    log = agentfx.audit_log(clock=fixed_clock)
+    runtime, exporter = traced(audit=log)
+    for n in range(3):
+        await runtime.messages.dispatch(RequestedCreateTodo, {"title": str(n)}, agentfx.Invocation(id=f"c{n}"))
+    spans = exporter.get_finished_spans()
+    assert [attributes(s)["agent.invocation"] for s in spans] == ["c0", "c1", "c2"]
+    assert [e.invocation for e in log.entries()] == ["c0", "c1", "c2"]
+
+
+def test_no_tracer_without_a_configured_provider() -> None:
+    assert active_tracer() is None
+
+
+@pytest.mark.anyio
+async def test_without_a_tracer_no_span_work_happens(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("span work with tracing off")
+
+    from agentfx import runtime as runtime_module
+
+    monkeypatch.setattr(runtime_module, "_name_span", forbidden)
+    monkeypatch.setattr(runtime_module, "_set_error_status", forbidden)
+    rt = agentfx.bind(AppAgent, host=recorder().host)
+    await rt.messages.dispatch(ReceivedTodos, {})
+    await rt.messages.dispatch(RequestedCreateTodo, {"title": "a"})
+
+
+def test_the_global_provider_is_detected_in_a_fresh_process() -> None:
+    script = textwrap.dedent(
+        """
+        import anyio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        import agentfx
+        from agentfx._tracing import active_tracer
+        from tests.support import AppAgent, RequestedCreateTodo, recorder
+
+        assert active_tracer() is None
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        assert active_tracer() is not None
+        runtime = agentfx.bind(AppAgent, host=recorder().host)
+
+        async def main():
+            await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, agentfx.Invocation(id="g1"))
+
+        anyio.run(main)
+        [span] = exporter.get_finished_spans()
+        print(span.name, span.attributes["agent.invocation"])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Agent.dispatch g1"
