@@ -1,0 +1,131 @@
+"""The package's public surface: ``agentfx.__all__`` and what importing agentfx pulls in."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import textwrap
+import types
+import typing
+from pathlib import Path
+
+import agentfx
+import agentfx.docs
+
+ROOT = Path(agentfx.__file__).resolve().parent.parent
+
+# Adapters and the command line may import optional extras; the core may not.
+ADAPTERS = ("agentfx.mcp", "agentfx.cli", "agentfx.__main__")
+
+
+def _exported() -> list[tuple[str, object]]:
+    return [(name, getattr(agentfx, name)) for name in agentfx.__all__]
+
+
+def _run(code: str) -> str:
+    """Run ``code`` in a fresh interpreter, so no other test's imports leak in."""
+    completed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout.strip()
+
+
+def test_all_is_a_sorted_tuple_without_duplicates() -> None:
+    names = agentfx.__all__
+    assert isinstance(names, tuple)
+    assert list(names) == sorted(names)
+    assert len(set(names)) == len(names)
+
+
+def test_every_name_in_all_exists() -> None:
+    missing = [name for name in agentfx.__all__ if not hasattr(agentfx, name)]
+    assert missing == []
+
+
+def test_every_public_attribute_is_in_all() -> None:
+    public = {
+        name
+        for name, value in vars(agentfx).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public - set(agentfx.__all__) == set()
+
+
+def test_exported_classes_report_the_public_path() -> None:
+    for name, value in _exported():
+        if isinstance(value, type):
+            assert value.__module__ == "agentfx", name
+            # A repr or traceback that says ``agentfx.X`` must name something importable.
+            assert getattr(agentfx, value.__qualname__) is value, name
+
+
+def test_every_failure_of_the_dispatch_error_union_is_exported() -> None:
+    for failure in typing.get_args(agentfx.DispatchError):
+        assert isinstance(failure, type)
+        assert getattr(agentfx, failure.__name__) is failure
+
+
+def test_schema_is_the_function_even_after_importing_the_submodule() -> None:
+    submodule = importlib.import_module("agentfx.schema")
+    assert isinstance(submodule, types.ModuleType)
+    assert agentfx.schema is agentfx.docs.schema
+    assert "schema" in agentfx.__all__
+
+
+def test_schema_is_the_function_when_the_submodule_is_imported_first() -> None:
+    out = _run(
+        """
+        import agentfx.schema
+        import agentfx
+        import agentfx.docs
+        print(agentfx.schema is agentfx.docs.schema)
+        """
+    )
+    assert out == "True"
+
+
+def test_importing_agentfx_never_imports_an_adapter() -> None:
+    out = _run(
+        """
+        import sys
+        import agentfx
+        print(sorted(m for m in sys.modules if m == "mcp" or m.startswith(("mcp.", "agentfx.mcp"))))
+        """
+    )
+    assert out == "[]"
+
+
+def _core_modules() -> list[str]:
+    # Read from the file system: walking packages would import the adapters themselves.
+    package = ROOT / "agentfx"
+    names: list[str] = []
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if not name.startswith(ADAPTERS):
+            names.append(name)
+    return sorted(names)
+
+
+def test_the_core_module_list_is_not_empty() -> None:
+    # Guards the next test against a walk that silently finds nothing.
+    assert {"agentfx.contract", "agentfx.pipeline", "agentfx.runtime"} <= set(_core_modules())
+
+
+def test_no_core_module_imports_an_adapter() -> None:
+    out = _run(
+        f"""
+        import importlib, sys
+        for name in {_core_modules()!r}:
+            importlib.import_module(name)
+        print(sorted(m for m in sys.modules if m == "mcp" or m.startswith(("mcp.", "agentfx.mcp"))))
+        """
+    )
+    assert out == "[]"
