@@ -193,6 +193,7 @@ class Resource(Generic[M]):
         return project(self.schema, self.read(model), f'The resource "{self.name}" projection does not match its declared schema')
 
     def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of ``schema``, as listed for agents."""
         return json_schema(self.schema)
 
 
@@ -212,6 +213,7 @@ class Projection(Generic[M]):
         return project(self.schema, self.read(model), "The context projection does not match its declared schema")
 
     def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of ``schema``, as listed for agents."""
         return json_schema(self.schema)
 
 
@@ -496,11 +498,91 @@ def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentB
     return AgentBuilder()
 
 
+# The module-level twins are real functions rather than bound methods of an untyped
+# builder, so they are fully typed for checkers and show their own name and docs.
 _untyped: AgentBuilder[Any, Any] = AgentBuilder()
-variant = _untyped.variant
-action = _untyped.action
-expose = _untyped.expose
-resource = _untyped.resource
-projection = _untyped.projection
-define = _untyped.define
 
+
+@overload
+def variant(
+    message: _MessageClass[Msg],
+    description: str,
+    *,
+    name: str | None = None,
+    available: Callable[[Any], bool] | None = None,
+    input: None = None,
+    to_message: None = None,
+    authorize: Authorize[Any, Msg, Any] | None = None,
+    completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+) -> Variant[Any, Any, Msg, Msg]: ...
+@overload
+def variant(
+    message: _MessageClass[Msg],
+    description: str,
+    *,
+    name: str | None = None,
+    available: Callable[[Any], bool] | None = None,
+    input: type[I],
+    to_message: Callable[[I, InvocationContext[Any, Any]], Msg],
+    authorize: Authorize[Any, I, Any] | None = None,
+    completion: Completion[I, R] | StateCompletion[Any, V, I] | None = None,
+) -> Variant[Any, Any, Msg, I]: ...
+@overload
+def variant(
+    message: type[Msg],
+    description: str,
+    *,
+    name: str | None = None,
+    available: Callable[[Any], bool] | None = None,
+    input: None = None,
+    to_message: None = None,
+    authorize: Authorize[Any, Msg, Any] | None = None,
+    completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+) -> Variant[Any, Any, Msg, Msg]: ...
+def variant(
+    message: Any,
+    description: str,
+    *,
+    name: str | None = None,
+    available: Callable[[Any], bool] | None = None,
+    input: type[Any] | None = None,
+    to_message: Callable[[Any, InvocationContext[Any, Any]], Any] | None = None,
+    authorize: Authorize[Any, Any, Any] | None = None,
+    completion: AnyCompletion | None = None,
+) -> Variant[Any, Any, Any, Any]:
+    """:meth:`AgentBuilder.variant` with ``Any`` Model and principal."""
+    return Variant(message, description, name, available, input, to_message, authorize, completion)
+
+
+def action(
+    action: Action[I, Msg],
+    *,
+    available: Callable[[Any], bool] | None = None,
+    authorize: Authorize[Any, I, Any] | None = None,
+) -> Variant[Any, Any, Msg, I]:
+    """:meth:`AgentBuilder.action` with ``Any`` Model and principal."""
+    return _untyped.action(action, available=available, authorize=authorize)
+
+
+def expose(union: object, *variants: Variant[Any, Any, Any, Any]) -> Exposed[Any, Any]:
+    """:meth:`AgentBuilder.expose` with ``Any`` Model and principal."""
+    return _untyped.expose(union, *variants)
+
+
+def resource(name: str, description: str, *, schema: object, read: Callable[[Any], object]) -> Resource[Any]:
+    """:meth:`AgentBuilder.resource` with ``Any`` Model."""
+    return _untyped.resource(name, description, schema=schema, read=read)
+
+
+def projection(schema: object, read: Callable[[Any], object]) -> Projection[Any]:
+    """:meth:`AgentBuilder.projection` with ``Any`` Model."""
+    return _untyped.projection(schema, read)
+
+
+def define(
+    messages: Exposed[Any, Any],
+    resources: Iterable[Resource[Any]] = (),
+    context: Projection[Any] | None = None,
+) -> Definition[Any, Any]:
+    """:meth:`AgentBuilder.define` with ``Any`` Model and principal."""
+    return _untyped.define(messages, resources, context)
