@@ -60,7 +60,14 @@ SESSION_IDLE_TIMEOUT = 30 * 60.0
 MAX_SESSIONS = 1000
 """Open sessions at most; a request that would open another is answered 503."""
 
-_LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", "http://127.0.0.1", "http://localhost")
+_LOOPBACK_ORIGINS = (
+    "http://127.0.0.1",
+    "http://127.0.0.1:*",
+    "http://localhost",
+    "http://localhost:*",
+    "http://[::1]",
+    "http://[::1]:*",
+)
 
 MakeRuntime = Callable[[P], AbstractAsyncContextManager["AgentRuntime[Any, Any]"]]
 """``make_runtime(principal)``: an async context manager yielding the session's runtime.
@@ -95,9 +102,23 @@ def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
     return False
 
 
-def _error(message: str, status: int, code: int = types.INVALID_REQUEST, data: object = None) -> Response:
-    body = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message, data=data))
-    return Response(body.model_dump_json(by_alias=True, exclude_none=True), status_code=status, media_type="application/json")
+def _error(
+    message: str,
+    status: int,
+    code: int = types.INVALID_REQUEST,
+    data: object = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    error = types.ErrorData(code=code, message=message)
+    if data is not None:
+        error = types.ErrorData(code=code, message=message, data=data)
+    body = types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
+    return Response(
+        body.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
+    )
 
 
 @dataclass(eq=False)
@@ -206,7 +227,7 @@ class HttpApp(Generic[P]):
             await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
             return
         if principal is None:
-            await _error("Unauthorized", 401)(scope, receive, send)
+            await _error("Unauthorized", 401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
         principal = cast("P", principal)
         session_id = request.headers.get(MCP_SESSION_ID_HEADER)

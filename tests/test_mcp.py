@@ -1,0 +1,522 @@
+"""The MCP adapter end to end in-process, with the SDK's real ``mcp.Client``.
+
+Every connected test runs on both protocol eras the SDK speaks in-process
+(``legacy``: the 2025-11-25 handshake over JSON-RPC streams; ``auto``: the
+2026-07-28 per-request path) and on asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp
+import mcp_types as types
+import msgspec
+import pytest
+from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import ToolsListChanged
+
+import agentfx
+from agentfx.audit import AuditEntry, AuditLog
+from agentfx.mcp import server
+from agentfx.mcp import _wire as wire
+from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, ListWatch
+from agentfx.mcp._stdio import GuardedReadStream, protocol_error
+from agentfx.program import Program
+from agentfx.runtime import AgentRuntime
+from tests.mcp_app import ADMIN, GUEST, SECRET, Added, Cleared, Finished, Model, Selected, User, Waited, app
+
+pytestmark = pytest.mark.anyio
+
+MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
+
+
+@dataclass
+class Connected:
+    client: mcp.Client
+    runtime: AgentRuntime[Model, User]
+    program: Program[Model, Any]
+    log: AuditLog
+    wire: list[object]
+
+
+@asynccontextmanager
+async def connected(mode: str, *, principal: User = ADMIN) -> AsyncGenerator[Connected]:
+    """A client connected in-process to the test app's runtime; ``wire`` collects every notification."""
+    log = agentfx.audit_log(principal=lambda user: user.name)
+    seen: list[object] = []
+
+    async def handler(message: types.ServerNotification | Exception) -> None:
+        seen.append(message)
+
+    async with app.program() as program:
+        runtime = app.bind(program, principal=principal, audit=log)
+        async with mcp.Client(server(runtime), mode=mode, message_handler=handler) as client:
+            yield Connected(client, runtime, program, log, seen)
+
+
+def text(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def decoded(result: types.CallToolResult) -> agentfx.DispatchError:
+    return msgspec.convert(result.structured_content, agentfx.DispatchError)
+
+
+async def entries(log: AuditLog, count: int) -> list[AuditEntry]:
+    with anyio.fail_after(5):
+        while len(log.entries()) < count:
+            await anyio.sleep(0.01)
+    return log.entries()
+
+
+# --- tools/list -------------------------------------------------------------------
+
+
+@MODES
+async def test_tools_list_the_capabilities_available_in_the_current_model(mode: str) -> None:
+    async with connected(mode) as c:
+        listed = await c.client.list_tools()
+        available = c.runtime.messages.available()
+        assert [tool.name for tool in listed.tools] == [d.name for d in available]
+        assert "remove_selected" not in [tool.name for tool in listed.tools]
+        for tool, descriptor in zip(listed.tools, available, strict=True):
+            assert tool.description == descriptor.description
+            assert tool.input_schema == descriptor.input_schema
+
+        await c.program.send(Added("a"))
+        await c.program.send(Selected("a"))
+        # The listing depends on the Model, so a fresh list shows the change at once.
+        relisted = await c.client.list_tools()
+        assert {"remove_selected", "clear"} <= {tool.name for tool in relisted.tools}
+
+
+# --- tools/call: success ----------------------------------------------------------
+
+
+@MODES
+async def test_a_call_dispatches_and_summarizes(mode: str) -> None:
+    async with connected(mode) as c:
+        result = await c.client.call_tool("add", {"title": "milk"})
+        assert not result.is_error
+        assert text(result) == "Dispatched Added"
+        assert result.structured_content == {"capability": "add", "tag": "Added"}
+        assert c.program.model.items == ("milk",)
+        (entry,) = c.log.entries()
+        assert (entry.transport, entry.capability, entry.principal) == ("mcp", "add", "ann")
+        assert (entry.decision, entry.outcome) == ("dispatched", "dispatched")
+
+
+@MODES
+async def test_a_completed_call_names_the_message_that_settled_it(mode: str) -> None:
+    async with connected(mode) as c:
+        await c.program.send(Added("milk"))
+        await c.program.send(Selected("milk"))
+        result = await c.client.call_tool("remove_selected", {})
+        assert not result.is_error
+        assert text(result) == "Completed: Removed"
+        assert result.structured_content == {
+            "capability": "remove_selected",
+            "tag": "RequestedRemove",
+            "completion": {"status": "completed", "message": {"type": "Removed", "item": "milk"}},
+        }
+        assert c.program.model.items == ()
+
+
+@MODES
+async def test_a_declared_failure_is_an_error_result(mode: str) -> None:
+    async with connected(mode) as c:
+        await c.program.send(Added("locked"))
+        await c.program.send(Selected("locked"))
+        result = await c.client.call_tool("remove_selected", {})
+        assert result.is_error
+        assert text(result) == "Failed: RemoveFailed"
+        assert result.structured_content == {
+            "capability": "remove_selected",
+            "tag": "RequestedRemove",
+            "completion": {
+                "status": "failed",
+                "message": {"type": "RemoveFailed", "item": "locked", "reason": "This item is locked"},
+            },
+        }
+
+
+@MODES
+async def test_omitted_arguments_are_an_empty_payload(mode: str) -> None:
+    async with connected(mode) as c:
+        await c.program.send(Added("a"))
+        await c.program.send(Selected("a"))
+        result = await c.client.call_tool("clear")
+        assert text(result) == "Dispatched Cleared"
+        assert c.program.model.selected is None
+
+
+# --- tools/call: refusals -----------------------------------------------------------
+
+
+@MODES
+async def test_an_unknown_tool_is_a_protocol_error(mode: str) -> None:
+    async with connected(mode) as c:
+        with pytest.raises(mcp.MCPError) as raised:
+            await c.client.call_tool("no_such_tool", {})
+        assert raised.value.error.code == types.INVALID_PARAMS
+        assert raised.value.error.message == "No such capability: no_such_tool"
+        # The connection keeps serving.
+        assert text(await c.client.call_tool("add", {"title": "x"})) == "Dispatched Added"
+
+
+@MODES
+async def test_invalid_input_is_an_error_result_carrying_the_failure(mode: str) -> None:
+    async with connected(mode) as c:
+        wrong_type = await c.client.call_tool("add", {"title": 3})
+        unknown_field = await c.client.call_tool("add", {"title": "x", "extra": 1})
+        for result, path in ((wrong_type, "$.title"), (unknown_field, "$")):
+            assert result.is_error
+            assert text(result) == 'Invalid input for "add"'
+            assert decoded(result) == agentfx.AgentInvalidInputError("add", "Added", 'Invalid input for "add"', path)
+        assert c.program.model.items == ()
+
+
+@MODES
+async def test_an_unavailable_capability_is_an_error_result(mode: str) -> None:
+    async with connected(mode) as c:
+        result = await c.client.call_tool("remove_selected", {})
+        assert result.is_error
+        assert decoded(result) == agentfx.AgentCapabilityUnavailableError.of("remove_selected", "RequestedRemove")
+        assert text(result) == 'Capability "remove_selected" is not available right now'
+
+
+@MODES
+async def test_an_unauthorized_call_is_an_error_result_with_the_refusal_reason(mode: str) -> None:
+    async with connected(mode, principal=GUEST) as c:
+        await c.program.send(Added("a"))
+        await c.program.send(Selected("a"))
+        result = await c.client.call_tool("remove_selected", {})
+        assert result.is_error
+        assert text(result) == "Only admins may remove items"
+        assert decoded(result) == agentfx.AgentAuthorizationError(
+            "remove_selected", "RequestedRemove", "Only admins may remove items"
+        )
+        assert c.program.model.items == ("a",)
+
+
+@MODES
+async def test_a_completion_timeout_is_an_error_result(mode: str) -> None:
+    async with connected(mode) as c:
+        result = await c.client.call_tool("stall", {})
+        assert result.is_error
+        error = decoded(result)
+        assert isinstance(error, agentfx.AgentCompletionTimeoutError)
+        assert text(result) == error.message == (
+            '"stall" was dispatched but did not complete within 0.05s. The Message still reached update.'
+        )
+
+
+# --- defects ----------------------------------------------------------------------
+
+
+@MODES
+async def test_no_defect_text_ever_reaches_the_client(mode: str) -> None:
+    async with connected(mode) as c:
+        seen: list[str] = []
+
+        exploded = await c.client.call_tool("explode", {})
+        assert exploded.is_error
+        assert text(exploded) == 'Capability "explode" failed unexpectedly'
+        assert exploded.structured_content == {
+            "_tag": "AgentDefect",
+            "capability": "explode",
+            "message": 'Capability "explode" failed unexpectedly',
+        }
+        seen.append(exploded.model_dump_json())
+
+        await c.client.list_tools()
+        await c.client.call_tool("break", {})
+        # A listing whose availability rule raises fails as a whole, generically.
+        with pytest.raises(mcp.MCPError) as listing:
+            await c.client.list_tools()
+        assert (listing.value.error.code, listing.value.error.message) == (types.INTERNAL_ERROR, "Internal error")
+        seen.append(repr(listing.value.error))
+
+        fragile = await c.client.call_tool("fragile", {})
+        assert text(fragile) == 'Capability "fragile" failed unexpectedly'
+        seen.append(fragile.model_dump_json())
+
+        with pytest.raises(mcp.MCPError) as read:
+            await c.client.read_resource("app://fragile")
+        assert read.value.error.code == types.INTERNAL_ERROR
+        seen.append(repr(read.value.error))
+
+        await anyio.sleep(LIST_CHANGED_DEBOUNCE * 3)
+        seen.extend(repr(message) for message in c.wire)
+        assert SECRET not in "\n".join(seen)
+        outcomes = {e.capability: e.outcome for e in c.log.entries()}
+        assert (outcomes["explode"], outcomes["fragile"]) == ("AgentDefect", "AgentDefect")
+
+
+# --- resources --------------------------------------------------------------------
+
+
+@MODES
+async def test_resources_are_served_at_app_uris(mode: str) -> None:
+    async with connected(mode) as c:
+        await c.program.send(Added("milk"))
+        listed = await c.client.list_resources()
+        assert [(r.uri, r.name, r.mime_type) for r in listed.resources] == [
+            ("app://items", "items", "application/json"),
+            ("app://fragile", "fragile", "application/json"),
+            ("app://context", "context", "application/json"),
+        ]
+        items = await c.client.read_resource("app://items")
+        context = await c.client.read_resource("app://context")
+        assert [(x.uri, getattr(x, "text", None)) for x in items.contents] == [("app://items", '["milk"]')]
+        assert [getattr(x, "text", None) for x in context.contents] == [
+            '{"items":["milk"],"selected":null,"broken":false}'
+        ]
+
+
+@MODES
+async def test_an_unknown_resource_is_a_protocol_error(mode: str) -> None:
+    async with connected(mode) as c:
+        for uri in ("app://nope", "file:///etc/passwd", "app://"):
+            with pytest.raises(mcp.MCPError) as raised:
+                await c.client.read_resource(uri)
+            assert raised.value.error.code == types.INVALID_PARAMS
+        assert raised.value.error.message == 'Cannot read resource "app://": no such resource'
+        assert (await c.client.read_resource("app://items")).contents
+
+
+async def test_a_resource_named_context_beside_a_projection_is_refused() -> None:
+    clash = agentfx.define(
+        agentfx.expose(Added, agentfx.variant(Added, "Add")),
+        resources=[agentfx.resource("context", "Clashes", schema=list[str], read=lambda m: [])],
+        context=agentfx.projection(Model, lambda m: m),
+    )
+    def update(model: Model, _message: Added) -> Model:
+        return model
+
+    async with agentfx.run_program(init=Model(), update=update) as program:
+        runtime = agentfx.bind(clash, host=program.host())
+        with pytest.raises(ValueError, match="app://context"):
+            server(runtime)
+
+
+# --- notifications/tools/list_changed ---------------------------------------------
+
+
+def list_changes(wire_log: list[object]) -> int:
+    return sum(isinstance(m, types.ToolListChangedNotification) for m in wire_log)
+
+
+async def settle() -> None:
+    await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
+
+
+async def test_list_changed_only_after_listing_only_on_a_difference_and_debounced() -> None:
+    async with connected("legacy") as c:
+        assert c.client.server_capabilities.tools is not None
+        assert c.client.server_capabilities.tools.list_changed is True
+        await c.program.send(Added("a"))
+        await c.program.send(Selected("a"))
+        await settle()
+        assert list_changes(c.wire) == 0, "the client had not listed yet"
+
+        await c.client.list_tools()
+        await c.program.send(Added("b"))
+        await settle()
+        assert list_changes(c.wire) == 0, "the available set did not change"
+
+        await c.program.send(Cleared())
+        await settle()
+        assert list_changes(c.wire) == 1
+
+        for _ in range(3):
+            await c.program.send(Selected("a"))
+            await c.program.send(Cleared())
+        await c.program.send(Selected("b"))
+        await settle()
+        assert list_changes(c.wire) == 2, "a burst is announced once"
+
+        await c.program.send(Cleared())
+        await c.program.send(Selected("a"))
+        await settle()
+        assert list_changes(c.wire) == 2, "a burst that ends where it began is no change"
+
+
+async def test_list_changed_reaches_a_2026_client_through_its_listen_stream() -> None:
+    async with connected("auto") as c:
+        async with c.client.listen(tools_list_changed=True) as subscription:
+            await c.program.send(Added("a"))
+            await c.program.send(Selected("a"))
+            with anyio.fail_after(2):
+                event = await subscription.__anext__()
+            assert event == ToolsListChanged()
+        tools = await c.client.list_tools()
+        assert "remove_selected" in [tool.name for tool in tools.tools]
+
+
+# --- cancellation -----------------------------------------------------------------
+
+
+@MODES
+async def test_cancelling_a_call_aborts_its_invocation(mode: str) -> None:
+    async with connected(mode) as c:
+        reached = anyio.Event()
+        c.program.observe(lambda message: reached.set() if isinstance(message, Waited) else None)
+        baseline = c.program.listener_count
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(c.client.call_tool, "wait", None)
+            with anyio.fail_after(5):
+                await reached.wait()
+            task_group.cancel_scope.cancel()
+        (entry,) = await entries(c.log, 1)
+        # Cancelled through the signal: recorded as a cancellation of a Message
+        # that reached update, not as an interrupted dispatch.
+        assert (entry.capability, entry.decision, entry.outcome) == ("wait", "dispatched", "AgentCancelledError")
+        assert c.program.listener_count == baseline, "the completion listener was released"
+        await c.program.send(Finished())
+        assert text(await c.client.call_tool("add", {"title": "after"})) == "Dispatched Added"
+
+
+# --- the pure mapping ---------------------------------------------------------------
+
+
+FAILURES: list[agentfx.DispatchError] = [
+    agentfx.AgentCapabilityUnavailableError.of("c", "T"),
+    agentfx.AgentInvalidInputError.of("c", "T", "$.x"),
+    agentfx.AgentAuthorizationError.of("c", "T"),
+    agentfx.AgentCancelledError.while_waiting("c"),
+    agentfx.AgentCompletionTimeoutError.while_waiting("c", "i-1", 1.0),
+]
+
+
+@pytest.mark.parametrize("error", FAILURES, ids=lambda e: type(e).__name__)
+def test_every_refusal_maps_to_an_error_result_that_decodes_back(error: agentfx.DispatchError) -> None:
+    result = wire.failure(error)
+    assert result.is_error
+    assert text(result) == error.message
+    assert msgspec.convert(result.structured_content, agentfx.DispatchError) == error
+    assert result.structured_content == msgspec.json.decode(msgspec.json.encode(error))
+
+
+def test_an_unknown_capability_maps_to_invalid_params() -> None:
+    with pytest.raises(mcp.MCPError) as raised:
+        wire.failure(agentfx.AgentUnknownCapabilityError.of("nope"))
+    assert raised.value.error.code == types.INVALID_PARAMS
+
+
+# --- the list watch -----------------------------------------------------------------
+
+
+class FakeAvailability:
+    def __init__(self) -> None:
+        self.names = ["a"]
+        self.announced = 0
+        self.fail = False
+
+    def read(self) -> list[str]:
+        if self.fail:
+            raise RuntimeError(SECRET)
+        return self.names
+
+    async def announce(self) -> None:
+        self.announced += 1
+
+
+async def test_the_list_watch_debounces_diffs_and_waits_for_a_listing() -> None:
+    fake = FakeAvailability()
+    watch = ListWatch(fake.read, fake.announce, delay=0.01)
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(watch.run)
+        fake.names = ["a", "b"]
+        watch.changed()
+        await anyio.sleep(0.05)
+        assert fake.announced == 0 and watch.seen is None
+
+        watch.listed(["a"])
+        for _ in range(5):
+            watch.changed()
+        await anyio.sleep(0.05)
+        assert (fake.announced, watch.seen) == (1, ("a", "b"))
+
+        watch.changed()
+        await anyio.sleep(0.05)
+        assert fake.announced == 1
+
+        fake.fail = True
+        fake.names = ["a"]
+        watch.changed()
+        await anyio.sleep(0.05)
+        assert fake.announced == 1
+        fake.fail = False
+        watch.changed()
+        await anyio.sleep(0.05)
+        assert fake.announced == 2
+        task_group.cancel_scope.cancel()
+
+
+# --- unreadable stdio lines ---------------------------------------------------------
+
+
+def line_error(line: str) -> Exception:
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception as exc:
+        return exc
+    raise AssertionError(f"{line!r} is a valid message")
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "request_id"),
+    [
+        ("{not json", types.PARSE_ERROR, None),
+        ("[" * 400 + "]" * 400, types.PARSE_ERROR, None),
+        ('"a string"', types.INVALID_REQUEST, None),
+        ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": [1, 2]}', types.INVALID_REQUEST, 7),
+        ('{"jsonrpc": "2.0", "id": true, "method": "x", "params": 1}', types.INVALID_REQUEST, None),
+        ('{"id": 3}', types.INVALID_REQUEST, None),
+    ],
+)
+def test_an_unreadable_line_gets_the_matching_protocol_error(line: str, code: int, request_id: int | None) -> None:
+    error = protocol_error(line_error(line))
+    assert (error.error.code, error.id) == (code, request_id)
+
+
+async def test_the_guarded_stream_answers_unreadable_lines_and_passes_messages_on() -> None:
+    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](10)
+    message = SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
+    await inbound_send.send(line_error("{oops"))
+    await inbound_send.send(message)
+    inbound_send.close()
+    async with GuardedReadStream(inbound, outbound) as guarded:
+        assert [item async for item in guarded] == [message]
+    answered = outbound_receive.receive_nowait().message
+    assert isinstance(answered, types.JSONRPCError) and answered.error.code == types.PARSE_ERROR
+    outbound.close()
+    outbound_receive.close()
+
+
+# --- packaging ----------------------------------------------------------------------
+
+
+def test_without_the_sdk_the_adapter_says_how_to_install_it() -> None:
+    code = "import sys; sys.modules['mcp'] = None; import agentfx.mcp"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode != 0
+    assert "pip install 'agentfx[mcp]'" in done.stderr
+
+
+def test_the_core_never_imports_the_adapter() -> None:
+    code = (
+        "import sys, agentfx, agentfx.app, agentfx.cli, agentfx.testing; "
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'agentfx.mcp'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
+    assert done.stdout.strip() == "[]"
