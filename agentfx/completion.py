@@ -8,12 +8,14 @@ handed a decoded request, the dispatched Message and the host's listener hooks.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Generic, Literal, TypeVar
 
 import anyio
+import msgspec
 
 from .errors import ContractError
 from .host import Unsubscribe
@@ -41,13 +43,13 @@ _DEFAULT_TIMEOUT = 30.0
 
 def _seconds(timeout: float | timedelta) -> float:
     seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
-    if not seconds > 0:
-        raise ContractError(f"A completion timeout must be positive, got {seconds:g}s")
+    # Waiting always has a deadline: an infinite (or NaN) one would be none at all.
+    if not 0 < seconds < math.inf:
+        raise ContractError(f"A completion timeout must be a positive, finite duration, got {seconds:g}s")
     return seconds
 
 
-@dataclass(frozen=True, slots=True)
-class CallInfo:
+class CallInfo(msgspec.Struct, frozen=True):
     """What ``correlate`` learns about the call: its invocation and the Message it dispatched."""
 
     invocation: Invocation
@@ -58,7 +60,9 @@ def _classes(value: type[Any] | tuple[type[Any], ...]) -> tuple[type[Any], ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
-@dataclass(frozen=True, slots=True, init=False)
+# No slots on the generic declarations: ``Completion[Req, Res](...)`` sets ``__orig_class__``,
+# which a slotted frozen dataclass refuses with a TypeError instead of the expected AttributeError.
+@dataclass(frozen=True, init=False)
 class Completion(Generic[Req, Res]):
     """A Message completion: the capability's work is done when one of these Messages is processed.
 
@@ -69,7 +73,9 @@ class Completion(Generic[Req, Res]):
             ``status="failed"``.
         correlate: ``correlate(request, result, call) -> bool`` picks this
             call's result among concurrent ones; without it (and without
-            ``correlate_key``) the first matching Message wins.
+            ``correlate_key``) the first matching Message wins, whichever
+            invocation caused it, and settles every pending invocation of
+            the capability at once.
         correlate_key: ``(request_key, result_key)``: ``request_key(request,
             call)`` and ``result_key(result)`` return hashable keys; a result
             settles the pending invocations with an equal key by dictionary
@@ -106,7 +112,7 @@ class Completion(Generic[Req, Res]):
         object.__setattr__(self, "timeout", _seconds(timeout))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Source(Generic[V]):
     """A value outside the Model: ``get()`` reads it, ``subscribe(listener)`` reports changes.
 
@@ -118,7 +124,7 @@ class Source(Generic[V]):
     subscribe: Callable[[Callable[[], None]], Unsubscribe]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StateCompletion(Generic[M, V, Req]):
     """A state completion, built by :func:`when`."""
 
@@ -164,10 +170,15 @@ def when(
 # Message costs a dictionary lookup by class, plus one by key for ``correlate_key``, however many
 # invocations are pending. The hub subscribes when its first invocation registers and
 # unsubscribes when its last one is released, so no listener outlives the calls that needed it.
+#
+# Matching is per pending invocation: each takes the first matching Message processed after it
+# registered (just before its own Message is sent). Without ``correlate``/``correlate_key`` every
+# Message of a declared class matches, so one processed Message settles *every* uncorrelated
+# pending invocation of the capability, whichever invocation caused it, and a Message produced by
+# an earlier call can settle a later one. Concurrent invocations need a correlation.
 
 
-@dataclass(frozen=True, slots=True)
-class CompletionOutcome:
+class CompletionOutcome(msgspec.Struct, frozen=True):
     """How a completion contract ended: ``status`` and the Message (``None`` for a state completion)."""
 
     status: Literal["completed", "failed"]
@@ -249,39 +260,43 @@ class _Group:
                 del self.keyed[pending.key]
 
     def offer(self, message: object) -> None:
+        """Settle the pending invocations ``message`` completes; never raises into the notifier."""
         outcome = CompletionOutcome("completed" if type(message) in self.success else "failed", message)
         key_fns = self.completion.correlate_key
         if key_fns is not None:
             try:
-                key = key_fns[1](message)
+                # An unhashable key fails in ``pop``, so the lookup is guarded too.
+                settled = self.keyed.pop(key_fns[1](message), ())
             except Exception as defect:
-                # No invocation can be told apart from another without the key: each
+                # Without the key no invocation can be told apart from another: each
                 # pending one fails as a defect rather than the host's notifier raising.
-                for waiting in self.keyed.values():
-                    for pending in waiting:
-                        pending.fail(defect)
+                waiting = [pending for group in self.keyed.values() for pending in group]
                 self.keyed.clear()
+                for pending in waiting:
+                    pending.fail(defect)
                 return
-            for pending in self.keyed.pop(key, ()):
+            for pending in settled:
                 pending.settle(outcome)
             return
+        # Snapshots below: a hook may re-enter the host, which may offer another Message
+        # to this group while the first is still being matched.
         correlate = self.completion.correlate
         if correlate is None:
-            for pending in self.unkeyed:
-                pending.settle(outcome)
+            waiting = tuple(self.unkeyed)
             self.unkeyed.clear()
+            for pending in waiting:
+                pending.settle(outcome)
             return
-        matched: list[Pending] = []
-        for pending in self.unkeyed:
+        for pending in tuple(self.unkeyed):
             try:
-                if correlate(pending.request, message, pending.call):
-                    matched.append(pending)
+                matched = correlate(pending.request, message, pending.call)
             except Exception as defect:
+                self.unkeyed.pop(pending, None)
                 pending.fail(defect)
-                matched.append(pending)
-        for pending in matched:
-            del self.unkeyed[pending]
-            pending.settle(outcome)
+                continue
+            if matched:
+                self.unkeyed.pop(pending, None)
+                pending.settle(outcome)
 
 
 class MessageHub:
@@ -303,12 +318,22 @@ class MessageHub:
             self._by_class[cls] = (*self._by_class.get(cls, ()), group)
 
     def register(self, owner: object, pending: Pending) -> None:
-        """Start matching Messages for ``pending``. Call before the Message is sent."""
-        self._groups[owner].add(pending)
-        self._count += 1
-        if self._count == 1:
+        """Start matching Messages for ``pending``. Call before the Message is sent.
+
+        On success, :meth:`release` must follow exactly once; if this raises
+        (a ``request_key`` or ``host.observe`` that fails), nothing is left
+        registered and there is nothing to release.
+        """
+        group = self._groups[owner]
+        group.add(pending)
+        if self._count == 0:
             assert self._observe is not None
-            self._unsubscribe = self._observe(self._on_message)
+            try:
+                self._unsubscribe = self._observe(self._on_message)
+            except BaseException:
+                group.remove(pending)
+                raise
+        self._count += 1
 
     def release(self, owner: object, pending: Pending) -> None:
         """Stop matching for ``pending``; on every exit path, exactly once per register."""
