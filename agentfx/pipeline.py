@@ -347,6 +347,9 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
             finally:
                 if signal is not None:
                     signal._detach(scope)
+        if pending.defect is not None:
+            # A hook that failed while matching is a defect even if the wait was cut short.
+            raise pending.defect
         if pending.settled and env.stage == SENT:
             # Settled first: a deadline or abort that lands afterwards changes nothing.
             return _result(env, prepared, await pending.wait())
