@@ -11,11 +11,16 @@ cancelled, one whose completion times out, and hooks that raise
 
 from __future__ import annotations
 
+import os
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+
 import msgspec
 
 import agentfx
 from agentfx.app import App
 from agentfx.program import Command
+from agentfx.runtime import AgentRuntime
 
 SECRET = "s3cr3t-do-not-leak-7f2c"
 """Raised by the hooks of ``explode``, ``fragile`` and the ``fragile`` resource."""
@@ -25,6 +30,7 @@ class Model(msgspec.Struct, frozen=True):
     items: tuple[str, ...] = ()
     selected: str | None = None
     broken: bool = False
+    waiting: bool = False
 
 
 class User(msgspec.Struct, frozen=True):
@@ -132,6 +138,10 @@ def update(model: Model, message: Message) -> Model | tuple[Model, list[Command[
             return Model(items=items, selected=None if model.selected == item else model.selected)
         case Broke():
             return msgspec.structs.replace(model, broken=True)
+        case Waited():
+            return msgspec.structs.replace(model, waiting=True)
+        case Finished():
+            return msgspec.structs.replace(model, waiting=False)
         case _:
             return model
 
@@ -196,3 +206,31 @@ definition = Items.define(
 )
 
 app: App[Model, Message, User] = App(definition, Model(), update, principal=ADMIN)
+
+
+class _FileAudit:
+    """An audit sink appending each entry, as one JSON line, to a file (read by the subprocess tests)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._log = agentfx.audit_log(principal=lambda user: user.name)
+
+    def record(self, record: agentfx.AuditRecord, /) -> None:
+        self._log.record(record)
+        with open(self._path, "ab") as file:
+            file.write(msgspec.json.encode(self._log.entries()[-1]) + b"\n")
+
+
+AUDIT_FILE = "AGENTFX_TEST_AUDIT_FILE"
+"""The environment variable naming the file :func:`audited` writes its audit entries to."""
+
+
+@asynccontextmanager
+async def audited() -> AsyncGenerator[AgentRuntime[Model, User]]:
+    """``app`` with its audit entries appended to the file ``$AGENTFX_TEST_AUDIT_FILE`` names.
+
+    A zero-argument callable returning an async context manager that yields a
+    runtime: the other kind of target ``agentfx serve`` accepts.
+    """
+    async with app.run(audit=_FileAudit(os.environ[AUDIT_FILE])) as runtime:
+        yield runtime

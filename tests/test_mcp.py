@@ -277,7 +277,7 @@ async def test_resources_are_served_at_app_uris(mode: str) -> None:
         context = await c.client.read_resource("app://context")
         assert [(x.uri, getattr(x, "text", None)) for x in items.contents] == [("app://items", '["milk"]')]
         assert [getattr(x, "text", None) for x in context.contents] == [
-            '{"items":["milk"],"selected":null,"broken":false}'
+            '{"items":["milk"],"selected":null,"broken":false,"waiting":false}'
         ]
 
 
