@@ -25,7 +25,9 @@ Unsubscribe = Callable[[], None]
 """Calling it removes the listener it was returned for; calling it twice is harmless."""
 
 
-@dataclass(frozen=True, slots=True)
+# Not slotted: on Python 3.11 a frozen, slotted generic dataclass cannot be
+# constructed with explicit type arguments (``Host[M, Msg, P](...)``).
+@dataclass(frozen=True)
 class Host(Generic[M, Msg, P]):
     """The callables agentfx needs from an application.
 
