@@ -63,8 +63,8 @@ class HasInputType(Protocol):
     def input_type(self) -> type[Any]: ...
 
 
-Kind: TypeAlias = Literal["null", "bool", "int", "float", "str", "array", "object"]
-_KINDS: tuple[Kind, ...] = ("null", "bool", "int", "float", "str", "array", "object")
+_Kind: TypeAlias = Literal["null", "bool", "int", "float", "str", "array", "object"]
+_KINDS: tuple[_Kind, ...] = ("null", "bool", "int", "float", "str", "array", "object")
 
 _Strategy: TypeAlias = SearchStrategy[Any]
 _Bad: TypeAlias = SearchStrategy[tuple[object, str]]
@@ -164,7 +164,7 @@ def _is_any(t: mi.Type) -> bool:
     return isinstance(t, mi.CustomType) and t.cls is object
 
 
-def _kind_of(value: object) -> Kind:
+def _kind_of(value: object) -> _Kind:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -180,7 +180,7 @@ def _kind_of(value: object) -> Kind:
     return "object"
 
 
-def _strategy_of_kind(kind: Kind) -> _Strategy:
+def _strategy_of_kind(kind: _Kind) -> _Strategy:
     """Small values of one JSON kind, used where that kind is the wrong one."""
     if kind == "null":
         return st.none()
@@ -300,7 +300,7 @@ class _Deriver:
         except _Unsatisfiable:
             return None
 
-    def accepted(self, t: mi.Type) -> frozenset[Kind]:
+    def accepted(self, t: mi.Type) -> frozenset[_Kind]:
         """The JSON kinds a decoder of ``t`` looks at (not that every such value is valid)."""
         if _is_any(t):
             t = mi.AnyType()
@@ -332,7 +332,7 @@ class _Deriver:
         if isinstance(t, mi.CollectionType | mi.TupleType | mi.NamedTupleType):
             return frozenset({"array"})
         if isinstance(t, mi.UnionType):
-            return frozenset[Kind]().union(*(self.accepted(m) for m in t.types))
+            return frozenset[_Kind]().union(*(self.accepted(m) for m in t.types))
         raise self._unsupported(f"the type {_describe(t)}")
 
     # -- valid ---------------------------------------------------------------
@@ -780,7 +780,7 @@ class _Deriver:
         return st.one_of(*strings) if strings else None
 
     def _union_invalid(self, t: mi.UnionType, path: str) -> list[_Part]:
-        owners: dict[Kind, list[mi.Type]] = {}
+        owners: dict[_Kind, list[mi.Type]] = {}
         for member in t.types:
             for kind in self.accepted(member):
                 owners.setdefault(kind, []).append(member)
@@ -864,7 +864,7 @@ class _Deriver:
 class _Part(NamedTuple):
     """Invalid values sharing one JSON kind; ``wrong_kind`` when that kind is the whole problem."""
 
-    kind: Kind
+    kind: _Kind
     bad: _Bad
     wrong_kind: bool = False
 
@@ -891,7 +891,7 @@ def _json_identity(value: object) -> object:
     return value
 
 
-def _wrong_kind(kind: Kind, path: str, expected: str) -> _Part:
+def _wrong_kind(kind: _Kind, path: str, expected: str) -> _Part:
     return _Part(kind, _bad(_strategy_of_kind(kind), f"{path}: expected {expected}, got {kind}"), wrong_kind=True)
 
 
