@@ -136,9 +136,24 @@ __all__ = (
 # Show the public path in reprs and tracebacks. Functions keep their defining
 # module's globals, so their doctests still run where they are written.
 def _set_public_module() -> None:
+    import sys
+
     for name in __all__:
         value = globals()[name]
         if isinstance(value, type) and value.__module__.startswith("agentfx."):
+            # typing.get_type_hints and msgspec's decoders evaluate string annotations in
+            # the module ``__module__`` names, so evaluate them first, where they were
+            # written; agentfx's own names cover imports made only for type checking.
+            namespace = {**globals(), **vars(sys.modules[value.__module__])}
+            own: dict[str, object] = value.__dict__.get("__annotations__", {})
+            try:
+                resolved = {
+                    field: eval(hint, namespace, dict(vars(value))) if isinstance(hint, str) else hint
+                    for field, hint in own.items()
+                }
+            except NameError:
+                resolved = own
+            value.__annotations__ = resolved
             value.__module__ = "agentfx"
 
 

@@ -10,6 +10,9 @@ import types
 import typing
 from pathlib import Path
 
+import msgspec
+import pytest
+
 import agentfx
 import agentfx.docs
 
@@ -64,6 +67,16 @@ def test_exported_classes_report_the_public_path() -> None:
             assert value.__module__ == "agentfx", name
             # A repr or traceback that says ``agentfx.X`` must name something importable.
             assert getattr(agentfx, value.__qualname__) is value, name
+
+
+@pytest.mark.parametrize("name", [n for n in agentfx.__all__ if isinstance(getattr(agentfx, n), type)])
+def test_exported_classes_still_resolve_their_annotations(name: str) -> None:
+    # typing and msgspec resolve string annotations in the module ``__module__`` names,
+    # so giving a class its public path must not cost it its field types.
+    cls: type = getattr(agentfx, name)
+    typing.get_type_hints(cls)
+    if issubclass(cls, msgspec.Struct):
+        msgspec.json.Decoder(cls)
 
 
 def test_every_failure_of_the_dispatch_error_union_is_exported() -> None:
