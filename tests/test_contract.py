@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import typing
 from typing import Any
@@ -474,6 +475,13 @@ def test_resource_and_projection_keep_their_declaration() -> None:
 
 
 # --- the typed builder -----------------------------------------------------------------------
+
+
+def test_the_module_functions_are_plain_functions() -> None:
+    # Not bound methods of a hidden builder: their repr and help name them.
+    for function in (agentfx.variant, agentfx.action, agentfx.expose, agentfx.resource, agentfx.projection, agentfx.define):
+        assert inspect.isfunction(function)
+        assert function.__doc__
 
 
 def test_for_model_returns_a_builder_with_or_without_a_principal() -> None:

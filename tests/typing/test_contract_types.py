@@ -357,3 +357,8 @@ def test_awaitable_authorize_must_still_answer_a_bool_or_a_refusal() -> None:
     pending: Awaitable[str] | None = None
     assert pending is None
     TodoAgent.variant(RequestedCreateTodo, "Create", authorize=answers_text)  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+def test_the_module_functions_have_the_same_overloads() -> None:
+    agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput)  # pyright: ignore[reportCallIssue, reportArgumentType]
+    agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=lambda i, ctx: RequestedCreateTodo(title=i.id))  # pyright: ignore[reportCallIssue, reportArgumentType]
