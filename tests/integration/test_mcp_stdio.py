@@ -203,7 +203,8 @@ async def raw(target: str) -> AsyncGenerator[Lines]:
 
 
 def call(request_id: int, name: str, arguments: object) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
 def nested(depth: int) -> object:

@@ -1,0 +1,331 @@
+"""Streamable HTTP against a real uvicorn server on 127.0.0.1, with the SDK's client and raw requests.
+
+The server runs in a thread with its own (asyncio) event loop, as uvicorn
+requires; the clients run on asyncio and on trio. Bearer tokens name the
+principals: ``ann`` may remove items, ``gus`` may not.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+import mcp
+import mcp_types as types
+import pytest
+import uvicorn
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from starlette.requests import Request
+
+from agentfx.audit import AuditRecord
+from agentfx.mcp import http_app
+from agentfx.mcp._http import HttpApp
+from agentfx.runtime import AgentRuntime
+from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app
+
+pytestmark = pytest.mark.anyio
+
+TOKENS = {"ann": ADMIN, "gus": GUEST}
+ALLOWED_ORIGIN = "https://console.example"
+JSON_AND_SSE = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@dataclass
+class Served:
+    url: str
+    asgi: HttpApp[User]
+    records: list[AuditRecord] = field(default_factory=lambda: [])
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    opened: int = 0
+    closed: int = 0
+
+    def record(self, record: AuditRecord, /) -> None:
+        with self.lock:
+            self.records.append(record)
+
+    def outcomes(self, principal: User | None = None) -> list[tuple[str, str, str]]:
+        with self.lock:
+            return [
+                (r.capability, r.decision, r.outcome)
+                for r in self.records
+                if principal is None or r.principal == principal
+            ]
+
+
+def authenticate(request: Request) -> User | None:
+    return TOKENS.get(request.headers.get("authorization", "").removeprefix("Bearer "))
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    holder: list[Served] = []
+
+    @asynccontextmanager
+    async def make_runtime(principal: User) -> AsyncGenerator[AgentRuntime[Model, User]]:
+        state = holder[0]
+        state.opened += 1
+        try:
+            async with app.run(principal=principal, audit=state) as runtime:
+                yield runtime
+        finally:
+            state.closed += 1
+
+    asgi = http_app(make_runtime, authenticate=authenticate, allowed_origins=[ALLOWED_ORIGIN])
+    config = uvicorn.Config(asgi, host="127.0.0.1", port=0, lifespan="on", log_level="warning", ws="none", http="h11")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    holder.append(Served(f"http://127.0.0.1:{port}/mcp", asgi))
+    yield holder[0]
+    server.should_exit = True
+    thread.join(10)
+    assert holder[0].opened == holder[0].closed, "every session's runtime was released at shutdown"
+
+
+@asynccontextmanager
+async def client(served: Served, token: str, **options: Any) -> AsyncGenerator[mcp.Client]:
+    # The transport leaves a client it was handed open, so this one is closed here.
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+        async with mcp.Client(streamable_http_client(served.url, http_client=http), **options) as session:
+            yield session
+
+
+def text(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def context(session: mcp.Client) -> dict[str, Any]:
+    read = await session.read_resource("app://context")
+    return json.loads("".join(getattr(contents, "text", "") for contents in read.contents))
+
+
+# The SDK's Streamable HTTP client, on trio, leaves the async generators that read
+# its SSE streams unfinished when it closes a session-based connection (against
+# the SDK's own server too); trio then finalizes them with a ResourceWarning,
+# an error here. So tests driving that client run on asyncio; the raw-request
+# tests below exercise this server from trio as well.
+SDK_CLIENT = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+
+
+@SDK_CLIENT
+async def test_the_sdk_client_over_http(served: Served) -> None:
+    notifications: list[object] = []
+
+    async def handler(message: types.ServerNotification | Exception) -> None:
+        notifications.append(message)
+
+    async with client(served, "ann", message_handler=handler) as session:
+        # The endpoint serves the session-based era; the client falls back to it on its own.
+        assert session.protocol_version == "2025-11-25"
+        tools = [tool.name for tool in (await session.list_tools()).tools]
+        assert tools == ["add", "select", "wait", "stall", "explode", "break", "fragile"]
+
+        assert text(await session.call_tool("add", {"title": "milk"})) == "Dispatched Added"
+        invalid = await session.call_tool("add", {"title": ["milk"]})
+        assert invalid.is_error and invalid.structured_content is not None
+        assert invalid.structured_content["_tag"] == "AgentInvalidInputError"
+        unavailable = await session.call_tool("remove_selected", {})
+        assert text(unavailable) == 'Capability "remove_selected" is not available right now'
+        with pytest.raises(mcp.MCPError) as unknown:
+            await session.call_tool("nope", {})
+        assert unknown.value.error.code == types.INVALID_PARAMS
+        timed_out = await session.call_tool("stall", {})
+        assert timed_out.is_error and text(timed_out).startswith('"stall" was dispatched but did not complete')
+
+        exploded = await session.call_tool("explode", {})
+        assert text(exploded) == 'Capability "explode" failed unexpectedly'
+        assert SECRET not in exploded.model_dump_json()
+        with pytest.raises(mcp.MCPError) as leaky:
+            await session.read_resource("app://fragile")
+        assert SECRET not in repr(leaky.value.error)
+
+        await session.call_tool("select", {"item": "milk"})
+        with anyio.fail_after(5):
+            while not any(isinstance(m, types.ToolListChangedNotification) for m in notifications):
+                await anyio.sleep(0.02)
+        assert text(await session.call_tool("remove_selected", {})) == "Completed: Removed"
+        assert (await context(session))["items"] == []
+        with pytest.raises(mcp.MCPError) as missing:
+            await session.read_resource("app://nope")
+        assert missing.value.error.code == types.INVALID_PARAMS
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(session.call_tool, "wait", None)
+            with anyio.fail_after(5):
+                while not (await context(session))["waiting"]:
+                    await anyio.sleep(0.02)
+            task_group.cancel_scope.cancel()
+        with anyio.fail_after(5):
+            while ("wait", "dispatched", "AgentCancelledError") not in served.outcomes(ADMIN):
+                await anyio.sleep(0.02)
+        assert text(await session.call_tool("add", {"title": "still serving"})) == "Dispatched Added"
+        assert SECRET not in repr(notifications)
+    assert ("explode", "refused", "AgentDefect") in served.outcomes(ADMIN)
+
+
+# --- sessions and principals --------------------------------------------------------
+
+
+async def post(
+    http: httpx.AsyncClient,
+    url: str,
+    body: object,
+    *,
+    token: str | None = "ann",
+    session: str | None = None,
+    **headers: str,
+) -> tuple[int, Any, httpx.Response]:
+    sent = dict(JSON_AND_SSE, **headers)
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    if session is not None:
+        sent["Mcp-Session-Id"] = session
+        sent.setdefault("Mcp-Protocol-Version", "2025-11-25")
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = await http.post(url, content=content, headers=sent)
+    payload: Any = None
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[len("data: ") :] for line in response.text.splitlines() if line.startswith("data: ")]
+        payload = json.loads(data[-1]) if data else None
+    elif response.headers.get("content-type", "").startswith("application/json") and response.content:
+        payload = response.json()
+    return response.status_code, payload, response
+
+
+def call(request_id: int, name: str, arguments: object) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+
+
+async def open_session(http: httpx.AsyncClient, url: str, token: str, **headers: str) -> str:
+    status, _, response = await post(http, url, INITIALIZE, token=token, **headers)
+    assert status == 200
+    session = response.headers["mcp-session-id"]
+    status, _, _ = await post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+    assert status == 202
+    return session
+
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+@SDK_CLIENT
+async def test_each_session_has_its_principal_and_runtime(served: Served) -> None:
+    async with client(served, "ann") as ann, client(served, "gus") as gus:
+        for session in (ann, gus):
+            await session.call_tool("add", {"title": "milk"})
+            await session.call_tool("select", {"item": "milk"})
+        refused = await gus.call_tool("remove_selected", {})
+        assert refused.is_error and text(refused) == "Only admins may remove items"
+        assert text(await ann.call_tool("remove_selected", {})) == "Completed: Removed"
+        # Each session got its own runtime from make_runtime: ann's removal is not gus's.
+        assert (await context(ann))["items"] == []
+        assert (await context(gus))["items"] == ["milk"]
+    assert ("remove_selected", "refused", "AgentAuthorizationError") in served.outcomes(GUEST)
+    assert ("remove_selected", "refused", "AgentAuthorizationError") not in served.outcomes(ADMIN)
+
+
+async def test_a_session_id_is_no_credential_for_another_principal(served: Served) -> None:
+    async with httpx.AsyncClient() as http:
+        session = await open_session(http, served.url, "ann")
+        status, answer, _ = await post(http, served.url, LIST, token="gus", session=session)
+        assert (status, answer["error"]["message"]) == (404, "Session not found")
+        unknown_status, unknown, _ = await post(http, served.url, LIST, token="ann", session="0" * 32)
+        assert (unknown_status, unknown) == (status, answer), "indistinguishable from an unknown session"
+        status, answer, response = await post(http, served.url, LIST, token=None, session=session)
+        assert status == 401 and response.headers["www-authenticate"] == "Bearer"
+        status, answer, _ = await post(http, served.url, LIST, token="mallory", session=session)
+        assert status == 401
+        status, answer, _ = await post(http, served.url, LIST, token="ann", session=session)
+        assert status == 200 and "tools" in answer["result"]
+
+        closed = served.closed
+        response = await http.delete(
+            served.url, headers={"Authorization": "Bearer ann", "Mcp-Session-Id": session, **JSON_AND_SSE}
+        )
+        assert response.status_code == 200
+        with anyio.fail_after(5):
+            while served.closed == closed:
+                await anyio.sleep(0.02)
+        status, _, _ = await post(http, served.url, LIST, token="ann", session=session)
+        assert status == 404
+
+
+async def test_origins_are_checked(served: Served) -> None:
+    async with httpx.AsyncClient() as http:
+        status, answer, _ = await post(http, served.url, INITIALIZE, Origin="https://evil.example")
+        assert status == 403 and answer["error"]["message"] == "Forbidden: Origin not allowed"
+        for origin in (ALLOWED_ORIGIN, "http://localhost:5173", "http://127.0.0.1:8080"):
+            session = await open_session(http, served.url, "ann", Origin=origin)
+            status, answer, _ = await post(http, served.url, LIST, session=session, Origin="https://evil.example")
+            assert status == 403
+
+
+async def test_bad_input_over_http_gets_the_right_answer_and_the_server_keeps_serving(served: Served) -> None:
+    async with httpx.AsyncClient() as http:
+        session = await open_session(http, served.url, "ann")
+
+        async def send(body: object, **headers: str) -> tuple[int, Any]:
+            status, answer, _ = await post(http, served.url, body, session=session, **headers)
+            return status, answer
+
+        status, answer = await send(b"{not json")
+        assert (status, answer["error"]["code"]) == (400, types.PARSE_ERROR)
+        status, answer = await send({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"})
+        assert answer["error"]["code"] == types.METHOD_NOT_FOUND
+        status, answer = await send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": [1]})
+        assert status == 400
+        for arguments in ([1, 2], "title", 7):
+            status, answer = await send(call(4, "add", arguments))
+            assert answer["error"]["code"] == types.INVALID_PARAMS
+        status, answer = await send(call(5, "add", {"title": nested(400)}))
+        assert (status, answer["error"]["code"]) == (400, types.PARSE_ERROR)
+        status, answer = await send(call(5, "add", {"title": nested(60)}))
+        assert answer["result"]["isError"] is True and answer["result"]["structuredContent"]["path"] == "$.title"
+        status, _ = await send(call(6, "add", {"title": "x" * 5_000_000}))
+        assert status == 413
+        status, answer = await send(
+            {"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": "app://x"}}
+        )
+        assert answer["error"]["code"] == types.INVALID_PARAMS
+        status, answer = await send(INITIALIZE, **{"Mcp-Protocol-Version": "2026-07-28"})
+        assert (status, answer["error"]["code"]) == (400, types.UNSUPPORTED_PROTOCOL_VERSION)
+        assert answer["error"]["data"]["supported"][-1] == "2025-11-25"
+
+        status, answer, _ = await post(http, served.url.removesuffix("/mcp") + "/elsewhere", LIST)
+        assert status == 404
+        status, answer, _ = await post(http, served.url, LIST)
+        assert (status, answer["error"]["message"]) == (400, "Bad Request: Missing session ID")
+        response = await http.get(served.url, headers={"Authorization": "Bearer ann", **JSON_AND_SSE})
+        assert response.status_code == 400
+
+        status, answer = await send(call(8, "add", {"title": "ok"}))
+        assert status == 200 and answer["result"]["content"][0]["text"] == "Dispatched Added"
