@@ -165,7 +165,8 @@ def _always(payload: object) -> bool:
 
 def _decoder(tp: type[T], fits: Callable[[Any], bool], strict: object) -> Callable[[object], T]:
     # A closure over locals: decode sits on the dispatch path, where every
-    # attribute lookup shows next to a single msgspec.convert.
+    # attribute lookup shows next to a single msgspec.convert. ``str_keys``:
+    # JSON object keys are always strings, so ``dict[int, X]`` must accept "1".
     convert = msgspec.convert
     validation_error = msgspec.ValidationError
 
@@ -175,7 +176,7 @@ def _decoder(tp: type[T], fits: Callable[[Any], bool], strict: object) -> Callab
             if type(payload) is not dict or not fits(payload):
                 raise InvalidPayload("$")
             try:
-                return convert(payload, tp)
+                return convert(payload, tp, str_keys=True)
             except validation_error as exc:
                 raise InvalidPayload(_error_path(exc), exc) from exc
             except RecursionError as exc:
@@ -187,8 +188,8 @@ def _decoder(tp: type[T], fits: Callable[[Any], bool], strict: object) -> Callab
             if type(payload) is not dict or not fits(payload):
                 raise InvalidPayload("$")
             try:
-                convert(payload, strict)
-                return convert(payload, tp)
+                convert(payload, strict, str_keys=True)
+                return convert(payload, tp, str_keys=True)
             except validation_error as exc:
                 raise InvalidPayload(_error_path(exc), exc) from exc
             except RecursionError as exc:

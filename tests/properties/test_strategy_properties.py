@@ -268,10 +268,7 @@ def _validator(tp: type[msgspec.Struct]) -> _Validator:
     return cast(_Validator, jsonschema.Draft202012Validator(root))
 
 
-# JSON object keys are strings, and the input codec converts without
-# ``str_keys``: an input keyed by ints or IntEnums cannot be decoded from the
-# wire yet. The payloads keep the wire form; the xfail below tracks the codec.
-CODEC_TYPES = [tp for tp in INPUT_TYPES if tp is not Keys]
+CODEC_TYPES = INPUT_TYPES
 
 
 @functools.cache
@@ -364,7 +361,6 @@ def test_the_input_codec_refuses_every_invalid_payload(tp: type[msgspec.Struct],
         codec_of(tp).decode(invalid.payload)
 
 
-@pytest.mark.xfail(reason="InputCodec converts without str_keys, so int-keyed objects from the wire are refused", strict=True)
 def test_the_input_codec_reads_object_keys_as_the_wire_sends_them() -> None:
     class ById(msgspec.Struct):
         names: dict[int, str]
