@@ -8,11 +8,13 @@ principals: ``ann`` may remove items, ``gus`` may not.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,6 +23,7 @@ import mcp
 import mcp_types as types
 import pytest
 import uvicorn
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from starlette.requests import Request
@@ -33,6 +36,7 @@ from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app
 
 pytestmark = pytest.mark.anyio
 
+ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {"ann": ADMIN, "gus": GUEST}
 ALLOWED_ORIGIN = "https://console.example"
 JSON_AND_SSE = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -329,3 +333,27 @@ async def test_bad_input_over_http_gets_the_right_answer_and_the_server_keeps_se
 
         status, answer = await send(call(8, "add", {"title": "ok"}))
         assert status == 200 and answer["result"]["content"][0]["text"] == "Dispatched Added"
+
+
+async def test_agentfx_serve_over_http_shares_one_program_between_sessions() -> None:
+    command = [sys.executable, "-m", "agentfx", "serve", "tests.mcp_app:app", "--transport", "http", "--port", "0"]
+    async with await anyio.open_process(command, cwd=ROOT) as process:
+        try:
+            assert process.stderr is not None
+            banner = BufferedByteReceiveStream(process.stderr)
+            with anyio.fail_after(20):
+                line = (await banner.receive_until(b"\n", 4096)).decode()
+            url = line.rsplit(" ", 1)[-1]
+            assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
+            async with httpx.AsyncClient() as http:
+                first = await open_session(http, url, "anyone")
+                second = await open_session(http, url, "anyone")
+                status, answer, _ = await post(http, url, call(1, "add", {"title": "shared"}), session=first)
+                assert (status, answer["result"]["content"][0]["text"]) == (200, "Dispatched Added")
+                read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "app://items"}}
+                status, answer, _ = await post(http, url, read, session=second)
+                assert answer["result"]["contents"][0]["text"] == '["shared"]'
+        finally:
+            process.terminate()
+            with anyio.fail_after(10):
+                await process.wait()

@@ -1,0 +1,110 @@
+"""The ``agentfx`` command: manifest (and its drift check), markdown, serve targets, usage errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import agentfx
+from agentfx.cli import load, main, render_manifest
+from tests.mcp_app import definition
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_MANIFEST = ROOT / "examples" / "todo" / "agent.json"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_manifest_prints_the_contracts_manifest() -> None:
+    code, out, _ = run("manifest", "tests.mcp_app:definition")
+    assert code == 0
+    assert json.loads(out) == agentfx.to_manifest(definition)
+    assert out == render_manifest(definition)
+    assert out.endswith("}\n") and not out.endswith("\n\n")
+
+
+def test_an_app_names_its_contract() -> None:
+    assert run("manifest", "tests.mcp_app:app") == run("manifest", "tests.mcp_app:definition")
+    assert run("markdown", "tests.mcp_app:app")[1] == agentfx.to_markdown(definition)
+
+
+def test_the_committed_example_manifest_has_not_drifted() -> None:
+    code, out, _ = run("manifest", "examples.todo.app:AppAgent", "--check", str(EXAMPLE_MANIFEST))
+    assert (code, out) == (0, f"{EXAMPLE_MANIFEST} matches examples.todo.app:AppAgent\n")
+
+
+def test_the_check_passes_as_python_dash_m_agentfx() -> None:
+    command = [sys.executable, "-m", "agentfx", "manifest", "examples.todo.app:AppAgent"]
+    check = ["--check", "examples/todo/agent.json"]
+    done = subprocess.run([*command, *check], cwd=ROOT, capture_output=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_drifted_manifest_fails_with_a_diff(tmp_path: Path) -> None:
+    committed = json.loads(render_manifest(definition))
+    committed["capabilities"][0]["description"] = "An outdated description"
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(committed, indent=4))
+    code, out, _ = run("manifest", "tests.mcp_app:definition", "--check", str(path))
+    assert code == 1
+    assert '-      "description": "An outdated description",' in out
+    assert '+      "description": "Add an item",' in out
+    assert "has drifted" in out and "agentfx manifest tests.mcp_app:definition >" in out
+
+
+def test_formatting_alone_is_not_drift(tmp_path: Path) -> None:
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(agentfx.to_manifest(definition), indent=4, sort_keys=True))
+    assert run("manifest", "tests.mcp_app:definition", "--check", str(path))[0] == 0
+
+
+def test_an_unreadable_committed_manifest(tmp_path: Path) -> None:
+    broken = tmp_path / "agent.json"
+    broken.write_text("{ not json")
+    code, out, _ = run("manifest", "tests.mcp_app:definition", "--check", str(broken))
+    assert code == 1 and "is not valid JSON" in out
+    code, _, err = run("manifest", "tests.mcp_app:definition", "--check", str(tmp_path / "missing.json"))
+    assert code == 2 and "Cannot read" in err
+
+
+def test_markdown_prints_the_contracts_documentation() -> None:
+    code, out, _ = run("markdown", "examples.todo.app:AppAgent")
+    assert code == 0
+    assert out == (ROOT / "examples" / "todo" / "AGENT.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("manifest", "examples.todo.app"), "is not MODULE:ATTR"),
+        (("manifest", "no_such_module_here:x"), 'Cannot import "no_such_module_here": no such module'),
+        (("manifest", "examples.todo.app:Nope"), '"examples.todo.app" has no attribute "Nope"'),
+        (("markdown", "examples.todo.app:update"), "names neither a Definition nor an App"),
+        (("serve", "tests.mcp_app:definition"), "cannot be served"),
+        (("serve", "tests.mcp_app:Model"), "cannot be served"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(argv: tuple[str, ...], message: str) -> None:
+    code, out, err = run(*argv)
+    assert (code, out) == (2, "")
+    assert err.startswith("agentfx: ") and message in err
+
+
+def test_an_unknown_command_is_argparses_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["frobnicate"])
+    assert exited.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_load_follows_dotted_attributes() -> None:
+    assert load("tests.mcp_app:app.definition") is definition
