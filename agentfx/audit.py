@@ -94,6 +94,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True):
     ``principal`` is ``None`` (encoded ``null``) when a projection is set but
     the invocation was refused before its principal was resolved.
 
+    >>> import msgspec
     >>> entry = AuditEntry(at=0.0, invocation="call-1", transport="mcp",
     ...                    capability="nope", decision="refused",
     ...                    outcome="AgentUnknownCapabilityError")
