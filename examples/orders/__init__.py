@@ -1,0 +1,1 @@
+"""The orders application: a shop's order desk and the agent contract it exposes."""
