@@ -1,10 +1,19 @@
-"""Test support for applications built on agentfx: payload strategies for hypothesis."""
+"""Test support for agentfx applications: hypothesis payload strategies, a recording host, the law suite."""
 
 from __future__ import annotations
 
+from .laws import check_contract as check_contract
+from .recording import RecordingHost as RecordingHost
 from .strategies import HasInputType as HasInputType
 from .strategies import InvalidPayload as InvalidPayload
 from .strategies import invalid_payloads as invalid_payloads
 from .strategies import valid_payloads as valid_payloads
 
-__all__ = ("HasInputType", "InvalidPayload", "invalid_payloads", "valid_payloads")
+__all__ = (
+    "HasInputType",
+    "InvalidPayload",
+    "RecordingHost",
+    "check_contract",
+    "invalid_payloads",
+    "valid_payloads",
+)

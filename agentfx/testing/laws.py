@@ -1,0 +1,630 @@
+"""The law suite: properties every contract and the runtime dispatching it must keep.
+
+This layer owns :func:`check_contract`, the :class:`Law` values it checks and
+the :class:`LawViolation` it raises. Each law is a property of one invocation
+(or of the contract's availability as a whole) that hypothesis checks against
+Models, principals and payloads it draws: schema-valid payloads from
+:func:`~agentfx.testing.valid_payloads`, schema-invalid ones from
+:func:`~agentfx.testing.invalid_payloads`, and valid ones with an unknown key.
+
+The suite observes dispatch from outside, through the public runtime: it binds
+a copy of the contract whose hooks (``available``, the input decoder,
+``authorize``, ``to_message``) log each call, over a
+:class:`~agentfx.testing.RecordingHost` whose Model reads, principal
+resolutions and dispatches log too, and judges the log, the outcome and what
+reached the host. It deliberately knows nothing of the pipeline's internals or
+of any wire protocol.
+
+Completion contracts are left out of the instrumented copy: waiting for the
+Message or Model state that finishes the work is the completion layer's
+business and its own tests', while the laws are about what happens before and
+at the moment the host is called. Without them a dispatch settles when the host
+accepts the Message, so every example runs in microseconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from inspect import isawaitable
+from typing import Any, Final, Literal, TypeAlias, TypeVar
+
+import anyio
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+import msgspec
+
+from ..contract import AuthorizationRequest, Capability, Definition, InvocationContext
+from ..errors import (
+    AgentAuthorizationError,
+    AgentCapabilityUnavailableError,
+    AgentInvalidInputError,
+    DispatchError,
+    DispatchFailed,
+)
+from ..host import Host
+from ..invocation import Invocation
+from ..pipeline import DispatchResult
+from ..runtime import bind
+from .recording import RecordingHost
+from .strategies import invalid_payloads, valid_payloads
+
+try:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+    from hypothesis.errors import FlakyFailure
+    from hypothesis.strategies import SearchStrategy
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("agentfx.testing needs hypothesis: pip install 'agentfx[test]'") from exc
+
+__all__ = [
+    "AVAILABLE_FIRST",
+    "AVAILABLE_IS_PURE",
+    "AVAILABLE_LISTING",
+    "FAILURE_ROUND_TRIP",
+    "INVALID_PAYLOAD_REFUSED",
+    "LAWS",
+    "MODEL_READ_ONCE",
+    "PIPELINE_ORDER",
+    "REACHES_HOST",
+    "REFUSAL_NEVER_REACHES_HOST",
+    "SETTLES",
+    "UNKNOWN_KEY_REFUSED",
+    "VALID_PAYLOAD_DECODES",
+    "Law",
+    "LawViolation",
+    "check_contract",
+]
+
+M = TypeVar("M")
+P = TypeVar("P")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Law:
+    """One law of the suite.
+
+    Attributes:
+        key: A short stable name, quoted by every violation.
+        statement: What the law demands, in one sentence.
+    """
+
+    key: str
+    statement: str
+
+
+SETTLES: Final = Law(
+    "settles",
+    "every invocation settles as a success or a typed failure: no hook raises and nothing hangs",
+)
+MODEL_READ_ONCE: Final = Law("model-read-once", "the Model is read exactly once per invocation")
+AVAILABLE_FIRST: Final = Law(
+    "available-first",
+    "`available` runs before decoding and `authorize`: an unavailable capability is refused as unavailable "
+    "whatever the payload, and `authorize` is never called",
+)
+PIPELINE_ORDER: Final = Law(
+    "pipeline-order",
+    "the Model is read, then `available`, decoding, the principal, `authorize`, `to_message` and the host's "
+    "dispatch run in that order, each at most once, stopping at the first refusal",
+)
+REFUSAL_NEVER_REACHES_HOST: Final = Law("refusal-never-reaches-host", "a refusal never reaches the host")
+FAILURE_ROUND_TRIP: Final = Law(
+    "failure-round-trip", "every failure encodes to JSON and decodes back to an equal value of the same class"
+)
+VALID_PAYLOAD_DECODES: Final = Law(
+    "valid-payload-decodes", "a schema-valid payload decodes: it is never refused as invalid input"
+)
+UNKNOWN_KEY_REFUSED: Final = Law(
+    "unknown-key-refused",
+    "a valid payload plus an unknown key is refused as invalid input when the capability is available",
+)
+INVALID_PAYLOAD_REFUSED: Final = Law(
+    "invalid-payload-refused",
+    "a payload outside the input schema is refused as invalid input when the capability is available",
+)
+REACHES_HOST: Final = Law(
+    "reaches-host",
+    "a valid payload for an available, authorized capability reaches the host as exactly one Message "
+    "of the capability's class",
+)
+AVAILABLE_LISTING: Final = Law(
+    "available-listing",
+    "`available()` lists exactly the capabilities whose `available` holds, in declaration order, "
+    "reading the Model once",
+)
+AVAILABLE_IS_PURE: Final = Law(
+    "available-is-pure",
+    "`available` is a function of the Model: equal Models get the same answer, "
+    "also after other capabilities were dispatched",
+)
+
+LAWS: Final[tuple[Law, ...]] = (
+    SETTLES,
+    MODEL_READ_ONCE,
+    AVAILABLE_FIRST,
+    PIPELINE_ORDER,
+    REFUSAL_NEVER_REACHES_HOST,
+    FAILURE_ROUND_TRIP,
+    VALID_PAYLOAD_DECODES,
+    UNKNOWN_KEY_REFUSED,
+    INVALID_PAYLOAD_REFUSED,
+    REACHES_HOST,
+    AVAILABLE_LISTING,
+    AVAILABLE_IS_PURE,
+)
+"""Every law :func:`check_contract` checks, in the order it judges them."""
+
+
+class LawViolation(AssertionError):
+    """A law of the suite does not hold.
+
+    Attributes:
+        law: The law broken.
+        capability: The capability that broke it, or ``None`` for the contract as a whole.
+        detail: What was observed.
+    """
+
+    def __init__(self, law: Law, capability: str | None, detail: str) -> None:
+        who = "The contract" if capability is None else f'Capability "{capability}"'
+        super().__init__(f'{who} breaks the law "{law.key}" ({law.statement}): {detail}')
+        self.law = law
+        self.capability = capability
+        self.detail = detail
+
+
+PayloadKind: TypeAlias = Literal["valid", "unknown-key", "invalid"]
+Event: TypeAlias = Literal["model", "available", "decode", "principal", "authorize", "to_message", "dispatch"]
+
+# Everything the pipeline may do once ``available`` said yes.
+_LATER: Final[frozenset[Event]] = frozenset({"decode", "principal", "authorize", "to_message", "dispatch"})
+# A hook that never returns is a hang, reported instead of waited out.
+_SETTLE_WITHIN: Final = 10.0
+
+
+class _NotAsked:
+    """``authorize`` was never called in this invocation."""
+
+    def __repr__(self) -> str:
+        return "NOT_ASKED"
+
+
+_NOT_ASKED: Final = _NotAsked()
+
+
+class _Probe:
+    """The call log one invocation writes, through the instrumented hooks and host."""
+
+    __slots__ = ("available", "events", "verdict")
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.available: bool | None = None
+        self.verdict: object = _NOT_ASKED
+
+    def reset(self) -> None:
+        self.events = []
+        self.available = None
+        self.verdict = _NOT_ASKED
+
+
+@dataclass(frozen=True, slots=True)
+class _Observation:
+    """One invocation as the suite saw it; :func:`_judge` checks it against the laws.
+
+    Attributes:
+        capability: The capability as declared (not its instrumented copy).
+        kind: Which payload strategy drew ``payload``.
+        payload: What was dispatched.
+        outcome: The success or failure value, or the exception dispatch raised
+            (``TimeoutError`` when it did not settle in time).
+        events: The calls the invocation made, in order.
+        available: What ``available`` answered; ``None`` when it was not
+            declared, not called, or raised.
+        verdict: What ``authorize`` answered (awaited), or ``_NOT_ASKED``.
+        dispatched: The Messages that reached the host.
+    """
+
+    capability: Capability[Any, Any]
+    kind: PayloadKind
+    payload: object
+    outcome: DispatchResult | DispatchError | Exception
+    events: tuple[Event, ...]
+    available: bool | None
+    verdict: object
+    dispatched: tuple[object, ...]
+
+
+def _strategy(values: SearchStrategy[T] | Sequence[T], what: str) -> SearchStrategy[T]:
+    if isinstance(values, SearchStrategy):
+        return values
+    options = list(values)
+    if not options:
+        raise ValueError(f"check_contract needs at least one of {what}")
+    return st.sampled_from(options)
+
+
+def check_contract(
+    definition: Definition[M, P],
+    *,
+    models: SearchStrategy[M] | Sequence[M],
+    principals: SearchStrategy[P] | Sequence[P],
+    max_examples: int = 100,
+) -> None:
+    """Check every capability of a contract against the law suite (:data:`LAWS`).
+
+    For each capability, hypothesis draws a Model, a principal and three
+    payloads (a schema-valid one, the same plus an unknown key, and a
+    schema-invalid one), dispatches each through a freshly bound runtime over a
+    :class:`~agentfx.testing.RecordingHost`, and judges what happened. A plain
+    synchronous function, callable from any test: the dispatches run on an
+    asyncio event loop of its own, in a worker thread, so hooks run there too.
+
+    Hypothesis runs with ``deadline=None`` (the first example pays for schema
+    set-up), without its ``explain`` phase (which reruns a failing example many
+    times; the violation already says what the invocation did), and otherwise
+    with the active settings profile, so ``derandomize``, the example database
+    and verbosity follow the project's configuration. Completion contracts are
+    not exercised (see the module docstring).
+
+    Args:
+        definition: The contract, from ``define``.
+        models: A hypothesis strategy of Models, or a sequence of them to sample.
+        principals: A strategy of principals, or a sequence of them to sample.
+            Use ``[None]`` for a contract whose host resolves no principal.
+        max_examples: Hypothesis examples per capability.
+
+    Raises:
+        LawViolation: An ``AssertionError`` naming the capability and the law,
+            on the first violation hypothesis finds (after shrinking it).
+        ValueError: ``models`` or ``principals`` is an empty sequence.
+        TypeError: A capability's input type cannot be drawn from (see
+            :func:`~agentfx.testing.valid_payloads`).
+
+    >>> import msgspec
+    >>> from agentfx.contract import define, expose, variant
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     times: int
+    >>> contract = define(expose(Ping, variant(Ping, "Ping the app")))
+    >>> check_contract(contract, models=[None], principals=[None], max_examples=5)
+    """
+    model_strategy = _strategy(models, "models")
+    principal_strategy = _strategy(principals, "principals")
+    probe = _Probe()
+    observed = dataclasses.replace(
+        definition, capabilities=tuple(_observed(c, probe) for c in definition.capabilities)
+    )
+    # One event loop, in its own thread, serves every example: starting a loop
+    # per example would cost more than the example, and the caller may be
+    # running a loop of its own.
+    with start_blocking_portal() as portal:
+        for index in range(len(definition.capabilities)):
+            _run(_law_suite(definition, observed, index, probe, model_strategy, principal_strategy, max_examples, portal))
+
+
+def _run(test: Callable[[], None]) -> None:
+    try:
+        test()
+    except FlakyFailure as flaky:
+        # A law broken once and not again on replay is still broken; the
+        # violation says which, the flakiness is context.
+        violation = next((e for e in flaky.exceptions if isinstance(e, LawViolation)), None)
+        if violation is None:
+            raise
+        raise violation from flaky
+
+
+def _law_suite(
+    definition: Definition[Any, Any],
+    observed: Definition[Any, Any],
+    index: int,
+    probe: _Probe,
+    models: SearchStrategy[Any],
+    principals: SearchStrategy[Any],
+    max_examples: int,
+    portal: BlockingPortal,
+) -> Callable[[], None]:
+    capability = definition.capabilities[index]
+    valid = valid_payloads(capability)
+    invalid = invalid_payloads(capability)
+    known = frozenset(f.encode_name for f in msgspec.structs.fields(capability.input_type))
+    unknown_keys = st.text(min_size=1, max_size=12).filter(lambda key: key not in known)
+    extra_values = st.one_of(st.none(), st.integers(-9, 9), st.text(max_size=4))
+
+    # The example database keys on the test function; one function serves
+    # every capability, so replayed examples are only ever a head start.
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        # One violation, the first found and shrunk, named as a plain AssertionError.
+        report_multiple_bugs=False,
+        # Explaining reruns each failing example many times over; the violation
+        # already says what the invocation did.
+        phases=[phase for phase in settings().phases if phase is not Phase.explain],
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(st.data())
+    def law_suite(data: st.DataObject) -> None:
+        model = data.draw(models, label="model")
+        principal = data.draw(principals, label="principal")
+        payload = data.draw(valid, label="valid payload")
+        key = data.draw(unknown_keys, label="unknown key")
+        extended = {**payload, key: data.draw(extra_values, label="its value")}
+        bad = data.draw(invalid, label="invalid payload").payload
+
+        before = _verdicts(definition.capabilities, _twin(model))
+        recorder: RecordingHost[Any, Any, Any] = RecordingHost(model, principal=lambda _: principal)
+        runtime = bind(observed, host=_logged_host(recorder, probe))
+        listed = [d.name for d in runtime.messages.available()]
+        _judge_listing(definition.capabilities, before, listed, recorder.model_reads)
+
+        async def invoke(kind: PayloadKind, sent: object) -> _Observation:
+            probe.reset()
+            recorder.dispatched.clear()
+            outcome: DispatchResult | DispatchError | Exception
+            try:
+                with anyio.fail_after(_SETTLE_WITHIN):
+                    outcome = await runtime.messages.call(capability.name, sent)
+            except DispatchFailed as failed:
+                outcome = failed.error
+            except Exception as exc:  # a defect, or a hang cut short: judged as outcomes
+                outcome = exc
+            return _Observation(
+                capability,
+                kind,
+                sent,
+                outcome,
+                tuple(probe.events),
+                probe.available,
+                probe.verdict,
+                tuple(recorder.dispatched),
+            )
+
+        async def invoke_all() -> list[_Observation]:
+            return [await invoke("valid", payload), await invoke("unknown-key", extended), await invoke("invalid", bad)]
+
+        for observation in portal.call(invoke_all):
+            _judge(observation)
+            if observation.available is not None and observation.available != before[index]:
+                raise LawViolation(
+                    AVAILABLE_IS_PURE,
+                    capability.name,
+                    f"`available` answered {before[index]} for a Model and {observation.available} "
+                    "for an equal one within the same example",
+                )
+        after = _verdicts(definition.capabilities, _twin(model))
+        _judge_purity(definition.capabilities, before, after, capability.name)
+
+    return law_suite
+
+
+def _twin(model: T) -> T:
+    """An equal, separate copy of ``model`` where one can be made, so equality is what is tested."""
+    try:
+        twin = copy.deepcopy(model)
+    except Exception:
+        return model
+    return twin if twin == model else model
+
+
+def _verdicts(capabilities: Sequence[Capability[Any, Any]], model: object) -> list[bool]:
+    verdicts: list[bool] = []
+    for c in capabilities:
+        if c.available is None:
+            verdicts.append(True)
+            continue
+        try:
+            verdicts.append(bool(c.available(model)))
+        except Exception as exc:
+            raise LawViolation(SETTLES, c.name, f"`available` raised {_describe(exc)}") from exc
+    return verdicts
+
+
+def _logged_host(recorder: RecordingHost[Any, Any, Any], probe: _Probe) -> Host[Any, Any, Any]:
+    def model() -> object:
+        probe.events.append("model")
+        return recorder.model()
+
+    def dispatch(message: object) -> None:
+        probe.events.append("dispatch")
+        recorder.dispatch(message)
+
+    def principal(invocation: Invocation) -> object:
+        probe.events.append("principal")
+        return recorder.principal(invocation)
+
+    return Host(
+        model=model,
+        dispatch=dispatch,
+        principal=principal,
+        observe=recorder.observe,
+        subscribe=recorder.subscribe,
+    )
+
+
+def _observed(capability: Capability[Any, Any], probe: _Probe) -> Capability[Any, Any]:
+    """A copy of ``capability`` whose hooks log their calls into ``probe``, without its completion."""
+    available = capability.available
+    authorize = capability.authorize
+    to_message = capability.to_message
+    decode = capability.codec.decode
+
+    def observed_available(model: Any) -> bool:
+        probe.events.append("available")
+        answer = bool(available(model)) if available is not None else True
+        probe.available = answer
+        return answer
+
+    def observed_decode(payload: object) -> Any:
+        probe.events.append("decode")
+        return decode(payload)
+
+    def observed_authorize(request: AuthorizationRequest[Any, Any, Any]) -> Any:
+        probe.events.append("authorize")
+        verdict = authorize(request) if authorize is not None else True
+        if isawaitable(verdict):
+            pending = verdict
+
+            async def settled() -> object:
+                probe.verdict = answer = await pending
+                return answer
+
+            return settled()
+        probe.verdict = verdict
+        return verdict
+
+    def observed_to_message(value: Any, context: InvocationContext[Any, Any]) -> Any:
+        probe.events.append("to_message")
+        return to_message(value, context) if to_message is not None else value
+
+    codec = copy.copy(capability.codec)
+    codec.decode = observed_decode
+    return dataclasses.replace(
+        capability,
+        available=observed_available if available is not None else None,
+        authorize=observed_authorize if authorize is not None else None,
+        to_message=observed_to_message if to_message is not None else None,
+        codec=codec,
+        completion=None,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"nothing: it did not settle within {_SETTLE_WITHIN:g}s"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _expected_events(capability: Capability[Any, Any], outcome: object) -> tuple[Event, ...] | None:
+    """The calls an invocation ending in ``outcome`` makes, or ``None`` when no invocation ends so.
+
+    >>> import msgspec
+    >>> from agentfx.contract import expose, variant
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> [ping] = expose(Ping, variant(Ping, "Ping")).capabilities
+    >>> _expected_events(ping, AgentInvalidInputError.of("ping", "Ping", "$"))
+    ('model', 'decode')
+    """
+    events: list[Event] = ["model"]
+    if capability.available is not None:
+        events.append("available")
+    if isinstance(outcome, AgentCapabilityUnavailableError):
+        return tuple(events) if capability.available is not None else None
+    events.append("decode")
+    if isinstance(outcome, AgentInvalidInputError):
+        return tuple(events)
+    events.append("principal")
+    if capability.authorize is not None:
+        events.append("authorize")
+    if isinstance(outcome, AgentAuthorizationError):
+        return tuple(events) if capability.authorize is not None else None
+    if isinstance(outcome, DispatchResult):
+        if capability.to_message is not None:
+            events.append("to_message")
+        events.append("dispatch")
+        return tuple(events)
+    # Cancellation needs a signal and a timeout a completion; these invocations have neither.
+    return None
+
+
+def _judge(o: _Observation) -> None:
+    """Check one invocation against the per-invocation laws, most specific first.
+
+    Raises:
+        LawViolation: The first law the observation breaks.
+    """
+    c = o.capability
+    outcome = o.outcome
+    available = o.available if c.available is not None else True
+    authorized = (o.verdict is True) if c.authorize is not None else "principal" in o.events
+    if isinstance(outcome, Exception):
+        law = REACHES_HOST if o.kind == "valid" and available is True and authorized else SETTLES
+        raise LawViolation(law, c.name, f"dispatching {o.payload!r} raised {_describe(outcome)}")
+    if o.events.count("model") != 1:
+        raise LawViolation(MODEL_READ_ONCE, c.name, f"the Model was read {o.events.count('model')} times")
+    if available is False and (
+        not isinstance(outcome, AgentCapabilityUnavailableError) or _LATER.intersection(o.events)
+    ):
+        raise LawViolation(
+            AVAILABLE_FIRST,
+            c.name,
+            f"`available` said no, then {o.events[2:]} ran and the outcome was {_show(outcome)}",
+        )
+    if not isinstance(outcome, DispatchResult):
+        if o.dispatched or "dispatch" in o.events or "to_message" in o.events:
+            raise LawViolation(
+                REFUSAL_NEVER_REACHES_HOST, c.name, f"refused with {_show(outcome)}, yet the host got {o.dispatched!r}"
+            )
+        _judge_round_trip(c, outcome)
+    expected = _expected_events(c, outcome)
+    if expected is None or o.events != expected:
+        raise LawViolation(
+            PIPELINE_ORDER, c.name, f"the calls were {list(o.events)} for the outcome {_show(outcome)}"
+        )
+    if available:
+        refused_as_invalid = isinstance(outcome, AgentInvalidInputError)
+        if o.kind == "valid" and refused_as_invalid:
+            raise LawViolation(VALID_PAYLOAD_DECODES, c.name, f"{o.payload!r} was refused as {_show(outcome)}")
+        if o.kind == "unknown-key" and not refused_as_invalid:
+            raise LawViolation(UNKNOWN_KEY_REFUSED, c.name, f"{o.payload!r} ended in {_show(outcome)}")
+        if o.kind == "invalid" and not refused_as_invalid:
+            raise LawViolation(INVALID_PAYLOAD_REFUSED, c.name, f"{o.payload!r} ended in {_show(outcome)}")
+    reached = isinstance(outcome, DispatchResult) and len(o.dispatched) == 1 and o.dispatched[0] is outcome.message
+    if isinstance(outcome, DispatchResult) and not (reached and type(outcome.message) is c.message):
+        raise LawViolation(
+            REACHES_HOST, c.name, f"the result's Message was {outcome.message!r}, the host got {o.dispatched!r}"
+        )
+    if o.kind == "valid" and available and authorized and not reached:
+        raise LawViolation(REACHES_HOST, c.name, f"{o.payload!r} ended in {_show(outcome)}")
+
+
+def _judge_round_trip(c: Capability[Any, Any], failure: DispatchError) -> None:
+    try:
+        back = msgspec.json.decode(msgspec.json.encode(failure), type=DispatchError)
+    except (msgspec.MsgspecError, TypeError, ValueError) as exc:
+        raise LawViolation(FAILURE_ROUND_TRIP, c.name, f"{failure!r} did not survive JSON: {_describe(exc)}") from exc
+    if type(back) is not type(failure) or back != failure:
+        raise LawViolation(FAILURE_ROUND_TRIP, c.name, f"{failure!r} came back from JSON as {back!r}")
+
+
+def _judge_listing(
+    capabilities: Sequence[Capability[Any, Any]], verdicts: Sequence[bool], listed: Sequence[str], model_reads: int
+) -> None:
+    """Check ``available()`` against the predicates' verdicts for the same Model.
+
+    Raises:
+        LawViolation: The listing differs, naming the first capability it gets wrong.
+    """
+    expected = [c.name for c, holds in zip(capabilities, verdicts, strict=True) if holds]
+    if list(listed) != expected:
+        wrong = next((n for n in (c.name for c in capabilities) if (n in listed) != (n in expected)), None)
+        raise LawViolation(AVAILABLE_LISTING, wrong, f"`available()` listed {list(listed)}, the predicates hold for {expected}")
+    if model_reads != 1:
+        raise LawViolation(AVAILABLE_LISTING, None, f"`available()` read the Model {model_reads} times")
+
+
+def _judge_purity(
+    capabilities: Sequence[Capability[Any, Any]], before: Sequence[bool], after: Sequence[bool], dispatched: str
+) -> None:
+    """Check that every ``available`` answered an equal Model the same before and after a dispatch.
+
+    Raises:
+        LawViolation: Naming the first capability whose answer changed.
+    """
+    for c, was, now in zip(capabilities, before, after, strict=True):
+        if was != now:
+            raise LawViolation(
+                AVAILABLE_IS_PURE,
+                c.name,
+                f"`available` answered {was} for a Model, then {now} for an equal Model "
+                f'after "{dispatched}" was dispatched',
+            )
+
+
+def _show(outcome: object) -> str:
+    if isinstance(outcome, DispatchResult):
+        return f"a success sending {outcome.message!r}"
+    return repr(outcome)
