@@ -381,5 +381,14 @@ def http_app(
 
     Serve it with any ASGI server, bound to loopback unless you mean otherwise:
     ``uvicorn.run(http_app(...), host="127.0.0.1", port=8000)``.
+
+    >>> import msgspec, agentfx
+    >>> from agentfx.app import App
+    >>> class Pinged(msgspec.Struct, tag=True):
+    ...     pass
+    >>> pings = App(agentfx.define(agentfx.expose(Pinged, agentfx.variant(Pinged, "Ping"))), 0, lambda n, _: n + 1)
+    >>> asgi = http_app(lambda principal: pings.run(principal=principal), allowed_origins=["https://app.example"])
+    >>> asgi.session_count
+    0
     """
     return HttpApp(make_runtime, authenticate=authenticate, allowed_origins=allowed_origins)

@@ -16,7 +16,7 @@ handler catches and maps it itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +69,7 @@ class ListWatch:
     def __init__(
         self,
         read: Callable[[], Sequence[str]],
-        announce: Callable[[], Any],
+        announce: Callable[[], Awaitable[object]],
         *,
         delay: float = LIST_CHANGED_DEBOUNCE,
     ) -> None:
@@ -195,6 +195,19 @@ def server(
     Raises:
         ValueError: The contract has both a context projection and a resource
             named ``context``, which would share the URI ``app://context``.
+
+    >>> import anyio, mcp, msgspec, agentfx
+    >>> from agentfx.app import App
+    >>> class Pinged(msgspec.Struct, tag=True):
+    ...     pass
+    >>> pings = App(agentfx.define(agentfx.expose(Pinged, agentfx.variant(Pinged, "Ping"))), 0, lambda n, _: n + 1)
+    >>> async def main() -> None:
+    ...     async with pings.run() as runtime, mcp.Client(server(runtime)) as client:
+    ...         print([tool.name for tool in (await client.list_tools()).tools])
+    ...         print((await client.call_tool("pinged", {})).content[0].text)
+    >>> anyio.run(main)
+    ['pinged']
+    Dispatched Pinged
     """
     names = [descriptor.name for descriptor in runtime.resources.list()]
     if runtime.has_context and "context" in names:

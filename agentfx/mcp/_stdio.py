@@ -124,6 +124,12 @@ class GuardedReadStream:
 async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx", version: str | None = None) -> None:
     """Serve the runtime over this process's stdin and stdout until stdin closes.
 
+    While serving, anything the application prints goes to stderr, never onto
+    the wire. ``agentfx serve MODULE:ATTR`` does this for an App::
+
+        async with app.run() as runtime:
+            await serve_stdio(runtime)
+
     Args:
         runtime: A bound agentfx runtime.
         name: The server name reported to clients.
