@@ -187,7 +187,6 @@ DEMO_APP = "examples.todo.app"
 async def _demo(out: TextIO) -> int:
     import mcp
     import mcp_types as types
-    import msgspec
 
     from .audit import audit_log
     from .mcp import server
@@ -252,9 +251,14 @@ async def _demo(out: TextIO) -> int:
             for contents in read.contents:
                 if isinstance(contents, types.TextResourceContents):
                     show(f"  <- {contents.text}")
-    show("\nAudit log:")
+    show("\nAudit log (one entry per call, written by the runtime, not by the adapter):")
+    rows = [("principal", "capability", "decision", "outcome")]
     for entry in log.entries():
-        show("  " + msgspec.json.encode(entry).decode())
+        principal = entry.principal if isinstance(entry.principal, str) else "-"
+        rows.append((principal, entry.capability, entry.decision, entry.outcome))
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    for row in rows:
+        show("  " + "".join(cell.ljust(width + 2) for cell, width in zip(row, widths, strict=False)) + row[3])
     return _OK
 
 
