@@ -24,8 +24,11 @@ def active_tracer() -> Any:
     global _cached
     if _trace is None:
         return None
-    provider = _trace.get_tracer_provider()
-    if isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
+    # The global provider slot is read directly: ``get_tracer_provider()`` consults
+    # the process environment on every call while none is set, which would put an
+    # environment lookup on every dispatch with tracing off.
+    provider = _trace._TRACER_PROVIDER
+    if provider is None or isinstance(provider, _trace.NoOpTracerProvider):
         return None
     if _cached is None or _cached[0] is not provider:
         _cached = (provider, provider.get_tracer("agentfx"))

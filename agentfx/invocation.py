@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from dataclasses import dataclass, replace
-
 import anyio
+import msgspec
 
 __all__ = ["AbortController", "AbortSignal", "Invocation", "new_invocation_id"]
 
@@ -104,8 +103,7 @@ class AbortController:
         self.signal._abort(reason)
 
 
-@dataclass(frozen=True, slots=True)
-class Invocation:
+class Invocation(msgspec.Struct, frozen=True):
     """Who is calling, over what, and how to cancel it.
 
     Missing parts are filled per dispatch: a fresh unique ``id`` each time
@@ -126,4 +124,4 @@ class Invocation:
 
     def filled(self) -> Invocation:
         """This invocation with an id, generating one if it has none."""
-        return self if self.id is not None else replace(self, id=new_invocation_id())
+        return self if self.id is not None else Invocation(new_invocation_id(), self.transport, self.signal)

@@ -17,12 +17,12 @@ audit, tracing or transports: the runtime wraps it, adapters call the runtime.
 
 from __future__ import annotations
 
-import inspect
+from inspect import isawaitable
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, TypeVar
 
 import anyio
+import msgspec
 from returns.context import RequiresContextFutureResult
 from returns.future import FutureResult
 from returns.result import Failure, Result, Success
@@ -40,16 +40,22 @@ from .errors import (
     ContractError,
     DispatchError,
     Refusal,
+    _Failure,
 )
 from .host import Host
 from .invocation import Invocation
 from .naming import message_tag
 from .schema import InvalidPayload
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
 __all__ = [
     "Bound",
+    "Decoded",
     "DispatchResult",
     "InvocationEnv",
+    "Prepared",
     "Step",
     "authorize",
     "check_available",
@@ -62,6 +68,7 @@ __all__ = [
     "ok",
     "resolve",
     "resolve_principal",
+    "run_direct",
     "send",
     "snapshot",
 ]
@@ -76,8 +83,7 @@ SENDING: Final = 1
 SENT: Final = 2
 
 
-@dataclass(frozen=True, slots=True)
-class DispatchResult:
+class DispatchResult(msgspec.Struct, frozen=True):
     """A successful dispatch: the capability, the Message sent, and how its completion ended.
 
     ``completion`` is ``None`` without a completion contract.
@@ -143,16 +149,14 @@ Env: TypeAlias = InvocationEnv[Any, Any]
 Step: TypeAlias = RequiresContextFutureResult[T, DispatchError, Env]
 
 
-@dataclass(frozen=True, slots=True)
-class Decoded:
+class Decoded(msgspec.Struct, frozen=True):
     """A capability with its decoded input (steps 5–8)."""
 
     capability: Capability[Any, Any]
     input: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
+class Prepared(msgspec.Struct, frozen=True):
     """A capability, its input and the Message built from them (steps 9–12)."""
 
     capability: Capability[Any, Any]
@@ -173,19 +177,14 @@ def fail(error: DispatchError) -> Step[Any]:
 def _from_async(run: Callable[[Env], Any]) -> Step[Any]:
     async def result(env: Env) -> Result[Any, DispatchError]:
         outcome = await run(env)
-        return Failure(outcome) if isinstance(outcome, FAILURES) else Success(outcome)
+        return Failure(outcome) if is_failure(outcome) else Success(outcome)
 
     return RequiresContextFutureResult(lambda env: FutureResult(result(env)))
 
 
-FAILURES = (
-    AgentUnknownCapabilityError,
-    AgentCapabilityUnavailableError,
-    AgentInvalidInputError,
-    AgentAuthorizationError,
-    AgentCancelledError,
-    AgentCompletionTimeoutError,
-)
+def is_failure(outcome: object) -> TypeIs[DispatchError]:
+    """Whether ``outcome`` is a failure value (one isinstance check: they share a base class)."""
+    return isinstance(outcome, _Failure)
 
 # --- step logic, shared by the composition and the runtime's direct run ----------------------------
 
@@ -255,7 +254,7 @@ async def authorize_step(env: Env, decoded: Decoded) -> AgentAuthorizationError 
     if check is None:
         return None
     verdict = check(AuthorizationRequest(env.principal, decoded.input, env.model, env.invocation.transport))
-    if inspect.isawaitable(verdict):
+    if verdict is not True and verdict is not False and isawaitable(verdict):
         signal = env.invocation.signal
         if signal is None:
             verdict = await verdict
@@ -278,9 +277,12 @@ def construct_step(env: Env, decoded: Decoded) -> Prepared:
         message = decoded.input
     else:
         message = to_message(decoded.input, InvocationContext(env.model, env.principal, env.invocation))
-        if type(message) is not capability.message and not isinstance(message, capability.message):
+        if type(message) is not capability.message:
+            # A subclass is still another Message when it carries its own tag (a
+            # tagged subclass is a variant of its own), so the tag decides too.
             made = message_tag(_type_of(message))
-            raise ContractError(f'"{capability.name}" made a "{made}" Message, but is exposed as "{capability.tag}"')
+            if made != capability.tag or not isinstance(message, capability.message):
+                raise ContractError(f'"{capability.name}" made a "{made}" Message, but is exposed as "{capability.tag}"')
     return Prepared(capability, decoded.input, message)
 
 
@@ -308,7 +310,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
     if completion is None:
         env.stage = SENDING
         sent = host.dispatch(prepared.message)
-        if inspect.isawaitable(sent):
+        if sent is not None and isawaitable(sent):
             if signal is None:
                 await sent
             else:
@@ -338,7 +340,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
             try:
                 env.stage = SENDING
                 sent = host.dispatch(prepared.message)
-                if inspect.isawaitable(sent):
+                if sent is not None and isawaitable(sent):
                     await sent
                 env.stage = SENT
                 if state is not None:
@@ -469,7 +471,7 @@ def dispatch() -> Step[DispatchResult]:
 
 
 def _as_result(outcome: T | DispatchError) -> Result[T, DispatchError]:
-    if isinstance(outcome, FAILURES):
+    if is_failure(outcome):
         return Failure(outcome)
     return Success(outcome)
 
@@ -481,7 +483,7 @@ def _future(refusal: DispatchError | None, value: T) -> FutureResult[T, Dispatch
 async def run_direct(env: Env) -> DispatchResult | DispatchError:
     """The same steps, in the same order, called directly: the runtime's fast path."""
     capability = resolve_step(env)
-    if isinstance(capability, FAILURES):
+    if is_failure(capability):
         return capability
     refusal: DispatchError | None = aborted_step(env, capability)
     if refusal is not None:

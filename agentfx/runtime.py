@@ -15,7 +15,6 @@ from typing import Any, Generic, TypeVar
 import anyio
 from returns.future import FutureResult
 from returns.result import Failure, Result, Success
-from returns.unsafe import unsafe_perform_io
 
 from ._tracing import active_tracer
 from .audit import AuditRecord, AuditSink, safe_record
@@ -31,15 +30,14 @@ from .errors import (
     DispatchFailed,
 )
 from .host import Host, Unsubscribe
-from .invocation import Invocation
-from .pipeline import FAILURES, Bound, DispatchResult, InvocationEnv, dispatch, run_direct
+from .invocation import Invocation, new_invocation_id
+from .pipeline import Bound, DispatchResult, InvocationEnv, dispatch, is_failure, run_direct
 
 __all__ = ["AgentRuntime", "Messages", "Resources", "bind"]
 
 M = TypeVar("M")
 P = TypeVar("P")
 
-_DEFAULT_INVOCATION = Invocation()
 _DECISIONS = ("refused", "unknown", "dispatched")  # indexed by the pipeline's stage
 
 
@@ -120,15 +118,15 @@ class Messages(Generic[M, P]):
     ) -> FutureResult[DispatchResult, DispatchError]:
         """The wire path: an unchecked name and payload, exactly as an adapter read them."""
         # A name off the wire is only ever looked up by name, never taken for a class.
-        target = name if isinstance(name, str) else repr(name)
+        target: object = name if type(name) is str else repr(name)
         return FutureResult(self._runtime._run(target, payload, invocation, run_direct))
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
         """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""
-        outcome = await self._runtime._run(target, payload, invocation, run_direct)
-        if isinstance(outcome, Failure):
-            raise DispatchFailed(outcome.failure())
-        return outcome.unwrap()
+        outcome = await self._runtime._execute(target, payload, invocation, run_direct)
+        if is_failure(outcome):
+            raise DispatchFailed(outcome)
+        return outcome
 
     def list(self) -> list[MessageDescriptor]:
         """Every capability of the contract, in declaration order. Never reads the Model."""
@@ -164,9 +162,10 @@ class Resources(Generic[M, P]):
         Raises:
             AgentProjectionError: The projection does not match its schema (an application bug).
         """
-        resource = self._by_name.get(name)
+        # A name off the wire may be anything; only a string can name a resource.
+        resource = self._by_name.get(name) if type(name) is str else None
         if resource is None:
-            return Failure(AgentResourceError.of(name))
+            return Failure(AgentResourceError.of(name if type(name) is str else repr(name)))
         return Success(resource.encode(self._runtime.host.model()))
 
 
@@ -178,8 +177,8 @@ class AgentRuntime(Generic[M, P]):
     def __init__(
         self, definition: Definition[M, P], host: Host[M, Any, P], audit: AuditSink | None, tracer: object | None
     ) -> None:
-        self.definition = definition
-        self.host = host
+        self.definition: Definition[M, P] = definition
+        self.host: Host[M, Any, P] = host
         self._audit = audit
         self._tracer: Any = tracer
         self._bound: Bound[M, P] = Bound(definition.capabilities, host)
@@ -212,15 +211,25 @@ class AgentRuntime(Generic[M, P]):
         invocation: Invocation | None,
         runner: Callable[[InvocationEnv[Any, Any]], Any],
     ) -> Result[DispatchResult, DispatchError]:
-        env = InvocationEnv(self._bound, target, payload, (invocation or _DEFAULT_INVOCATION).filled())
+        outcome = await self._execute(target, payload, invocation, runner)
+        return Failure(outcome) if is_failure(outcome) else Success(outcome)
+
+    async def _execute(
+        self,
+        target: object,
+        payload: object,
+        invocation: Invocation | None,
+        runner: Callable[[InvocationEnv[Any, Any]], Any],
+    ) -> DispatchResult | DispatchError:
+        """One invocation, audited and traced as configured; the outcome unwrapped."""
+        invocation = Invocation(new_invocation_id()) if invocation is None else invocation.filled()
+        env = InvocationEnv(self._bound, target, payload, invocation)
         tracer = self._tracer if self._tracer is not None else active_tracer()
-        if tracer is None and self._audit is None:
-            outcome = await runner(env)
-        elif tracer is None:
-            outcome = await self._audited(env, runner)
-        else:
-            outcome = await self._traced(env, runner, tracer)
-        return Failure(outcome) if isinstance(outcome, FAILURES) else Success(outcome)
+        if tracer is not None:
+            return await self._traced(env, runner, tracer)
+        if self._audit is not None:
+            return await self._audited(env, runner)
+        return await runner(env)
 
     async def _audited(self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any]) -> Any:
         try:
@@ -249,7 +258,7 @@ class AgentRuntime(Generic[M, P]):
                 _set_error_status(span)
                 raise
             _name_span(span, env, outcome)
-            if isinstance(outcome, FAILURES):
+            if is_failure(outcome):
                 span.set_attribute("error.type", type(outcome).__name__)
                 _set_error_status(span)
             return outcome
@@ -286,7 +295,7 @@ class AgentRuntime(Generic[M, P]):
 
 
 async def _run_composed(env: InvocationEnv[Any, Any]) -> DispatchResult | DispatchError:
-    result = unsafe_perform_io(await dispatch()(env))
+    result = (await dispatch()(env))._inner_value
     return result.unwrap() if isinstance(result, Success) else result.failure()
 
 

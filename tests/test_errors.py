@@ -12,7 +12,7 @@ from returns.result import Failure
 
 import agentfx
 from agentfx.errors import format_seconds
-from tests.support import outcome_of, AppAgent, Model, RequestedCreateTodo, RequestedRenameTodo, User, recorder
+from tests.support import AppAgent, Model, RequestedCreateTodo, RequestedRenameTodo, User, outcome_of, recorder
 
 EVERY_FAILURE: list[agentfx.DispatchError] = [
     agentfx.AgentUnknownCapabilityError.of("ReceivedTodos"),

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from returns.result import Failure, Success
 
 import agentfx
 from agentfx.invocation import new_invocation_id
-from tests.support import outcome_of, AppAgent, RequestedCreateTodo, recorder
+from tests.support import (
+    AppAgent,
+    DeletedTodo,
+    Message,
+    Model,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    RequestedRenameTodo,
+    outcome_of,
+    recorder,
+)
 
 
 def test_invocation_defaults() -> None:
@@ -112,3 +124,50 @@ async def test_a_shared_signal_refuses_every_later_dispatch() -> None:
         assert later == Failure(agentfx.AgentCancelledError.before_dispatch("requested_create_todo"))
     assert rec.model_reads == reads
     assert len(rec.dispatched) == 1
+
+
+@pytest.mark.anyio
+async def test_one_abort_cancels_every_pending_invocation_sharing_the_signal() -> None:
+    rec = recorder(responses={})
+
+    async def waits(req: Any) -> bool:
+        await anyio.sleep_forever()
+        return True
+
+    async def send(message: object) -> None:
+        if isinstance(message, RequestedCreateTodo):
+            await anyio.sleep_forever()
+        rec.dispatch(message)
+
+    defn = agentfx.define(
+        agentfx.expose(
+            Message,
+            agentfx.variant(RequestedRenameTodo, "Rename", name="authorizing", authorize=waits),
+            agentfx.variant(RequestedCreateTodo, "Create", name="sending"),
+            agentfx.variant(RequestedDeleteTodo, "Delete", name="waiting", completion=agentfx.Completion(DeletedTodo)),
+        )
+    )
+    host: agentfx.Host[Model, Any, Any] = agentfx.Host(model=rec.model, dispatch=send, observe=rec.observe)
+    runtime = agentfx.bind(defn, host=host)
+    controller = agentfx.AbortController()
+    outcomes: dict[str, object] = {}
+
+    async def go(name: str, payload: object) -> None:
+        invocation = agentfx.Invocation(signal=controller.signal)
+        outcomes[name] = outcome_of(await runtime.messages.dispatch(name, payload, invocation))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(go, "authorizing", {"id": "t1", "title": "x"})
+        group.start_soon(go, "sending", {"title": "x"})
+        group.start_soon(go, "waiting", {"id": "t1"})
+        await anyio.wait_all_tasks_blocked()
+        assert len(controller.signal._scopes) == 3
+        controller.abort()
+    assert outcomes == {
+        "authorizing": Failure(agentfx.AgentCancelledError.before_dispatch("authorizing")),
+        "sending": Failure(agentfx.AgentCancelledError.while_sending("sending")),
+        "waiting": Failure(agentfx.AgentCancelledError.while_waiting("waiting")),
+    }
+    assert rec.dispatched == [RequestedDeleteTodo("t1")]
+    assert rec.listener_count == 0
+    assert not controller.signal._scopes

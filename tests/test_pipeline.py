@@ -282,6 +282,23 @@ async def test_decoding_is_strict_and_reports_the_path(payload: object, path: st
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("payload", "path"),
+    [
+        ({"todos": [{"id": "a", "title": 3}]}, "$.todos[0].title"),
+        ({"todos": [{"id": "a", "title": "b"}, {"id": 2, "title": "c"}]}, "$.todos[1].id"),
+        ({"todos": [{"id": "a"}]}, "$.todos[0]"),
+        ({"todos": [{"id": "a", "title": "b", "x": 1}]}, "$.todos[0]"),
+        ({"todos": {}}, "$.todos"),
+    ],
+)
+async def test_nested_problems_report_their_json_path(payload: object, path: str) -> None:
+    defn = agentfx.define(agentfx.expose(Message, agentfx.variant(ReceivedTodos, "Receive todos")))
+    outcome = await run(agentfx.bind(defn, host=recorder().host), ReceivedTodos, payload)
+    assert outcome == Failure(agentfx.AgentInvalidInputError.of("received_todos", "ReceivedTodos", path))
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("payload", [[], "", {"x": 1}, None, 0])
 async def test_a_payload_free_capability_accepts_only_an_empty_object(payload: object) -> None:
     runtime = agentfx.bind(AppAgent, host=recorder().host)

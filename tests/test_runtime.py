@@ -139,6 +139,8 @@ def test_an_unknown_resource_is_a_failure_value() -> None:
     rec = recorder()
     runtime = agentfx.bind(AppAgent, host=rec.host)
     assert runtime.resources.read("nope") == Failure(agentfx.AgentResourceError.of("nope"))
+    off_the_wire: Any = ["todos"]
+    assert runtime.resources.read(off_the_wire) == Failure(agentfx.AgentResourceError.of("['todos']"))
     assert rec.model_reads == 0
 
 
@@ -355,7 +357,18 @@ async def test_audit_records_failed_and_timeout_outcomes() -> None:
         )
     )
     await run(agentfx.bind(defn, host=recorder(responses={}).host, audit=log), RequestedDeleteTodo, {"id": "x"})
-    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "failed"), ("dispatched", "timeout")]
+
+    async def stuck(message: object) -> None:
+        await anyio.sleep_forever()
+
+    rec = recorder()
+    host: agentfx.Host[Model, Any, Any] = agentfx.Host(model=rec.model, dispatch=stuck, observe=rec.observe)
+    await run(agentfx.bind(defn, host=host, audit=log), RequestedDeleteTodo, {"id": "x"})
+    assert [(e.decision, e.outcome) for e in log.entries()] == [
+        ("dispatched", "failed"),
+        ("dispatched", "timeout"),
+        ("unknown", "timeout"),
+    ]
 
 
 class Broken:
