@@ -17,6 +17,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 __all__ = ["active_tracer"]
 
 _cached: tuple[object, Any] | None = None
+_UNKNOWN: Any = object()
 
 
 def active_tracer() -> Any:
@@ -27,8 +28,11 @@ def active_tracer() -> Any:
     # The global provider slot is read directly: ``get_tracer_provider()`` consults
     # the process environment on every call while none is set, which would put an
     # environment lookup on every dispatch with tracing off.
-    provider = _trace._TRACER_PROVIDER
-    if provider is None or isinstance(provider, _trace.NoOpTracerProvider):
+    # A release without that private slot falls back to the public call.
+    provider = getattr(_trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is _UNKNOWN:
+        provider = _trace.get_tracer_provider()
+    if provider is None or isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
         return None
     if _cached is None or _cached[0] is not provider:
         _cached = (provider, provider.get_tracer("agentfx"))

@@ -166,6 +166,22 @@ def test_no_tracer_without_a_configured_provider() -> None:
     assert active_tracer() is None
 
 
+def test_without_the_private_provider_slot_the_public_call_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace
+
+    from agentfx import _tracing
+
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
+    monkeypatch.delattr(trace, "_TRACER_PROVIDER")
+    monkeypatch.setattr(_tracing, "_cached", None)
+    assert active_tracer() is None
+    provider = TracerProvider()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    tracer = active_tracer()
+    assert tracer is not None
+    assert active_tracer() is tracer
+
+
 @pytest.mark.anyio
 async def test_without_a_tracer_no_span_work_happens(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: object, **kwargs: object) -> None:
