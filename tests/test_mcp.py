@@ -97,6 +97,15 @@ async def test_tools_list_the_capabilities_available_in_the_current_model(mode: 
         assert {"remove_selected", "clear"} <= {tool.name for tool in relisted.tools}
 
 
+async def test_the_server_names_itself_agentfx_with_agentfxs_version() -> None:
+    async with connected("legacy") as c:
+        assert c.client.server_info is not None
+        assert (c.client.server_info.name, c.client.server_info.version) == ("agentfx", agentfx.__version__)
+    async with app.run() as runtime, mcp.Client(server(runtime, name="items", version="9"), mode="legacy") as client:
+        assert client.server_info is not None
+        assert (client.server_info.name, client.server_info.version) == ("items", "9")
+
+
 # --- tools/call: success ----------------------------------------------------------
 
 

@@ -180,7 +180,7 @@ def server(
     runtime: AgentRuntime[Any, Any],
     *,
     name: str = "agentfx",
-    version: str | None = None,
+    version: str = __version__,
 ) -> Server[Connection]:
     """The runtime as an MCP server: the SDK's low-level ``Server``.
 
@@ -325,7 +325,7 @@ def server(
 
     return _AgentServer(
         name,
-        version=__version__ if version is None else version,
+        version=version,
         lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

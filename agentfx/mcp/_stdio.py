@@ -21,6 +21,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from .. import __version__
 from ._server import server
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class GuardedReadStream:
         return None
 
 
-async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx", version: str | None = None) -> None:
+async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx", version: str = __version__) -> None:
     """Serve the runtime over this process's stdin and stdout until stdin closes.
 
     While serving, anything the application prints goes to stderr, never onto
