@@ -402,13 +402,17 @@ async def test_authorize_refusals(is_async: bool, verdict: bool | agentfx.Refusa
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("verdict", [None, 1, "yes", agentfx.Refusal])
-async def test_authorize_returning_a_non_bool_is_a_defect(verdict: object) -> None:
+@pytest.mark.parametrize(
+    ("verdict", "kind"), [(None, "NoneType"), (1, "int"), ("yes", "str"), (agentfx.Refusal, "StructMeta")]
+)
+async def test_authorize_returning_a_non_bool_is_a_defect(verdict: object, kind: str) -> None:
     probe = Probe()
     runtime = probe_runtime(probe, authorize=verdict)
-    with pytest.raises(agentfx.ContractError, match='"authorize" of "delete_selected_todo" returned'):
+    with pytest.raises(agentfx.ContractError) as raised:
         await runtime.messages.dispatch("delete_selected_todo", {})
+    assert str(raised.value) == f'"authorize" of "delete_selected_todo" returned {kind}; return a bool or a Refusal'
     assert probe.sent == []
+    assert "to_message" not in probe.events
 
 
 @pytest.mark.anyio

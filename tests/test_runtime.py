@@ -486,7 +486,9 @@ async def test_a_raising_host_dispatch_is_a_defect_with_unknown_decision(is_asyn
         await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"})
     with pytest.raises(ConnectionError):
         await runtime.messages.dispatch("delete_selected_todo", {})
-    assert [(e.decision, e.outcome) for e in log.entries()] == [("unknown", "AgentDefect")] * 2
+    with pytest.raises(ConnectionError):
+        await runtime._dispatch_composed("delete_selected_todo", {})
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("unknown", "AgentDefect")] * 3
     assert rec.listener_count == 0
 
 
