@@ -221,5 +221,10 @@ class DispatchFailed(Exception):
         super().__init__(error.message)
         self.error: DispatchError = error
 
+    def __reduce__(self) -> tuple[type[DispatchFailed], tuple[DispatchError]]:
+        # The default would rebuild from ``args`` (the message), losing the failure value
+        # whenever the exception crosses a process boundary.
+        return (DispatchFailed, (self.error,))
+
 
 _causes: dict[int, BaseException] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import pickle
 import re
 from typing import Any
 
@@ -206,6 +207,14 @@ def test_dispatch_failed_carries_the_failure() -> None:
     raised = agentfx.DispatchFailed(error)
     assert raised.error is error
     assert str(raised) == "No"
+
+
+def test_dispatch_failed_survives_pickling() -> None:
+    error = agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo")
+    back = pickle.loads(pickle.dumps(agentfx.DispatchFailed(error)))
+    assert isinstance(back, agentfx.DispatchFailed)
+    assert back.error == error
+    assert str(back) == error.message
 
 
 def test_contract_error_is_a_value_error() -> None:
