@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-import anyio
 from returns.future import FutureResult
 from returns.result import Failure, Result, Success
 
@@ -235,7 +234,7 @@ class AgentRuntime(Generic[M, P]):
         try:
             outcome = await runner(env)
         except BaseException as exc:
-            self._record(env, "AgentDefect" if isinstance(exc, Exception) else "interrupted")
+            self._record(env, _raised_label(exc))
             raise
         self._record(env, _outcome_label(outcome), outcome)
         return outcome
@@ -253,8 +252,7 @@ class AgentRuntime(Generic[M, P]):
                 outcome = await self._audited(env, runner) if self._audit is not None else await runner(env)
             except BaseException as exc:
                 _name_span(span, env)
-                cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-                span.set_attribute("error.type", "interrupted" if cancelled else "AgentDefect")
+                span.set_attribute("error.type", _raised_label(exc))
                 _set_error_status(span)
                 raise
             _name_span(span, env, outcome)
@@ -297,6 +295,12 @@ class AgentRuntime(Generic[M, P]):
 async def _run_composed(env: InvocationEnv[Any, Any]) -> DispatchResult | DispatchError:
     result = (await dispatch()(env))._inner_value
     return result.unwrap() if isinstance(result, Success) else result.failure()
+
+
+def _raised_label(exc: BaseException) -> str:
+    # Audit and span agree: an Exception is a defect; cancellation, KeyboardInterrupt
+    # and the like interrupted the dispatch.
+    return "AgentDefect" if isinstance(exc, Exception) else "interrupted"
 
 
 def _name_span(span: Any, env: InvocationEnv[Any, Any], outcome: object = None) -> None:

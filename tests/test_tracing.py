@@ -151,6 +151,28 @@ async def test_an_interrupted_dispatch_span() -> None:
     assert attributes(only_span(exporter))["error.type"] == "interrupted"
 
 
+class Stop(BaseException):
+    pass
+
+
+@pytest.mark.anyio
+async def test_a_base_exception_is_interrupted_in_both_span_and_audit() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    log = agentfx.audit_log(clock=fixed_clock)
+
+    def stop(model: Model) -> bool:
+        raise Stop
+
+    defn = agentfx.define(agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", available=stop)))
+    runtime = agentfx.bind(defn, host=recorder().host, audit=log, tracer=provider.get_tracer("tests"))
+    with pytest.raises(Stop):
+        await runtime.messages.dispatch(RequestedDeleteTodo, {"id": "x"})
+    assert attributes(only_span(exporter))["error.type"] == "interrupted"
+    assert [e.outcome for e in log.entries()] == ["interrupted"]
+
+
 @pytest.mark.anyio
 async def test_one_span_per_dispatch_with_tracing_and_audit_together() -> None:
     log = agentfx.audit_log(clock=fixed_clock)
