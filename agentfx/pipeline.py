@@ -165,7 +165,17 @@ class Prepared(msgspec.Struct, frozen=True):
 
 
 def ok(value: T) -> Step[T]:
-    """A step that succeeds with ``value``."""
+    """A step that succeeds with ``value``.
+
+    A step is a function of the invocation's environment; awaiting what it
+    returns gives an ``IOResult``:
+
+    >>> import anyio
+    >>> async def main():
+    ...     return await ok(3)(None)
+    >>> anyio.run(main)
+    <IOResult: <Success: 3>>
+    """
     return RequiresContextFutureResult.from_value(value)
 
 

@@ -80,6 +80,17 @@ def bind(
     Raises:
         ContractError: A Message completion without ``host.observe``, or a
             Model state completion without ``host.subscribe``.
+
+    >>> import msgspec, agentfx
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> sent = []
+    >>> runtime = bind(
+    ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=sent.append),
+    ... )
+    >>> [d.name for d in runtime.messages.list()]
+    ['ping']
     """
     _check_host(definition, host)
     return AgentRuntime(definition, host, audit, tracer)
@@ -109,6 +120,20 @@ class Messages(Generic[M, P]):
 
         Nothing runs until the returned ``FutureResult`` is awaited, and each
         call builds a fresh one: await it once.
+
+        >>> import anyio, msgspec, agentfx
+        >>> class Ping(msgspec.Struct, tag=True):
+        ...     pass
+        >>> sent = []
+        >>> runtime = agentfx.bind(
+        ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+        ...     host=agentfx.Host(model=lambda: None, dispatch=sent.append),
+        ... )
+        >>> async def main():
+        ...     return await runtime.messages.dispatch(Ping, {})
+        >>> outcome = anyio.run(main)
+        >>> sent, outcome.map(lambda result: result.tag)
+        ([Ping()], <IOResult: <Success: Ping>>)
         """
         return FutureResult(self._runtime._run(target, payload, invocation, run_direct))
 
