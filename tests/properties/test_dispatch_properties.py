@@ -202,8 +202,8 @@ def test_available_is_exactly_the_capabilities_whose_predicate_holds(model: Mode
 Observed = tuple[object, list[object], list[bytes]]
 
 
-async def observe(run: str, case: Case, model: Model, principal: User, aborted: bool) -> Observed:
-    rec = recorder(model, principal=principal)
+async def observe(run: str, case: Case, model: Model, principal: User, aborted: bool, slow_host: bool) -> Observed:
+    rec = recorder(model, principal=principal, async_dispatch=slow_host)
     log = agentfx.audit_log(clock=fixed_clock, principal=lambda user: user.id, include_input=True)
     runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
     outcome: Result[DispatchResult, agentfx.DispatchError]
@@ -224,10 +224,10 @@ def comparable(outcome: Result[DispatchResult, agentfx.DispatchError]) -> object
 
 @pytest.mark.anyio
 @settings(PROPERTY, max_examples=100)
-@given(case=cases(), model=models, principal=principals, aborted=st.booleans())
+@given(case=cases(), model=models, principal=principals, aborted=st.booleans(), slow_host=st.booleans())
 async def test_the_composed_pipeline_and_the_direct_run_agree(
-    case: Case, model: Model, principal: User, aborted: bool
+    case: Case, model: Model, principal: User, aborted: bool, slow_host: bool
 ) -> None:
-    composed = await observe("composed", case, model, principal, aborted)
-    direct = await observe("direct", case, model, principal, aborted)
+    composed = await observe("composed", case, model, principal, aborted, slow_host)
+    direct = await observe("direct", case, model, principal, aborted, slow_host)
     assert composed == direct
