@@ -1,0 +1,100 @@
+"""The application every dispatch benchmark drives, and the host that keeps nothing.
+
+One capability, ``create_todo``: a direct variant with ``available`` and
+``authorize``, no completion. The two predicates are plain functions so the
+hand-written floor calls exactly the same code the contract does.
+
+The host answers from fixed values and drops every Message it is sent. A host
+that appended each Message to a list would make the heap grow with every
+call, and the collections that growth triggers would be timed as if agentfx
+caused them.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+import agentfx
+from agentfx import Invocation
+
+__all__ = [
+    "CONTRACT",
+    "Agent",
+    "CreateTodo",
+    "KeepNothingHost",
+    "Model",
+    "User",
+    "is_open",
+    "may_write",
+]
+
+
+class Model(msgspec.Struct, frozen=True):
+    open: bool = True
+
+
+class User(msgspec.Struct, frozen=True):
+    id: str
+    can_write: bool = True
+
+
+class CreateTodo(msgspec.Struct, frozen=True, tag=True):
+    title: str
+    priority: int = 0
+
+
+def is_open(model: Model) -> bool:
+    """The ``available`` predicate."""
+    return model.open
+
+
+def may_write(user: User) -> bool:
+    """The ``authorize`` predicate."""
+    return user.can_write
+
+
+Agent = agentfx.for_model(Model, principal=User)
+
+CONTRACT = Agent.define(
+    Agent.expose(
+        CreateTodo,
+        Agent.variant(
+            CreateTodo,
+            "Create a todo",
+            name="create_todo",
+            available=is_open,
+            authorize=lambda request: may_write(request.principal),
+        ),
+    )
+)
+
+
+class KeepNothingHost:
+    """A host over a fixed Model and principal that counts what it is sent and keeps none of it.
+
+    >>> host = KeepNothingHost(Model(), User("u1"))
+    >>> host.dispatch(CreateTodo("milk"))
+    >>> host.sent
+    1
+    """
+
+    __slots__ = ("_model", "_user", "sent")
+
+    def __init__(self, model: Model, user: User) -> None:
+        self._model = model
+        self._user = user
+        self.sent = 0
+
+    def model(self) -> Model:
+        return self._model
+
+    def principal(self, invocation: Invocation | None) -> User:
+        return self._user
+
+    def dispatch(self, message: object) -> None:
+        self.sent += 1
+
+    @property
+    def host(self) -> agentfx.Host[Model, CreateTodo, User]:
+        """The :class:`agentfx.Host` over this object."""
+        return agentfx.Host(model=self.model, dispatch=self.dispatch, principal=self.principal)

@@ -1,0 +1,116 @@
+"""The benchmark suite's smoke mode runs with the tests, so the suite cannot rot.
+
+Nothing here asserts a timing: a figure may PASS or MISS. What is checked is
+that every scenario runs to completion and reports every figure, with a
+finite ratio, a verdict for every target, and the JSON record.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from benchmarks.cli import SCENARIOS, main
+from benchmarks.harness import Row, median_ratio
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_SCENARIO_NAMES = {
+    "dispatch overhead",
+    "refusal paths",
+    "MCP peers",
+    "validation peers",
+    "completion at scale",
+    "documentation",
+}
+
+_TARGETS = {
+    ("dispatch overhead", "messages.dispatch (FutureResult)"),
+    ("refusal paths", "unknown capability"),
+    ("refusal paths", "unavailable"),
+    ("refusal paths", "invalid input"),
+    ("refusal paths", "unauthorized"),
+    ("MCP peers", "agentfx.mcp.server (runtime adapter)"),
+}
+
+
+class Record(msgspec.Struct):
+    mode: str
+    rows: list[Row]
+    targets: list[str]
+
+
+def _record(path: Path) -> Record:
+    return msgspec.json.decode(path.read_bytes(), type=Record)
+
+
+def test_smoke_run_reports_every_figure_with_a_verdict_per_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "smoke.json"
+
+    assert main(["--smoke", "--output", str(output)]) == 0
+
+    record = _record(output)
+    assert record.mode == "smoke"
+    assert len(SCENARIOS) == len(_SCENARIO_NAMES)
+    assert {r.scenario for r in record.rows} == _SCENARIO_NAMES
+    for r in record.rows:
+        assert math.isfinite(r.ratio) and r.ratio > 0, r
+        assert r.rounds >= 1, r
+        assert (r.verdict is None) == (r.target is None), r
+    targeted = {(r.scenario, r.name) for r in record.rows if r.target is not None}
+    assert _TARGETS <= targeted
+    # The completion targets name the largest N the run used, so they are matched by shape.
+    assert any(r.scenario == "completion at scale" and r.unit == "B" and r.target is not None for r in record.rows)
+    assert any(
+        r.scenario == "completion at scale" and r.name.startswith("keyed") and r.target is not None and r.unit == "us"
+        for r in record.rows
+    )
+    printed = capsys.readouterr().out
+    assert len(record.targets) == len(targeted)
+    for line in record.targets:
+        assert line.startswith(("PASS  ", "MISS  "))
+        assert line in printed
+    for r in record.rows:
+        assert f"| {r.scenario} | {r.name} | {r.baseline} |" in printed
+
+
+def test_only_runs_the_named_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    output = tmp_path / "only.json"
+
+    assert main(["--smoke", "--only", "validation", "--output", str(output)]) == 0
+
+    assert {r.scenario for r in _record(output).rows} == {"validation peers"}
+    capsys.readouterr()
+
+
+def test_the_module_runs_as_a_command(tmp_path: Path) -> None:
+    output = tmp_path / "command.json"
+
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "benchmarks", "--smoke", "--only", "dispatch", "--output", str(output)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "Targets:" in done.stdout
+    assert {r.scenario for r in _record(output).rows} == {"dispatch overhead"}
+
+
+def test_a_ratio_is_the_median_of_paired_rounds() -> None:
+    # Pairing matters: the median of per-round ratios, not a ratio of medians.
+    # Here the ratio of the medians would be 1.0.
+    ratio, (low, high) = median_ratio([2.0, 3.0, 100.0], [1.0, 3.0, 10.0])
+
+    assert ratio == 2.0
+    assert (low, high) == (1.5, 6.0)
