@@ -26,7 +26,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import anyio
 import mcp_types as types
@@ -357,12 +357,26 @@ async def _answer(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> i
     return status
 
 
+@overload
+def http_app(
+    make_runtime: MakeRuntime[None],
+    *,
+    authenticate: None = None,
+    allowed_origins: Iterable[str] = (),
+) -> HttpApp[None]: ...
+@overload
 def http_app(
     make_runtime: MakeRuntime[P],
     *,
-    authenticate: Authenticate[P] | None = None,
+    authenticate: Authenticate[P],
     allowed_origins: Iterable[str] = (),
-) -> HttpApp[P]:
+) -> HttpApp[P]: ...
+def http_app(
+    make_runtime: MakeRuntime[Any],
+    *,
+    authenticate: Authenticate[Any] | None = None,
+    allowed_origins: Iterable[str] = (),
+) -> HttpApp[Any]:
     """An ASGI app serving Streamable HTTP at ``/mcp``, one runtime per session.
 
     Args:

@@ -233,7 +233,8 @@ async def open_session(http: httpx.AsyncClient, url: str, token: str, **headers:
     status, _, response = await post(http, url, INITIALIZE, token=token, **headers)
     assert status == 200
     session = response.headers["mcp-session-id"]
-    status, _, _ = await post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    status, _, _ = await post(http, url, initialized, token=token, session=session)
     assert status == 202
     return session
 
@@ -357,3 +358,67 @@ async def test_agentfx_serve_over_http_shares_one_program_between_sessions() -> 
             process.terminate()
             with anyio.fail_after(10):
                 await process.wait()
+
+
+# --- the ASGI app on its own --------------------------------------------------------
+
+
+@asynccontextmanager
+async def in_process(asgi: HttpApp[Any]) -> AsyncGenerator[httpx.AsyncClient]:
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        yield http
+
+
+async def test_without_authenticate_every_session_gets_the_principal_none() -> None:
+    principals: list[object] = []
+
+    def make_runtime(principal: object) -> Any:
+        principals.append(principal)
+        return app.run(principal=ADMIN)
+
+    asgi = http_app(make_runtime)
+    async with in_process(asgi) as http:
+        await open_session(http, "http://testserver/mcp", "anyone")
+        await open_session(http, "http://testserver/mcp", "else")
+        assert asgi.session_count == 2
+    assert principals == [None, None]
+    assert asgi.session_count == 0, "closing the app ends every session"
+
+
+async def test_an_async_authenticate_hook_is_awaited() -> None:
+    async def authenticate_later(request: Request) -> User | None:
+        await anyio.sleep(0)
+        return authenticate(request)
+
+    asgi = http_app(lambda principal: app.run(principal=principal), authenticate=authenticate_later)
+    async with in_process(asgi) as http:
+        session = await open_session(http, "http://testserver/mcp", "gus")
+        status, _, _ = await post(http, "http://testserver/mcp", LIST, token="ann", session=session)
+        assert status == 404
+        status, _, _ = await post(http, "http://testserver/mcp", INITIALIZE, token="mallory")
+        assert status == 401
+
+
+async def test_failing_hooks_answer_500_without_their_text() -> None:
+    def refuse_loudly(_request: Request) -> User:
+        raise RuntimeError(SECRET)
+
+    def cannot_start(_principal: User) -> Any:
+        raise RuntimeError(SECRET)
+
+    for asgi in (
+        http_app(lambda principal: app.run(principal=principal), authenticate=refuse_loudly),
+        http_app(cannot_start, authenticate=authenticate),
+    ):
+        async with in_process(asgi) as http:
+            status, answer, response = await post(http, "http://testserver/mcp", INITIALIZE)
+            assert (status, answer["error"]["message"]) == (500, "Internal error")
+            assert SECRET not in response.text
+            assert asgi.session_count == 0
+
+
+async def test_the_app_refuses_requests_until_it_has_started() -> None:
+    asgi = http_app(lambda principal: app.run(principal=principal))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, _, _ = await post(http, "http://testserver/mcp", INITIALIZE)
+        assert status == 503
