@@ -19,7 +19,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, cast
 
 import msgspec
@@ -42,8 +41,7 @@ _UNRECORDABLE = "[unrecordable]"
 """Stands in for a recorded input that cannot be snapshotted at all (a cycle)."""
 
 
-@dataclass(frozen=True, slots=True)
-class AuditRecord:
+class AuditRecord(msgspec.Struct, frozen=True):
     """One invocation's decision, as the runtime hands it to an :class:`AuditSink`.
 
     It carries the raw principal and the caller's raw input; a sink decides

@@ -100,15 +100,18 @@ class AgentInvalidInputError(_Failure, frozen=True, weakref=True):
         if cause is not None:
             # A frozen Struct has no room for a field that is never encoded, so
             # the cause lives beside it for exactly as long as the error does.
+            # Its traceback is dropped: the frames it holds reach the caller that
+            # holds this error, a cycle through a global table that would never
+            # be collected.
             key = id(error)
-            _causes[key] = cause
-            weakref.finalize(error, _causes.pop, key, None)
+            _causes[key] = (weakref.ref(error, lambda _: _causes.pop(key, None)), _without_tracebacks(cause))
         return error
 
     @property
     def cause(self) -> BaseException | None:
         """The decoder's exception, for the application's logs; ``None`` after a wire round trip."""
-        return _causes.get(id(self))
+        entry = _causes.get(id(self))
+        return entry[1] if entry is not None else None
 
 
 class AgentAuthorizationError(_Failure, frozen=True):
@@ -227,4 +230,14 @@ class DispatchFailed(Exception):
         return (DispatchFailed, (self.error,))
 
 
-_causes: dict[int, BaseException] = {}
+_causes: dict[int, tuple[weakref.ReferenceType[AgentInvalidInputError], BaseException]] = {}
+
+
+def _without_tracebacks(exc: BaseException) -> BaseException:
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.__traceback__ = None
+        link = link.__cause__ or link.__context__
+    return exc

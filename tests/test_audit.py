@@ -362,7 +362,7 @@ def test_encoded_entry_round_trips() -> None:
 
 def test_the_model_has_no_field() -> None:
     assert "model" not in {name.lower() for name in AuditEntry.__struct_fields__}
-    assert "model" not in {name.lower() for name in AuditRecord.__dataclass_fields__}
+    assert "model" not in {name.lower() for name in AuditRecord.__struct_fields__}
 
 
 # safe_record

@@ -231,3 +231,34 @@ def test_model_is_not_an_error() -> None:
     # A sanity check that the union only decodes its own members.
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(msgspec.json.encode(Model()), type=agentfx.DispatchError)
+
+
+@pytest.mark.anyio
+async def test_an_invalid_input_refusal_keeps_its_cause_only_as_long_as_it_lives() -> None:
+    from agentfx.errors import _causes
+
+    class Empty(msgspec.Struct):
+        pass
+
+    class Count(msgspec.Struct, tag=True):
+        n: int
+
+    builder = agentfx.for_model(Empty)
+    runtime = builder.bind(
+        builder.define(messages=builder.expose(Count, builder.variant(Count, "Count"))),
+        host=agentfx.Host(model=Empty, dispatch=lambda message: None),
+    )
+    gc.collect()
+    before = len(_causes)
+    with pytest.raises(agentfx.DispatchFailed) as refused:
+        await runtime.messages.call(Count, {"n": "three"})
+    error = refused.value.error
+    assert isinstance(error, agentfx.AgentInvalidInputError)
+    assert isinstance(error.cause, msgspec.ValidationError)
+    for _ in range(50):
+        await runtime.messages.dispatch(Count, {"n": "three"})
+    del error, refused
+    gc.collect()
+    # No refusal outlives its last reference: the cause's traceback would otherwise
+    # tie it into a cycle through the frames that held it.
+    assert len(_causes) == before
