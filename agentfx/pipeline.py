@@ -235,10 +235,10 @@ def available_step(env: Env, capability: Capability[Any, Any]) -> AgentCapabilit
 
 
 def decode_step(env: Env, capability: Capability[Any, Any]) -> Any:
-    try:
-        return capability.codec.decode(env.payload)
-    except InvalidPayload as problem:
-        return AgentInvalidInputError.of(capability.name, capability.tag, problem.path, problem.cause or problem)
+    decoded = capability.codec.attempt(env.payload)
+    if type(decoded) is InvalidPayload:
+        return AgentInvalidInputError.of(capability.name, capability.tag, decoded.path, decoded.cause or decoded)
+    return decoded
 
 
 def principal_step(env: Env) -> None:

@@ -108,18 +108,22 @@ class InputCodec(Generic[T]):
         schema: The closed JSON Schema advertised for it. Do not mutate it.
         decode: ``decode(payload) -> T``; raises :class:`InvalidPayload` with
             the JSON path of the first problem.
+        attempt: ``attempt(payload) -> T | InvalidPayload``: the same decoding,
+            returning the problem instead of raising it.
 
     Raises:
         TypeError: when ``tp`` is not a msgspec Struct class that encodes as an
             object, or msgspec cannot describe one of its fields.
     """
 
-    __slots__ = ("decode", "schema", "type")
+    __slots__ = ("attempt", "decode", "schema", "type")
 
     type: type[T]
     schema: dict[str, Any]
     decode: Callable[[object], T]
     """Decode a JSON-like payload into :attr:`type`; raises :class:`InvalidPayload`."""
+    attempt: Callable[[object], T | InvalidPayload]
+    """Decode like :attr:`decode`, returning the :class:`InvalidPayload` instead of raising it."""
 
     def __init__(self, tp: type[T]) -> None:
         if not _is_struct_class(tp):
@@ -153,7 +157,7 @@ class InputCodec(Generic[T]):
             fits = _always
         # A second, validating pass is needed only where msgspec would accept
         # an undeclared key below the root.
-        self.decode = _decoder(tp, fits, mirror if _has_open_record(struct) else None)
+        self.attempt, self.decode = _decoder(tp, fits, mirror if _has_open_record(struct) else None)
 
     def __repr__(self) -> str:
         return f"InputCodec({self.type.__qualname__})"
@@ -163,39 +167,36 @@ def _always(payload: object) -> bool:
     return True
 
 
-def _decoder(tp: type[T], fits: Callable[[Any], bool], strict: object) -> Callable[[object], T]:
-    # A closure over locals: decode sits on the dispatch path, where every
+def _decoder(
+    tp: type[T], fits: Callable[[Any], bool], strict: object
+) -> tuple[Callable[[object], T | InvalidPayload], Callable[[object], T]]:
+    # Closures over locals: decoding sits on the dispatch path, where every
     # attribute lookup shows next to a single msgspec.convert. ``str_keys``:
     # JSON object keys are always strings, so ``dict[int, X]`` must accept "1".
+    # ``attempt`` returns the problem instead of raising it: the pipeline refuses
+    # far more often than it crashes, and a raise costs as much as the decode.
     convert = msgspec.convert
     validation_error = msgspec.ValidationError
 
-    if strict is None:
-
-        def decode(payload: object) -> T:
-            if type(payload) is not dict or not fits(payload):
-                raise InvalidPayload("$")
-            try:
-                return convert(payload, tp, str_keys=True)
-            except validation_error as exc:
-                raise InvalidPayload(_error_path(exc), exc) from exc
-            except RecursionError as exc:
-                raise InvalidPayload("$", exc) from exc
-
-    else:
-
-        def decode(payload: object) -> T:
-            if type(payload) is not dict or not fits(payload):
-                raise InvalidPayload("$")
-            try:
+    def attempt(payload: object) -> T | InvalidPayload:
+        if type(payload) is not dict or not fits(payload):
+            return InvalidPayload("$")
+        try:
+            if strict is not None:
                 convert(payload, strict, str_keys=True)
-                return convert(payload, tp, str_keys=True)
-            except validation_error as exc:
-                raise InvalidPayload(_error_path(exc), exc) from exc
-            except RecursionError as exc:
-                raise InvalidPayload("$", exc) from exc
+            return convert(payload, tp, str_keys=True)
+        except validation_error as exc:
+            return InvalidPayload(_error_path(exc), exc)
+        except RecursionError as exc:
+            return InvalidPayload("$", exc)
 
-    return decode
+    def decode(payload: object) -> T:
+        decoded = attempt(payload)
+        if isinstance(decoded, InvalidPayload):
+            raise decoded from decoded.cause
+        return decoded
+
+    return attempt, decode
 
 
 def project(schema: object, value: object, what: str) -> object:

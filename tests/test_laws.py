@@ -254,6 +254,14 @@ def _with_decoder(contract: agentfx.Definition[Any, Any], decode: Any) -> agentf
     """``contract`` with its one capability's decoder replaced, as a runtime bug would."""
     [capability] = contract.capabilities
     codec = copy.copy(capability.codec)
+
+    def attempt(payload: object) -> Any:
+        try:
+            return decode(payload)
+        except UndecodablePayload as problem:
+            return problem
+
+    codec.attempt = attempt
     codec.decode = decode
     return agentfx.Definition(contract.union, (_replace(capability, codec=codec),))
 

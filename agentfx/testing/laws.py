@@ -449,7 +449,7 @@ def _observed(capability: Capability[Any, Any], probe: _Probe) -> Capability[Any
     available = capability.available
     authorize = capability.authorize
     to_message = capability.to_message
-    decode = capability.codec.decode
+    attempt = capability.codec.attempt
 
     def observed_available(model: Any) -> bool:
         probe.events.append("available")
@@ -457,9 +457,9 @@ def _observed(capability: Capability[Any, Any], probe: _Probe) -> Capability[Any
         probe.available = answer
         return answer
 
-    def observed_decode(payload: object) -> Any:
+    def observed_attempt(payload: object) -> Any:
         probe.events.append("decode")
-        return decode(payload)
+        return attempt(payload)
 
     def observed_authorize(request: AuthorizationRequest[Any, Any, Any]) -> Any:
         probe.events.append("authorize")
@@ -480,7 +480,7 @@ def _observed(capability: Capability[Any, Any], probe: _Probe) -> Capability[Any
         return to_message(value, context) if to_message is not None else value
 
     codec = copy.copy(capability.codec)
-    codec.decode = observed_decode
+    codec.attempt = observed_attempt
     return dataclasses.replace(
         capability,
         available=observed_available if available is not None else None,
