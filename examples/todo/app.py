@@ -17,6 +17,7 @@ import itertools
 
 import msgspec
 
+from agentfx.app import App
 from agentfx.completion import CallInfo, Completion
 from agentfx.contract import for_model
 from agentfx.program import Command
@@ -40,6 +41,7 @@ __all__ = [
     "Todo",
     "TodoAgent",
     "User",
+    "app",
     "update",
 ]
 
@@ -268,3 +270,10 @@ AppAgent = TodoAgent.define(
     context=TodoAgent.projection(AgentView, lambda m: AgentView(todos=m.todos, selected_todo_id=m.selected_todo_id)),
 )
 """The contract: four capabilities, the ``todos`` resource and the :class:`AgentView` context."""
+
+app = App(AppAgent, init=INITIAL, update=update, principal=User(id="local-user", can_delete=True))
+"""The contract served over the reference program: ``agentfx serve examples.todo.app:app``.
+
+Every invocation acts as one local user who may delete todos; ``agentfx demo``
+binds two principals of its own to show authorization at work.
+"""
