@@ -147,6 +147,50 @@ async def test_the_sdk_client_over_stdio(mode: str, tmp_path: Path) -> None:
     assert all(e.transport == "mcp" for e in read_audit(audit))
 
 
+# --- the todo example ----------------------------------------------------------------
+
+
+@MODES
+async def test_the_todo_example_served_by_agentfx_serve(mode: str) -> None:
+    notifications: list[object] = []
+
+    async def handler(message: types.ServerNotification | Exception) -> None:
+        notifications.append(message)
+
+    async with mcp.Client(serve("examples.todo.app:app"), mode=mode, message_handler=handler) as client:
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["create_todo", "select_todo"]
+        created = await client.call_tool("create_todo", {"title": "Try agentfx"})
+        assert text(created) == "Completed: CreatedTodo"
+        assert created.structured_content is not None
+        assert created.structured_content["completion"]["message"]["title"] == "Try agentfx"
+        invalid = await client.call_tool("create_todo", {"title": 42})
+        assert invalid.is_error and text(invalid) == 'Invalid input for "create_todo"'
+        unavailable = await client.call_tool("delete_selected_todo", {})
+        assert text(unavailable) == 'Capability "delete_selected_todo" is not available right now'
+
+        if mode == "legacy":
+            await client.call_tool("select_todo", {"id": "todo-1"})
+            with anyio.fail_after(5):
+                while not any(isinstance(m, types.ToolListChangedNotification) for m in notifications):
+                    await anyio.sleep(0.02)
+        else:
+            async with client.listen(tools_list_changed=True) as subscription:
+                await client.call_tool("select_todo", {"id": "todo-1"})
+                with anyio.fail_after(5):
+                    assert await subscription.__anext__() == ToolsListChanged()
+        listed = [tool.name for tool in (await client.list_tools()).tools]
+        assert listed == ["create_todo", "delete_selected_todo", "select_todo", "cleared_selection"]
+
+        todos = json.loads(
+            "".join(getattr(c, "text", "") for c in (await client.read_resource("app://todos")).contents)
+        )
+        assert [todo["title"] for todo in todos] == ["Buy milk", "Write the report", "Try agentfx"]
+        context = json.loads(
+            "".join(getattr(c, "text", "") for c in (await client.read_resource("app://context")).contents)
+        )
+        assert context["selected_todo_id"] == "todo-1"
+
+
 # --- raw lines ----------------------------------------------------------------------
 
 
