@@ -69,8 +69,7 @@ def load(target: str) -> object:
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise UsageError(f'"{target}" is not MODULE:ATTR (for example examples.todo.app:AppAgent)')
-    if "" not in sys.path and str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, "")
+    _cwd_importable()
     try:
         obj: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -83,6 +82,13 @@ def load(target: str) -> object:
         except AttributeError:
             raise UsageError(f'"{module_name}" has no attribute "{attribute}"') from None
     return obj
+
+
+def _cwd_importable() -> None:
+    # As for ``python -m``: a console script's sys.path starts at its own
+    # directory, not at the one the user is standing in.
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, "")
 
 
 def _definition(target: str) -> Definition[Any, Any]:
@@ -191,6 +197,7 @@ async def _demo(out: TextIO) -> int:
     from .audit import audit_log
     from .mcp import server
 
+    _cwd_importable()
     try:
         example: Any = importlib.import_module(DEMO_APP)
     except ModuleNotFoundError:
