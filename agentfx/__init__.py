@@ -3,7 +3,7 @@
 This module only re-exports the public API; see each submodule for its layer.
 """
 
-# from .app import App as App
+from .app import App as App
 from .audit import AuditEntry as AuditEntry
 from .audit import AuditLog as AuditLog
 from .audit import AuditRecord as AuditRecord
@@ -83,7 +83,7 @@ __all__ = (
     "AgentRuntime",
     "AgentSchema",
     "AgentUnknownCapabilityError",
-    # "App",
+    "App",
     "AuditEntry",
     "AuditLog",
     "AuditRecord",
