@@ -12,7 +12,6 @@ bind time, :class:`AgentProjectionError` when a projection breaks its schema.
 
 from __future__ import annotations
 
-import weakref
 
 import msgspec
 
@@ -81,7 +80,7 @@ class AgentCapabilityUnavailableError(_Failure, frozen=True):
         return cls(capability, tag, f'Capability "{capability}" is not available right now')
 
 
-class AgentInvalidInputError(_Failure, frozen=True, weakref=True):
+class AgentInvalidInputError(_Failure, frozen=True, dict=True):
     """The payload does not match the capability's input schema.
 
     ``path`` is the JSON path of the first problem in msgspec's notation
@@ -98,20 +97,16 @@ class AgentInvalidInputError(_Failure, frozen=True, weakref=True):
     def of(cls, capability: str, tag: str, path: str, cause: BaseException | None = None) -> AgentInvalidInputError:
         error = cls(capability, tag, f'Invalid input for "{capability}"', path)
         if cause is not None:
-            # A frozen Struct has no room for a field that is never encoded, so
-            # the cause lives beside it for exactly as long as the error does.
-            # Its traceback is dropped: the frames it holds reach the caller that
-            # holds this error, a cycle through a global table that would never
-            # be collected.
-            key = id(error)
-            _causes[key] = (weakref.ref(error, lambda _: _causes.pop(key, None)), _without_tracebacks(cause))
+            # Kept in the instance dict, which msgspec never encodes. Its traceback
+            # is dropped: the frames it holds reach whoever holds this error, a
+            # cycle that would keep them alive until the next full collection.
+            vars(error)["cause"] = _without_tracebacks(cause)
         return error
 
     @property
     def cause(self) -> BaseException | None:
         """The decoder's exception, for the application's logs; ``None`` after a wire round trip."""
-        entry = _causes.get(id(self))
-        return entry[1] if entry is not None else None
+        return vars(self).get("cause")
 
 
 class AgentAuthorizationError(_Failure, frozen=True):
@@ -228,9 +223,6 @@ class DispatchFailed(Exception):
         # The default would rebuild from ``args`` (the message), losing the failure value
         # whenever the exception crosses a process boundary.
         return (DispatchFailed, (self.error,))
-
-
-_causes: dict[int, tuple[weakref.ReferenceType[AgentInvalidInputError], BaseException]] = {}
 
 
 def _without_tracebacks(exc: BaseException) -> BaseException:
