@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from inspect import isawaitable
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import anyio
 import msgspec
@@ -139,8 +139,9 @@ class InvocationEnv(Generic[M, P]):
         self.payload = payload
         self.invocation = invocation
         self.capability: Capability[M, P] | None = None
-        self.model: M = None  # type: ignore[assignment]  # set at step 3, before any reader
-        self.principal: P = None  # type: ignore[assignment]  # set at step 6, before any reader
+        # Set at steps 3 and 6, before any step reads them.
+        self.model: M = cast("M", None)
+        self.principal: P = cast("P", None)
         self.principal_resolved = False
         self.stage = NOT_SENT
 
@@ -195,6 +196,7 @@ def _from_async(run: Callable[[Env], Any]) -> Step[Any]:
 def is_failure(outcome: object) -> TypeIs[DispatchError]:
     """Whether ``outcome`` is a failure value (one isinstance check: they share a base class)."""
     return isinstance(outcome, _Failure)
+
 
 # --- step logic, shared by the composition and the runtime's direct run ----------------------------
 

@@ -8,12 +8,12 @@ agentfx's core imports it.
 
 from __future__ import annotations
 
-try:
-    import mcp as _mcp  # noqa: F401  # pyright: ignore[reportUnusedImport]
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+import importlib.util
+
+if importlib.util.find_spec("mcp") is None:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError(
         "agentfx.mcp needs the MCP SDK, an optional dependency. Install it with: pip install 'agentfx[mcp]'"
-    ) from exc
+    )
 
 from ._http import HttpApp as HttpApp
 from ._http import http_app as http_app
