@@ -29,32 +29,23 @@ from agentfx import (
     when,
 )
 from agentfx.testing.recording import RecordingHost
+from tests.completion_support import (
+    A,
+    Create,
+    Created,
+    CreateFailed,
+    Model,
+    Rename,
+    TitleInput,
+    by_request,
+    create_variant,
+    request_key,
+    result_key,
+    until,
+)
+from tests.support import outcome_of
 
 pytestmark = pytest.mark.anyio
-
-
-class Model(msgspec.Struct, frozen=True):
-    name: str = ""
-    count: int = 0
-
-
-class Create(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
-
-class Created(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
-
-class CreateFailed(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
-
-class Rename(msgspec.Struct, frozen=True, tag=True):
-    name: str
 
 
 class Bump(msgspec.Struct, frozen=True, tag=True):
@@ -67,12 +58,6 @@ class Noise(msgspec.Struct, frozen=True, tag=True):
 
 Message = Create | Created | CreateFailed | Rename | Bump | Noise
 
-
-class TitleInput(msgspec.Struct, frozen=True):
-    title: str
-
-
-A = agentfx.for_model(Model)
 Outcome = Result[DispatchResult, DispatchError]
 AnyCompletion = Completion[Any, Any]
 
@@ -85,19 +70,7 @@ def create_runtime(
     audit: agentfx.AuditLog | None = None,
 ) -> agentfx.AgentRuntime[Model, None]:
     """A runtime exposing ``create``: a mapped variant that carries its invocation id."""
-    definition = A.define(
-        A.expose(
-            Message,
-            A.variant(
-                Create,
-                "Create a todo",
-                name="create",
-                input=TitleInput,
-                to_message=lambda i, ctx: Create(i.title, ctx.invocation.id or ""),
-                completion=completion,
-            ),
-        )
-    )
+    definition = A.define(A.expose(Message, create_variant(completion, "Create a todo", name="create")))
     if host is None:
         assert recorder is not None
         host = recorder.host
@@ -117,18 +90,6 @@ def answer(result: type[Created] | type[CreateFailed]) -> Callable[[Create], lis
     return lambda message: [result(message.title, message.request)]
 
 
-def by_request(request: TitleInput, result: Created | CreateFailed, call: CallInfo) -> bool:
-    return result.request == call.message.request
-
-
-def request_key(request: TitleInput, call: CallInfo) -> Hashable:
-    return call.message.request
-
-
-def result_key(result: Created | CreateFailed) -> Hashable:
-    return result.request
-
-
 def recording(
     model: Model,
     *,
@@ -141,8 +102,7 @@ def recording(
 async def dispatch(
     runtime: agentfx.AgentRuntime[Model, None], target: type[Any] | str, payload: object, invocation: Invocation | None = None
 ) -> Outcome:
-    # ``unsafe_perform_io`` is typed for ``IO`` only; an ``IOResult`` holds its ``Result`` here.
-    return (await runtime.messages.dispatch(target, payload, invocation))._inner_value
+    return outcome_of(await runtime.messages.dispatch(target, payload, invocation))
 
 
 def completed(outcome: Outcome) -> CompletionOutcome:
@@ -155,15 +115,6 @@ def completed(outcome: Outcome) -> CompletionOutcome:
 def failure(outcome: Outcome) -> DispatchError:
     assert isinstance(outcome, Failure), outcome
     return outcome.failure()
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Let other tasks run until ``condition`` holds (a bounded number of scheduling rounds)."""
-    for _ in range(1000):
-        if condition():
-            return
-        await anyio.sleep(0)
-    raise AssertionError("condition never held")
 
 
 # --- Message completion ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ synchronously inside dispatch) and the reference program from :func:`agentfx.run
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Hashable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,17 +20,21 @@ import agentfx
 from agentfx import AbortController, CallInfo, Completion, Host, Invocation, when
 from agentfx.program import Commands, run_program
 from agentfx.testing.recording import RecordingHost
+from tests.completion_support import (
+    A,
+    Create,
+    Created,
+    CreateFailed,
+    Model,
+    Rename,
+    TitleInput,
+    create_variant,
+    request_key,
+    result_key,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
-
-
-class Model(msgspec.Struct, frozen=True):
-    name: str = ""
-
-
-class Create(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
 
 
 class CreateKeyed(msgspec.Struct, frozen=True, tag=True):
@@ -38,30 +42,11 @@ class CreateKeyed(msgspec.Struct, frozen=True, tag=True):
     request: str = ""
 
 
-class Created(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
-
-class CreateFailed(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
-
-class Rename(msgspec.Struct, frozen=True, tag=True):
-    name: str
-
-
 class Ping(msgspec.Struct, frozen=True, tag=True):
     title: str
 
 
 Message = Create | CreateKeyed | Created | CreateFailed | Rename | Ping
-
-
-class TitleInput(msgspec.Struct, frozen=True):
-    title: str
-
 
 TIMEOUT = 0.1
 
@@ -72,31 +57,16 @@ def correlate(request: TitleInput, result: Created | CreateFailed, call: CallInf
     return result.request == call.message.request
 
 
-def request_key(request: TitleInput, call: CallInfo) -> Hashable:
-    return call.message.request
-
-
-def result_key(result: Created | CreateFailed) -> Hashable:
-    return result.request
-
-
 def renamed(name: str, request: Rename) -> bool:
     if name == "bad":
         raise LookupError("predicate failed")
     return name == request.name
 
 
-A = agentfx.for_model(Model)
 DEFINITION = A.define(
     A.expose(
         Message,
-        A.variant(
-            Create,
-            "Create",
-            input=TitleInput,
-            to_message=lambda i, ctx: Create(i.title, ctx.invocation.id or ""),
-            completion=Completion(success=Created, failure=CreateFailed, correlate=correlate, timeout=TIMEOUT),
-        ),
+        create_variant(Completion(success=Created, failure=CreateFailed, correlate=correlate, timeout=TIMEOUT)),
         A.variant(
             CreateKeyed,
             "Create, matched by key",
@@ -246,14 +216,6 @@ SCENARIOS = [
 
 def task_ids() -> set[int]:
     return {task.id for task in anyio.get_running_tasks()}
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    for _ in range(1000):
-        if condition():
-            return
-        await anyio.sleep(0)
-    raise AssertionError("condition never held")
 
 
 @pytest.mark.parametrize("kit_name", list(KITS))

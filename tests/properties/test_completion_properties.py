@@ -2,60 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any
 
 import anyio
-import msgspec
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from returns.result import Result, Success
 
 import agentfx
-from agentfx import CallInfo, Completion, DispatchError, DispatchResult, Invocation
+from agentfx import Completion, DispatchError, DispatchResult, Invocation
 from agentfx.testing.recording import RecordingHost
-
-
-class Model(msgspec.Struct, frozen=True):
-    pass
-
-
-class Create(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
-
-class Created(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
-
-class CreateFailed(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request: str = ""
-
+from tests.completion_support import (
+    A,
+    Create,
+    Created,
+    CreateFailed,
+    Model,
+    TitleInput,
+    by_request,
+    create_variant,
+    request_key,
+    result_key,
+)
+from tests.support import outcome_of
 
 Message = Create | Created | CreateFailed
-
-
-class TitleInput(msgspec.Struct, frozen=True):
-    title: str
-
-
-def by_request(request: TitleInput, result: Created | CreateFailed, call: CallInfo) -> bool:
-    return result.request == call.message.request
-
-
-def request_key(request: TitleInput, call: CallInfo) -> Hashable:
-    return call.message.request
-
-
-def result_key(result: Created | CreateFailed) -> Hashable:
-    return result.request
-
-
-A = agentfx.for_model(Model)
 
 
 def definition(keyed: bool) -> agentfx.Definition[Model, None]:
@@ -64,19 +36,8 @@ def definition(keyed: bool) -> agentfx.Definition[Model, None]:
         if keyed
         else Completion(success=Created, failure=CreateFailed, correlate=by_request, timeout=30)
     )
-    return A.define(
-        A.expose(
-            Message,
-            A.variant(
-                Create,
-                "Create",
-                input=TitleInput,
-                # Every call has the same input: only the invocation id tells them apart.
-                to_message=lambda i, ctx: Create(i.title, ctx.invocation.id or ""),
-                completion=completion,
-            ),
-        )
-    )
+    # Every call has the same input: only the invocation id tells them apart.
+    return A.define(A.expose(Message, create_variant(completion)))
 
 
 @st.composite
@@ -104,8 +65,7 @@ def test_every_invocation_settles_with_its_own_result(
     runtime = A.bind(definition(keyed), host=recorder.host)
 
     async def call(i: int) -> None:
-        io = await runtime.messages.dispatch(Create, {"title": "milk"}, Invocation(id=f"call-{i}"))
-        outcomes[i] = io._inner_value
+        outcomes[i] = outcome_of(await runtime.messages.dispatch(Create, {"title": "milk"}, Invocation(id=f"call-{i}")))
 
     async def main() -> None:
         async with anyio.create_task_group() as tasks:
