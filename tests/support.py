@@ -4,6 +4,10 @@ It mirrors the design's running example closely enough that every row of the
 pipeline table has a capability that reaches it: a direct variant, a mapped
 one reading the snapshot in ``to_message``, availability, sync and async
 ``authorize`` with refusal reasons, and a Message completion.
+
+Tests that declare contracts of their own (definition-time checks, documentation)
+build them over this Model, principal and these Messages, adding only the classes
+their assertions are about.
 """
 
 from __future__ import annotations

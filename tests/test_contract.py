@@ -12,40 +12,17 @@ import pytest
 
 import agentfx
 from agentfx import Action, AgentBuilder, Completion, ContractError, Variant
-
-
-class Todo(msgspec.Struct, frozen=True):
-    id: str
-    title: str
-
-
-class Model(msgspec.Struct, frozen=True):
-    todos: tuple[Todo, ...] = ()
-    selected_todo_id: str | None = None
-
-
-class User(msgspec.Struct, frozen=True):
-    can_delete: bool = False
-
-
-class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
-    title: str
-
-
-class RequestedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class ClearedSelection(msgspec.Struct, frozen=True, tag=True):
-    pass
-
-
-class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
+from tests.support import (
+    ClearedSelection,
+    DeletedTodo,
+    FailedDeleteTodo,
+    Model,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    Todo,
+    TodoAgent,
+    User,
+)
 
 
 class Renamed(msgspec.Struct, frozen=True, tag="todo_renamed"):
@@ -65,8 +42,6 @@ class NotAStruct:
 
 
 Message = RequestedCreateTodo | RequestedDeleteTodo | ClearedSelection | DeletedTodo | FailedDeleteTodo | Renamed
-
-TodoAgent = agentfx.for_model(Model, principal=User)
 
 
 def make_delete(i: DeleteInput, ctx: agentfx.InvocationContext[Any, Any]) -> RequestedDeleteTodo:
@@ -263,7 +238,7 @@ def test_a_mapped_variant_decodes_its_input() -> None:
 
 def test_the_declared_hooks_are_carried_to_the_capability() -> None:
     def available(model: Model) -> bool:
-        return model.selected_todo_id is not None
+        return model.selected is not None
 
     def authorize(req: agentfx.AuthorizationRequest[User, DeleteInput, Model]) -> bool:
         return req.principal.can_delete
@@ -427,7 +402,7 @@ def test_duplicate_resource_names_are_refused() -> None:
 
 def test_the_resource_list_is_copied() -> None:
     todos = TodoAgent.resource("todos", "The todos", schema=list[Todo], read=lambda m: m.todos)
-    selected = TodoAgent.resource("selected", "The selection", schema=str | None, read=lambda m: m.selected_todo_id)
+    selected = TodoAgent.resource("selected", "The selection", schema=str | None, read=lambda m: m.selected)
     given = [todos, selected]
     definition = TodoAgent.define(messages=TodoAgent.expose(Message), resources=given)
     given.append(TodoAgent.resource("late", "Added later", schema=int, read=lambda m: 0))

@@ -30,20 +30,9 @@ from agentfx.docs import (
 )
 from agentfx.invocation import Invocation
 from agentfx.pipeline import DispatchResult
+from tests.support import DeletedTodo, Model, NoInput, Todo, User
 
-
-class Todo(msgspec.Struct, frozen=True):
-    id: str
-    title: str
-
-
-class Model(msgspec.Struct, frozen=True):
-    todos: tuple[Todo, ...] = ()
-    selected: str | None = None
-
-
-class User(msgspec.Struct, frozen=True):
-    can_delete: bool
+# This contract's own Messages: their tags and fields are pinned by the exact manifest and Markdown below.
 
 
 class CreateTodo(msgspec.Struct, frozen=True, tag=True):
@@ -54,10 +43,6 @@ class DeleteTodo(msgspec.Struct, frozen=True, tag=True):
     id: str
 
 
-class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
 class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
     id: str
     reason: str
@@ -65,10 +50,6 @@ class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
 
 class SecretReset(msgspec.Struct, frozen=True, tag=True):
     token: str
-
-
-class NoInput(msgspec.Struct, frozen=True):
-    pass
 
 
 class View(msgspec.Struct, frozen=True):
