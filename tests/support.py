@@ -21,6 +21,7 @@ from returns.io import IOResult
 from returns.result import Result
 
 import agentfx
+from agentfx.pipeline import DispatchResult
 from agentfx.testing.recording import RecordingHost
 
 T = TypeVar("T")
@@ -88,6 +89,9 @@ Message = (
 )
 
 TodoAgent = agentfx.for_model(Model, principal=User)
+
+ALICE = User("alice")
+"""A principal with the default rights: she may delete, and is no admin."""
 
 
 async def _rename_allowed(req: agentfx.AuthorizationRequest[User, RequestedRenameTodo, Model]) -> bool | agentfx.Refusal:
@@ -173,6 +177,13 @@ def recorder(
 def outcome_of(io: IOResult[T, E]) -> Result[T, E]:
     """The ``Result`` inside an awaited dispatch's ``IOResult`` (``unsafe_perform_io``, typed)."""
     return io._inner_value
+
+
+async def run(
+    runtime: agentfx.AgentRuntime[Any, Any], target: Any, payload: object, invocation: agentfx.Invocation | None = None
+) -> Result[DispatchResult, agentfx.DispatchError]:
+    """Dispatch ``payload`` to ``target`` through ``runtime.messages`` and return the outcome."""
+    return outcome_of(await runtime.messages.dispatch(target, payload, invocation))
 
 
 def fixed_clock() -> float:

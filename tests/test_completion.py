@@ -43,7 +43,7 @@ from tests.completion_support import (
     result_key,
     until,
 )
-from tests.support import outcome_of
+from tests.support import run
 
 pytestmark = pytest.mark.anyio
 
@@ -99,12 +99,6 @@ def recording(
     return RecordingHost(model, responses=responses, update=update)
 
 
-async def dispatch(
-    runtime: agentfx.AgentRuntime[Model, None], target: type[Any] | str, payload: object, invocation: Invocation | None = None
-) -> Outcome:
-    return outcome_of(await runtime.messages.dispatch(target, payload, invocation))
-
-
 def completed(outcome: Outcome) -> CompletionOutcome:
     assert isinstance(outcome, Success), outcome
     result = outcome.unwrap()
@@ -125,7 +119,7 @@ async def test_a_result_update_emits_inside_dispatch_completes_the_call(anyio_ba
     # subscribed before dispatch can see it.
     recorder = recording(Model(), responses={Create: answer(Created)})
     runtime = create_runtime(Completion(success=Created, failure=CreateFailed, timeout=5), recorder)
-    outcome = await dispatch(runtime, Create, {"title": "milk"})
+    outcome = await run(runtime, Create, {"title": "milk"})
     settled = completed(outcome)
     assert settled.status == "completed"
     assert settled.message == Created("milk", outcome.unwrap().invocation.id or "")
@@ -137,7 +131,7 @@ async def test_a_declared_failure_message_is_a_successful_dispatch_with_failed_s
     recorder = recording(Model(), responses={Create: answer(CreateFailed)})
     log = agentfx.audit_log()
     runtime = create_runtime(Completion(success=Created, failure=CreateFailed, timeout=5), recorder, audit=log)
-    outcome = await dispatch(runtime, "create", {"title": "milk"})
+    outcome = await run(runtime, "create", {"title": "milk"})
     settled = completed(outcome)
     assert settled.status == "failed"
     assert isinstance(settled.message, CreateFailed)
@@ -147,7 +141,7 @@ async def test_a_declared_failure_message_is_a_successful_dispatch_with_failed_s
 
 async def test_without_a_contract_the_completion_field_is_none(anyio_backend: str) -> None:
     recorder = recording(Model(), responses={Create: answer(Created)})
-    outcome = await dispatch(create_runtime(None, recorder), Create, {"title": "milk"})
+    outcome = await run(create_runtime(None, recorder), Create, {"title": "milk"})
     assert isinstance(outcome, Success)
     assert outcome.unwrap().completion is None
     assert agentfx.summarize(outcome.unwrap()).text == "Dispatched Create"
@@ -158,7 +152,7 @@ async def test_the_first_match_wins_and_later_matches_are_ignored(anyio_backend:
         Model(), responses={Create: lambda m: [Noise(), Created("first", m.request), Created("second", m.request)]}
     )
     runtime = create_runtime(Completion(success=Created, timeout=5), recorder)
-    settled = completed(await dispatch(runtime, Create, {"title": "milk"}))
+    settled = completed(await run(runtime, Create, {"title": "milk"}))
     assert settled.message == Created("first", settled.message.request)
 
 
@@ -172,7 +166,7 @@ async def test_correlate_receives_the_decoded_request_the_result_and_the_call(an
     recorder = recording(Model(), responses={Create: [Created("other"), Created("mine"), Created("mine")]})
     runtime = create_runtime(Completion(success=Created, correlate=correlate, timeout=5), recorder)
     invocation = Invocation(id="call-7", transport="test")
-    settled = completed(await dispatch(runtime, Create, {"title": "milk"}, invocation))
+    settled = completed(await run(runtime, Create, {"title": "milk"}, invocation))
     assert settled.message == Created("mine")
     # Called for "other" and for the first "mine"; the second "mine" arrives after settling.
     assert [result for _, result, _ in seen] == [Created("other"), Created("mine")]
@@ -186,7 +180,7 @@ async def test_a_timeout_leaves_the_message_dispatched_and_a_late_result_is_igno
     log = agentfx.audit_log()
     runtime = create_runtime(Completion(success=Created, timeout=0.05), recorder, audit=log)
     started = anyio.current_time()
-    error = failure(await dispatch(runtime, Create, {"title": "milk"}, Invocation(id="late")))
+    error = failure(await run(runtime, Create, {"title": "milk"}, Invocation(id="late")))
     assert anyio.current_time() - started >= 0.05
     assert error == AgentCompletionTimeoutError(
         "create",
@@ -205,7 +199,7 @@ async def test_timeouts_accept_timedelta_and_render_with_g(anyio_backend: str) -
     assert when(projection=lambda m: m, predicate=lambda v, r: True, timeout=timedelta(minutes=1)).timeout == 60.0
     assert "within 10s." in AgentCompletionTimeoutError.while_waiting("c", "i", 10.0).message
     runtime = create_runtime(Completion(success=Created, timeout=timedelta(milliseconds=50)), recording(Model()))
-    error = failure(await dispatch(runtime, Create, {"title": "milk"}))
+    error = failure(await run(runtime, Create, {"title": "milk"}))
     assert isinstance(error, AgentCompletionTimeoutError)
     assert "within 0.05s." in error.message
 
@@ -249,7 +243,7 @@ async def test_two_concurrent_calls_each_settle_on_their_own_result(anyio_backen
 
     async def call(invocation: str) -> None:
         # Identical inputs: only the invocation id carried on the Message tells them apart.
-        outcomes[invocation] = await dispatch(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
+        outcomes[invocation] = await run(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call, "one")
@@ -270,7 +264,7 @@ async def test_without_correlation_one_message_settles_every_pending_call(anyio_
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Create, {"title": "milk"}))
+        outcomes.append(await run(runtime, Create, {"title": "milk"}))
 
     async with anyio.create_task_group() as tasks:
         for _ in range(3):
@@ -289,7 +283,7 @@ async def test_a_throwing_correlate_fails_its_call_as_a_defect_not_the_notifier(
     runtime = create_runtime(Completion(success=Created, correlate=correlate, timeout=5), recorder, audit=log)
     with pytest.RaisesGroup(pytest.RaisesExc(KeyError, match="broken correlate")):
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(dispatch, runtime, Create, {"title": "milk"})
+            tasks.start_soon(run, runtime, Create, {"title": "milk"})
             await until(lambda: len(recorder.dispatched) == 1)
             recorder.emit(Created("milk"))  # the host's notifier does not raise
     assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "AgentDefect")]
@@ -306,7 +300,7 @@ async def test_a_throwing_result_key_fails_pending_calls_and_the_hub_recovers(an
     runtime = create_runtime(Completion(success=Created, correlate_key=(request_key, fragile_key), timeout=5), recorder)
     with pytest.RaisesGroup(pytest.RaisesExc(KeyError, match="broken key")):
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(dispatch, runtime, Create, {"title": "milk"})
+            tasks.start_soon(run, runtime, Create, {"title": "milk"})
             await until(lambda: len(recorder.dispatched) == 1)
             recorder.emit(Created("bad"))
     assert recorder.listener_count == 0
@@ -314,7 +308,7 @@ async def test_a_throwing_result_key_fails_pending_calls_and_the_hub_recovers(an
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Create, {"title": "milk"}, Invocation(id="again")))
+        outcomes.append(await run(runtime, Create, {"title": "milk"}, Invocation(id="again")))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -332,7 +326,7 @@ async def test_an_unhashable_result_key_fails_the_call_not_the_notifier(anyio_ba
     runtime = create_runtime(Completion(success=Created, correlate_key=(request_key, unhashable_key), timeout=5), recorder)
     with pytest.RaisesGroup(pytest.RaisesExc(TypeError, match="unhashable")):
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(dispatch, runtime, Create, {"title": "milk"})
+            tasks.start_soon(run, runtime, Create, {"title": "milk"})
             await until(lambda: len(recorder.dispatched) == 1)
             try:
                 recorder.emit(Created("milk"))
@@ -355,7 +349,7 @@ async def test_a_hook_may_re_enter_the_host_while_a_message_is_matched(anyio_bac
     outcomes: dict[str, Outcome] = {}
 
     async def call(invocation: str) -> None:
-        outcomes[invocation] = await dispatch(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
+        outcomes[invocation] = await run(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call, "one")
@@ -381,7 +375,7 @@ async def test_an_observe_that_fails_once_leaves_nothing_registered(anyio_backen
         await runtime.messages.dispatch(Create, {"title": "milk"})
     assert recorder.dispatched == []  # nothing is sent without a listener
     # The next call subscribes afresh rather than believing the failed one still listens.
-    assert completed(await dispatch(runtime, Create, {"title": "milk"})).status == "completed"
+    assert completed(await run(runtime, Create, {"title": "milk"})).status == "completed"
     assert recorder.listener_count == 0
 
 
@@ -406,7 +400,7 @@ async def test_an_abort_while_waiting_is_cancelled_after_dispatch(anyio_backend:
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
+        outcomes.append(await run(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -434,7 +428,7 @@ async def test_an_abort_during_a_slow_host_dispatch_settles_at_once_with_deliver
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
+        outcomes.append(await run(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
 
     with anyio.fail_after(5):  # "at once": far below the 30 s budget
         async with anyio.create_task_group() as tasks:
@@ -457,7 +451,7 @@ async def test_a_deadline_reached_while_the_host_is_still_dispatching(anyio_back
     runtime = create_runtime(
         Completion(success=Created, timeout=0.05), host=hanging_host(recorder, anyio.Event()), audit=log
     )
-    error = failure(await dispatch(runtime, Create, {"title": "milk"}, Invocation(id="slow")))
+    error = failure(await run(runtime, Create, {"title": "milk"}, Invocation(id="slow")))
     assert error == AgentCompletionTimeoutError(
         "create",
         "slow",
@@ -491,7 +485,7 @@ async def test_an_already_aborted_signal_sends_nothing(anyio_backend: str) -> No
     runtime = create_runtime(Completion(success=Created, timeout=5), recorder)
     controller = AbortController()
     controller.abort()
-    error = failure(await dispatch(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
+    error = failure(await run(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
     assert isinstance(error, AgentCancelledError) and not error.dispatched
     assert recorder.dispatched == [] and recorder.model_reads == 0
 
@@ -503,7 +497,7 @@ async def test_a_result_beats_an_abort_that_lands_afterwards(anyio_backend: str)
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
+        outcomes.append(await run(runtime, Create, {"title": "milk"}, Invocation(signal=controller.signal)))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -520,7 +514,7 @@ async def test_outer_cancellation_propagates_and_is_audited_interrupted(anyio_ba
     finished: list[Outcome] = []
 
     async def call() -> None:
-        finished.append(await dispatch(runtime, Create, {"title": "milk"}))
+        finished.append(await run(runtime, Create, {"title": "milk"}))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -578,7 +572,7 @@ def renaming(model: Model, message: object) -> Model:
 async def test_a_state_that_already_holds_completes_at_once(anyio_backend: str) -> None:
     # No update, so no notification at all: only the check when the wait begins sees it.
     recorder = recording(Model(name="done"))
-    outcome = await dispatch(rename_runtime(by_name(), recorder.host), Rename, {"name": "done"})
+    outcome = await run(rename_runtime(by_name(), recorder.host), Rename, {"name": "done"})
     assert completed(outcome) == CompletionOutcome("completed", None)
     assert agentfx.summarize(outcome.unwrap()).text == "Completed: Rename reached its declared state"
     assert recorder.dispatched == [Rename("done")]
@@ -588,7 +582,7 @@ async def test_a_state_that_already_holds_completes_at_once(anyio_backend: str) 
 async def test_a_state_set_by_update_completes(anyio_backend: str) -> None:
     calls: list[str] = []
     recorder = recording(Model(name="old"), update=renaming)
-    outcome = await dispatch(rename_runtime(by_name(calls), recorder.host), Rename, {"name": "new"})
+    outcome = await run(rename_runtime(by_name(calls), recorder.host), Rename, {"name": "new"})
     assert completed(outcome).status == "completed"
     # Evaluated inside update's notification; the wait-begins check saw the same value.
     assert calls == ["new"]
@@ -601,7 +595,7 @@ async def test_a_state_set_later_by_something_else_completes(anyio_backend: str)
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Rename, {"name": "new"}))
+        outcomes.append(await run(runtime, Rename, {"name": "new"}))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -622,7 +616,7 @@ async def test_a_state_changed_without_notification_is_seen_when_the_wait_begins
         cell[0] = Model(name=message.name)  # replaces the Model but notifies nobody
 
     host: Host[Model, Any, None] = Host(model=lambda: cell[0], dispatch=silent_dispatch, subscribe=recorder.subscribe)
-    outcome = await dispatch(rename_runtime(by_name(timeout=0.5), host), Rename, {"name": "new"})
+    outcome = await run(rename_runtime(by_name(timeout=0.5), host), Rename, {"name": "new"})
     assert completed(outcome).status == "completed"
     assert recorder.listener_count == 0
 
@@ -635,7 +629,7 @@ async def test_a_state_true_and_reverted_inside_dispatch_still_completes(anyio_b
         recorder.set_model(Model(name="old"))
 
     host: Host[Model, Any, None] = Host(model=recorder.model, dispatch=flicker, subscribe=recorder.subscribe)
-    outcome = await dispatch(rename_runtime(by_name(timeout=0.5), host), Rename, {"name": "new"})
+    outcome = await run(rename_runtime(by_name(timeout=0.5), host), Rename, {"name": "new"})
     assert completed(outcome).status == "completed"
 
 
@@ -646,7 +640,7 @@ async def test_an_unchanged_projected_value_is_not_evaluated_again(anyio_backend
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Rename, {"name": "new"}))
+        outcomes.append(await run(runtime, Rename, {"name": "new"}))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -695,7 +689,7 @@ async def test_a_source_is_re_evaluated_on_every_notification(anyio_backend: str
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Rename, {"name": "x"}))
+        outcomes.append(await run(runtime, Rename, {"name": "x"}))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -721,7 +715,7 @@ async def test_a_throwing_predicate_fails_the_call_never_the_notifier(anyio_back
     runtime = rename_runtime(when(projection=lambda m: m.name, predicate=predicate, timeout=5), recorder.host, log)
     with pytest.RaisesGroup(pytest.RaisesExc(ValueError, match="bad predicate")):
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(dispatch, runtime, Rename, {"name": "new"})
+            tasks.start_soon(run, runtime, Rename, {"name": "new"})
             await until(lambda: len(recorder.dispatched) == 1)
             recorder.set_model(Model(name="poison"))  # does not raise here
     assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "AgentDefect")]
@@ -731,14 +725,14 @@ async def test_a_throwing_predicate_fails_the_call_never_the_notifier(anyio_back
 async def test_a_state_completion_times_out_and_can_be_aborted(anyio_backend: str) -> None:
     recorder = recording(Model(name="old"))
     runtime = rename_runtime(by_name(timeout=0.05), recorder.host)
-    error = failure(await dispatch(runtime, Rename, {"name": "new"}))
+    error = failure(await run(runtime, Rename, {"name": "new"}))
     assert isinstance(error, AgentCompletionTimeoutError)
     assert "did not complete within 0.05s" in error.message
     controller = AbortController()
     outcomes: list[Outcome] = []
 
     async def call() -> None:
-        outcomes.append(await dispatch(runtime, Rename, {"name": "new"}, Invocation(signal=controller.signal)))
+        outcomes.append(await run(runtime, Rename, {"name": "new"}, Invocation(signal=controller.signal)))
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
@@ -819,7 +813,7 @@ async def test_matching_cost_per_processed_message(anyio_backend: str, keyed: bo
     outcomes: dict[str, Outcome] = {}
 
     async def call(invocation: str) -> None:
-        outcomes[invocation] = await dispatch(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
+        outcomes[invocation] = await run(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
 
     async with anyio.create_task_group() as tasks:
         for i in range(pending):

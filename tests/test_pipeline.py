@@ -17,7 +17,7 @@ from agentfx import pipeline
 from agentfx._returns import bind as rcfr_bind
 from agentfx.pipeline import Bound, DispatchResult, InvocationEnv
 from tests.support import (
-    outcome_of,
+    ALICE,
     AppAgent,
     ClearedSelection,
     DeletedTodo,
@@ -31,10 +31,11 @@ from tests.support import (
     RequestedRenameTodo,
     Todo,
     User,
+    outcome_of,
     recorder,
+    run,
 )
 
-ALICE = User("alice")
 ADMIN = User("root", admin=True)
 
 
@@ -119,10 +120,6 @@ def probe_runtime(
         )
     )
     return agentfx.bind(defn, host=probe.host)
-
-
-async def run(runtime: agentfx.AgentRuntime[Any, Any], target: Any, payload: object, invocation: agentfx.Invocation | None = None) -> Result[DispatchResult, agentfx.DispatchError]:
-    return outcome_of(await runtime.messages.dispatch(target, payload, invocation))
 
 
 # Hook order

@@ -16,6 +16,7 @@ from returns.result import Failure, Result, Success
 import agentfx
 from agentfx.pipeline import DispatchResult
 from tests.support import (
+    ALICE,
     AVAILABLE,
     AppAgent,
     ClearedSelection,
@@ -32,19 +33,11 @@ from tests.support import (
     fixed_clock,
     outcome_of,
     recorder,
+    run,
 )
-
-ALICE = User("alice")
-
 
 def audited(**options: Any) -> agentfx.AuditLog:
     return agentfx.audit_log(clock=fixed_clock, principal=lambda user: user.id, **options)
-
-
-async def run(
-    runtime: agentfx.AgentRuntime[Any, Any], target: Any, payload: object, invocation: agentfx.Invocation | None = None
-) -> Result[DispatchResult, agentfx.DispatchError]:
-    return outcome_of(await runtime.messages.dispatch(target, payload, invocation))
 
 
 # The dispatch surface
