@@ -31,6 +31,7 @@ from agentfx.mcp._stdio import GuardedReadStream, protocol_error
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
 from tests.mcp_app import ADMIN, GUEST, SECRET, Added, Cleared, Finished, Model, Selected, User, Waited, app
+from tests.mcp_wire import text
 
 pytestmark = pytest.mark.anyio
 
@@ -59,10 +60,6 @@ async def connected(mode: str, *, principal: User = ADMIN) -> AsyncGenerator[Con
         runtime = app.bind(program, principal=principal, audit=log)
         async with mcp.Client(server(runtime), mode=mode, message_handler=handler) as client:
             yield Connected(client, runtime, program, log, seen)
-
-
-def text(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 def decoded(result: types.CallToolResult) -> agentfx.DispatchError:

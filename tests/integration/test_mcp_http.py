@@ -33,6 +33,7 @@ from agentfx.mcp import http_app
 from agentfx.mcp._http import HttpApp
 from agentfx.runtime import AgentRuntime
 from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app
+from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
 
 pytestmark = pytest.mark.anyio
 
@@ -107,10 +108,6 @@ async def client(served: Served, token: str, **options: Any) -> AsyncGenerator[m
             yield session
 
 
-def text(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
-
-
 async def context(session: mcp.Client) -> dict[str, Any]:
     read = await session.read_resource("app://context")
     return json.loads("".join(getattr(contents, "text", "") for contents in read.contents))
@@ -157,9 +154,7 @@ async def test_the_sdk_client_over_http(served: Served) -> None:
         assert SECRET not in repr(leaky.value.error)
 
         await session.call_tool("select", {"item": "milk"})
-        with anyio.fail_after(5):
-            while not any(isinstance(m, types.ToolListChangedNotification) for m in notifications):
-                await anyio.sleep(0.02)
+        await tools_changed(notifications)
         assert text(await session.call_tool("remove_selected", {})) == "Completed: Removed"
         assert (await context(session))["items"] == []
         with pytest.raises(mcp.MCPError) as missing:
@@ -207,26 +202,6 @@ async def post(
     elif response.headers.get("content-type", "").startswith("application/json") and response.content:
         payload = response.json()
     return response.status_code, payload, response
-
-
-def call(request_id: int, name: str, arguments: object) -> dict[str, Any]:
-    params = {"name": name, "arguments": arguments}
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-
-
-def nested(depth: int) -> object:
-    value: object = "leaf"
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
-}
 
 
 async def open_session(http: httpx.AsyncClient, url: str, token: str, **headers: str) -> str:

@@ -26,6 +26,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.subscriptions import ToolsListChanged
 
 from tests.mcp_app import AUDIT_FILE, SECRET
+from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
 
 pytestmark = pytest.mark.anyio
 
@@ -40,10 +41,6 @@ def serve(target: str, **env: str) -> mcp.StdioServerParameters:
         cwd=str(ROOT),
         env={**os.environ, **env},
     )
-
-
-def text(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
 class Entry(msgspec.Struct):
@@ -71,6 +68,20 @@ async def audited_entries(path: Path, count: int) -> list[Entry]:
         while len(entries := read_audit(path)) < count:
             await anyio.sleep(0.02)
     return entries
+
+
+async def call_changing_tools(
+    client: mcp.Client, mode: str, notifications: list[object], name: str, arguments: dict[str, Any]
+) -> None:
+    """Call ``name`` and see the server announce a changed tool list, the way ``mode`` hears of it."""
+    if mode == "legacy":
+        await client.call_tool(name, arguments)
+        await tools_changed(notifications)
+    else:
+        async with client.listen(tools_list_changed=True) as subscription:
+            await client.call_tool(name, arguments)
+            with anyio.fail_after(5):
+                assert await subscription.__anext__() == ToolsListChanged()
 
 
 @MODES
@@ -105,16 +116,7 @@ async def test_the_sdk_client_over_stdio(mode: str, tmp_path: Path) -> None:
             assert text(exploded) == 'Capability "explode" failed unexpectedly'
             assert SECRET not in exploded.model_dump_json()
 
-            if mode == "legacy":
-                await client.call_tool("select", {"item": "milk"})
-                with anyio.fail_after(5):
-                    while not any(isinstance(m, types.ToolListChangedNotification) for m in notifications):
-                        await anyio.sleep(0.02)
-            else:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    await client.call_tool("select", {"item": "milk"})
-                    with anyio.fail_after(5):
-                        assert await subscription.__anext__() == ToolsListChanged()
+            await call_changing_tools(client, mode, notifications, "select", {"item": "milk"})
             assert "remove_selected" in [tool.name for tool in (await client.list_tools()).tools]
             completed = await client.call_tool("remove_selected", {})
             assert text(completed) == "Completed: Removed"
@@ -168,16 +170,7 @@ async def test_the_todo_example_served_by_agentfx_serve(mode: str) -> None:
         unavailable = await client.call_tool("delete_selected_todo", {})
         assert text(unavailable) == 'Capability "delete_selected_todo" is not available right now'
 
-        if mode == "legacy":
-            await client.call_tool("select_todo", {"id": "todo-1"})
-            with anyio.fail_after(5):
-                while not any(isinstance(m, types.ToolListChangedNotification) for m in notifications):
-                    await anyio.sleep(0.02)
-        else:
-            async with client.listen(tools_list_changed=True) as subscription:
-                await client.call_tool("select_todo", {"id": "todo-1"})
-                with anyio.fail_after(5):
-                    assert await subscription.__anext__() == ToolsListChanged()
+        await call_changing_tools(client, mode, notifications, "select_todo", {"id": "todo-1"})
         listed = [tool.name for tool in (await client.list_tools()).tools]
         assert listed == ["create_todo", "delete_selected_todo", "select_todo", "cleared_selection"]
 
@@ -224,18 +217,7 @@ async def raw(target: str) -> AsyncGenerator[Lines]:
     async with await anyio.open_process(command, cwd=ROOT, stderr=None) as process:
         lines = Lines(process)
         try:
-            await lines.request(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "raw", "version": "1"},
-                    },
-                }
-            )
+            await lines.request(INITIALIZE)
             assert (await lines.receive())["result"]["protocolVersion"] == "2025-11-25"
             await lines.request({"jsonrpc": "2.0", "method": "notifications/initialized"})
             yield lines
@@ -244,18 +226,6 @@ async def raw(target: str) -> AsyncGenerator[Lines]:
             await process.stdin.aclose()
             with anyio.fail_after(10):
                 await process.wait()
-
-
-def call(request_id: int, name: str, arguments: object) -> dict[str, Any]:
-    params = {"name": name, "arguments": arguments}
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-
-
-def nested(depth: int) -> object:
-    value: object = "leaf"
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 async def test_bad_input_on_the_wire_gets_the_right_answer_and_the_server_keeps_serving() -> None:
