@@ -34,8 +34,6 @@ SCENARIOS: dict[str, Scenario] = {
     "validation": validation,
     "documentation": manifest_at_size,
     "completion": completion_at_scale,
-    # Last: an invalid payload's failure value is currently never freed, so
-    # this scenario grows the heap by every call it makes.
     "refusals": refusal_paths,
 }
 """Every scenario, in the order the suite runs them."""
