@@ -99,10 +99,9 @@ class DispatchResult(msgspec.Struct, frozen=True):
 class Bound(Generic[M, P]):
     """What a bound runtime holds for every invocation: the host and the capability tables."""
 
-    __slots__ = ("by_class", "by_name", "capabilities", "host", "hub")
+    __slots__ = ("by_class", "by_name", "host", "hub")
 
     def __init__(self, capabilities: tuple[Capability[M, P], ...], host: Host[M, Any, P]) -> None:
-        self.capabilities = capabilities
         self.host = host
         self.by_name: dict[str, Capability[M, P]] = {c.name: c for c in capabilities}
         self.by_class: dict[type[Any], Capability[M, P]] = {c.message: c for c in capabilities}
@@ -364,8 +363,10 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
         if pending.defect is not None:
             # A hook that failed while matching is a defect even if the wait was cut short.
             raise pending.defect
-        if pending.settled and env.stage == SENT:
-            # Settled first: a deadline or abort that lands afterwards changes nothing.
+        if pending.settled:
+            # Settled first: a deadline or abort that lands afterwards changes nothing,
+            # even one that cut short a host still dispatching: the completion was seen.
+            env.stage = SENT
             return _result(env, prepared, await pending.wait())
         invocation_id = env.invocation.id or ""
         # Not settled, so the scope was cancelled: by the signal, or by the deadline.
@@ -391,7 +392,7 @@ def _never(_: Callable[[], None]) -> Callable[[], None]:
 # --- the steps, as RequiresContextFutureResult ------------------------------------------------------
 
 
-def resolve(_: object = None) -> Step[Capability[Any, Any]]:
+def resolve() -> Step[Capability[Any, Any]]:
     """Step 1: find the capability by Message class or protocol name. Never reads the Model."""
     return RequiresContextFutureResult(lambda env: FutureResult.from_result(_as_result(resolve_step(env))))
 

@@ -832,3 +832,30 @@ async def test_matching_cost_per_processed_message(anyio_backend: str, keyed: bo
         assert completed(outcomes[f"call-{pending - 1}"]).message == Created("milk", f"call-{pending - 1}")
         tasks.cancel_scope.cancel()
     assert recorder.listener_count == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cut_short_by", ["deadline", "abort"])
+async def test_a_completion_seen_while_the_host_is_still_dispatching_wins(cut_short_by: str) -> None:
+    # The host lets update answer, then keeps its dispatch coroutine busy: the
+    # completion proves the Message reached update, whatever cuts the wait short.
+    recorder: RecordingHost[Model, Any, None] = RecordingHost(Model())
+    controller = agentfx.AbortController()
+
+    async def slow_dispatch(message: Any) -> None:
+        recorder.dispatch(message)
+        recorder.emit(Created(title=message.title, request=message.request))
+        if cut_short_by == "abort":
+            controller.abort()
+        await anyio.sleep_forever()
+
+    host: agentfx.Host[Model, Any, None] = agentfx.Host(model=recorder.model, dispatch=slow_dispatch, observe=recorder.observe)
+    log = agentfx.audit_log()
+    contract = A.define(A.expose(Create | Created, create_variant(Completion(success=Created, timeout=0.05))))
+    runtime = A.bind(contract, host=host, audit=log)
+    outcome = await run(runtime, Create, {"title": "t"}, agentfx.Invocation(signal=controller.signal))
+    assert isinstance(outcome, Success)
+    result = outcome.unwrap()
+    assert result.completion is not None and result.completion.status == "completed"
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "completed")]
+    assert recorder.listener_count == 0
