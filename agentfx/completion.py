@@ -8,11 +8,12 @@ handed a decoded request, the dispatched Message and the host's listener hooks.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import anyio
 import msgspec
@@ -56,8 +57,24 @@ class CallInfo(msgspec.Struct, frozen=True):
     message: Any
 
 
-def _classes(value: type[Any] | tuple[type[Any], ...]) -> tuple[type[Any], ...]:
-    return value if isinstance(value, tuple) else (value,)
+def _classes(value: object, role: str) -> tuple[type[Any], ...]:
+    items = cast("tuple[object, ...]", value) if isinstance(value, tuple) else (value,)
+    classes: list[type[Any]] = []
+    for cls in items:
+        if not isinstance(cls, type):
+            raise ContractError(f"A completion's {role} must be a Message class or a tuple of them, got {cls!r}")
+        classes.append(cls)
+    return tuple(classes)
+
+
+def check_synchronous(hook: object, role: str) -> None:
+    """Refuse a coroutine function where a plain answer is needed.
+
+    A coroutine object is truthy: an ``async`` predicate would pass every check
+    without ever running, so it is refused where it is declared.
+    """
+    if inspect.iscoroutinefunction(hook):
+        raise ContractError(f'"{role}" must answer synchronously; it is a coroutine function')
 
 
 # No slots on the generic declarations: ``Completion[Req, Res](...)`` sets ``__orig_class__``,
@@ -99,14 +116,18 @@ class Completion(Generic[Req, Res]):
         success: type[Res] | tuple[type[Res], ...],
         failure: type[Res] | tuple[type[Res], ...] = (),
         correlate: Callable[[Req, Res, CallInfo], bool] | None = None,
+        timeout: float | timedelta = _DEFAULT_TIMEOUT,
         *,
         correlate_key: tuple[Callable[[Req, CallInfo], Hashable], Callable[[Res], Hashable]] | None = None,
-        timeout: float | timedelta = _DEFAULT_TIMEOUT,
     ) -> None:
         if correlate is not None and correlate_key is not None:
             raise ContractError('Give a completion either "correlate" or "correlate_key", not both')
-        object.__setattr__(self, "success", _classes(success))
-        object.__setattr__(self, "failure", _classes(failure))
+        check_synchronous(correlate, "correlate")
+        if correlate_key is not None:
+            check_synchronous(correlate_key[0], "correlate_key")
+            check_synchronous(correlate_key[1], "correlate_key")
+        object.__setattr__(self, "success", _classes(success, "success"))
+        object.__setattr__(self, "failure", _classes(failure, "failure"))
         object.__setattr__(self, "correlate", correlate)
         object.__setattr__(self, "correlate_key", correlate_key)
         object.__setattr__(self, "timeout", _seconds(timeout))
@@ -161,6 +182,8 @@ def when(
     """
     if (projection is None) == (source is None):
         raise ContractError('A state completion needs exactly one of "projection" or "source"')
+    check_synchronous(predicate, "predicate")
+    check_synchronous(projection, "projection")
     return StateCompletion(predicate=predicate, timeout=_seconds(timeout), projection=projection, source=source)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overloa
 
 import msgspec
 
-from .completion import Completion, StateCompletion
+from .completion import Completion, StateCompletion, check_synchronous
 from .errors import ContractError, Refusal
 from .invocation import Invocation
 from .naming import check_name, default_name, message_tag
@@ -254,6 +254,13 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
             )
 
 
+def _check_schema(schema: object, what: str) -> None:
+    try:
+        json_schema(schema)
+    except (TypeError, ValueError) as exc:
+        raise ContractError(f"{what}: its schema cannot be described ({exc})") from None
+
+
 def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -> Capability[Any, Any]:
     cls = v.message
     # The annotation promises a class, but untyped callers can pass anything.
@@ -268,10 +275,13 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         raise ContractError(f'Cannot expose "{tag}": "to_message" was provided without "input"')
     name = check_name(tag, v.name if v.name is not None else default_name(tag))
     input_type: type[Any] = v.input if v.input is not None else cls
+    if not (isinstance(cast(object, input_type), type) and issubclass(input_type, msgspec.Struct)):
+        raise ContractError(f'Cannot expose "{tag}": its input must be a msgspec Struct type')
     try:
         codec: InputCodec[Any] = InputCodec(input_type)
-    except TypeError:
-        raise ContractError(f'Cannot expose "{tag}": its input must be a msgspec Struct type') from None
+    except TypeError as exc:
+        raise ContractError(f'Cannot expose "{tag}": {exc}') from None
+    check_synchronous(v.available, "available")
     _check_completion(name, v.completion, members)
     return Capability(
         name=name,
@@ -433,11 +443,21 @@ class AgentBuilder(Generic[M, P]):
         return Exposed(union, tuple(capabilities))
 
     def resource(self, name: str, description: str, *, schema: object, read: Callable[[M], object]) -> Resource[M]:
-        """A named read-only projection of the Model, encoded through ``schema``."""
+        """A named read-only projection of the Model, encoded through ``schema``.
+
+        Raises:
+            ContractError: msgspec cannot describe ``schema``.
+        """
+        _check_schema(schema, f'Cannot define the resource "{name}"')
         return Resource(name, description, schema, read)
 
     def projection(self, schema: object, read: Callable[[M], object]) -> Projection[M]:
-        """The context projected for agents, encoded through ``schema``."""
+        """The context projected for agents, encoded through ``schema``.
+
+        Raises:
+            ContractError: msgspec cannot describe ``schema``.
+        """
+        _check_schema(schema, "Cannot define the context projection")
         return Projection(schema, read)
 
     def define(

@@ -483,3 +483,65 @@ def test_the_builder_binds_a_host() -> None:
     runtime = TodoAgent.bind(definition, host=host)
     assert isinstance(runtime, agentfx.AgentRuntime)
     assert runtime.definition is definition
+
+
+# --- definition-time checks found in review ---------------------------------------------------
+
+
+def test_a_completion_naming_something_other_than_classes_is_refused() -> None:
+    with raises("A completion's success must be a Message class or a tuple of them, got [<class 'tests.support.DeletedTodo'>]"):
+        Completion(success=[DeletedTodo])  # pyright: ignore[reportArgumentType]
+    with raises("A completion's failure must be a Message class or a tuple of them, got 'FailedDeleteTodo'"):
+        Completion(success=DeletedTodo, failure="FailedDeleteTodo")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_completion_takes_its_timeout_as_the_fourth_positional_argument() -> None:
+    assert Completion(DeletedTodo, FailedDeleteTodo, None, 10.0).timeout == 10.0
+
+
+async def _yes(*_: object) -> bool:
+    return True
+
+
+# Typed as Any: pyright already rejects an async hook; this checks the runtime guard
+# that protects untyped callers.
+_async_yes: Any = _yes
+
+
+def _identity(model: Any) -> Any:
+    return model
+
+
+def test_asynchronous_predicates_are_refused_where_they_are_declared() -> None:
+    # A coroutine object is truthy: an async `available` would let every call through.
+    with raises('"available" must answer synchronously; it is a coroutine function'):
+        agentfx.expose(Message, agentfx.variant(RequestedCreateTodo, "Create", available=_async_yes))
+    with raises('"correlate" must answer synchronously; it is a coroutine function'):
+        Completion(success=DeletedTodo, correlate=_async_yes)
+    with raises('"correlate_key" must answer synchronously; it is a coroutine function'):
+        Completion(success=DeletedTodo, correlate_key=(_async_yes, _async_yes))
+    with raises('"predicate" must answer synchronously; it is a coroutine function'):
+        agentfx.when(projection=_identity, predicate=_async_yes)
+
+
+class Opaque:
+    pass
+
+
+def test_a_resource_or_context_schema_msgspec_cannot_describe_is_refused_at_definition() -> None:
+    with pytest.raises(ContractError, match=r'^Cannot define the resource "r": its schema cannot be described \('):
+        agentfx.resource("r", "R", schema=Opaque, read=lambda model: model)
+    with pytest.raises(ContractError, match=r"^Cannot define the context projection: its schema cannot be described \("):
+        agentfx.projection(Opaque, lambda model: model)
+
+
+class Packed(msgspec.Struct, frozen=True, array_like=True):
+    id: str
+
+
+def test_a_struct_input_the_codec_cannot_take_is_refused_with_the_reason() -> None:
+    def to_message(packed: Packed, ctx: object) -> RequestedDeleteTodo:
+        return RequestedDeleteTodo(id=packed.id)
+
+    with raises('Cannot expose "RequestedDeleteTodo": Packed is array_like; an input must encode as an object'):
+        agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", input=Packed, to_message=to_message))
