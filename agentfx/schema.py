@@ -37,7 +37,6 @@ T = TypeVar("T")
 
 _REF_PREFIX = "#/$defs/"
 
-_EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
 
 # msgspec ends a located error with " - at `$.path`"; a bad mapping key reads
 # " - at `key` in `$.path`". Anything else happened at the root.
@@ -142,7 +141,7 @@ class InputCodec(Generic[T]):
             self.schema = schema
             self.schema["title"] = struct.__name__
         else:
-            self.schema = dict(_EMPTY_OBJECT)
+            self.schema = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
         allowed = frozenset(field.encode_name for field in fields)
         tag_field = config.tag_field
         fits: Callable[[Any], bool]
@@ -275,6 +274,7 @@ def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
     # A JSON round trip leaves only JSON types (a tuple default becomes a
     # list) and fresh containers the caller may own.
     schema = msgspec.json.decode(msgspec.json.encode(raw), type=dict[str, Any])
+    _sort_set_defaults(schema)
     ref = schema.get("$ref")
     defs = schema.get("$defs")
     if not (isinstance(ref, str) and ref.startswith(_REF_PREFIX) and isinstance(defs, dict)):
@@ -289,6 +289,21 @@ def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
     if defs:
         root["$defs"] = defs
     return root
+
+
+def _sort_set_defaults(node: object) -> None:
+    # A set default arrives in hash order, which differs between processes: sort
+    # it so the schema (and every manifest) is byte-identical across runs.
+    if isinstance(node, dict):
+        mapping = cast("dict[str, Any]", node)
+        default = mapping.get("default")
+        if mapping.get("uniqueItems") is True and isinstance(default, list):
+            mapping["default"] = sorted(cast("list[Any]", default), key=msgspec.json.encode)
+        for value in mapping.values():
+            _sort_set_defaults(value)
+    elif isinstance(node, list):
+        for item in cast("list[Any]", node):
+            _sort_set_defaults(item)
 
 
 def _mentions(node: object, ref: str) -> bool:

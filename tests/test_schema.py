@@ -482,3 +482,42 @@ def test_project_raises_on_unencodable_values() -> None:
     what = "The context projection does not match its declared schema"
     with pytest.raises(AgentProjectionError, match="^The context projection does not match its declared schema$"):
         project(dict[str, Any], {"x": object()}, what)
+
+
+def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import msgspec\n"
+        "from agentfx.schema import InputCodec\n"
+        "class T(msgspec.Struct):\n"
+        "    tags: frozenset[str] = frozenset({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'})\n"
+        "print(msgspec.json.encode(InputCodec(T).schema).decode())\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(outputs) == 1
+    assert '"default":["alpha","beta","delta","epsilon","gamma","zeta"]' in outputs.pop()
+
+
+def test_payload_free_schemas_share_no_containers() -> None:
+    class First(msgspec.Struct):
+        pass
+
+    class Second(msgspec.Struct):
+        pass
+
+    first, second = InputCodec(First).schema, InputCodec(Second).schema
+    first["properties"]["x"] = {}
+    first["required"].append("x")
+    assert second == {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
