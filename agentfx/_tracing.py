@@ -7,6 +7,7 @@ tracing off, the runtime does no span work at all.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 try:
@@ -17,6 +18,8 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 __all__ = ["active_tracer"]
 
 _cached: tuple[object, Any] | None = None
+# A provider named in the environment is loaded by the public call on first use.
+_PROVIDER_FROM_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _UNKNOWN: Any = object()
 
 
@@ -30,7 +33,7 @@ def active_tracer() -> Any:
     # environment lookup on every dispatch with tracing off.
     # A release without that private slot falls back to the public call.
     provider = getattr(_trace, "_TRACER_PROVIDER", _UNKNOWN)
-    if provider is _UNKNOWN:
+    if provider is _UNKNOWN or (provider is None and _PROVIDER_FROM_ENVIRONMENT):
         provider = _trace.get_tracer_provider()
     if provider is None or isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
         return None

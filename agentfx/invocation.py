@@ -8,7 +8,9 @@ aborted and lends it the cancel scopes that an abort must cancel.
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
+
 import anyio
 import msgspec
 
@@ -18,11 +20,22 @@ _prefix = secrets.token_hex(6)
 _counter = itertools.count(1)
 
 
+def _renew_prefix() -> None:
+    # A forked worker would otherwise continue its parent's sequence of ids.
+    global _prefix, _counter
+    _prefix = secrets.token_hex(6)
+    _counter = itertools.count(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_prefix)
+
+
 def new_invocation_id() -> str:
     """Return an id no other invocation in this process has had.
 
-    The prefix is random per process, so ids from two processes do not collide
-    in practice either.
+    The prefix is random per process (and renewed in a forked child), so ids
+    from two processes do not collide in practice either.
 
     >>> new_invocation_id() != new_invocation_id()
     True

@@ -10,7 +10,7 @@ protocol.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from returns.future import FutureResult
 from returns.result import Failure, Result, Success
@@ -142,7 +142,8 @@ class Messages(Generic[M, P]):
     ) -> FutureResult[DispatchResult, DispatchError]:
         """The wire path: an unchecked name and payload, exactly as an adapter read them."""
         # A name off the wire is only ever looked up by name, never taken for a class.
-        target: object = name if type(name) is str else repr(name)
+        # ``str.__str__`` is the plain text of a str subclass (an enum member, say).
+        target: object = str.__str__(name) if isinstance(cast(object, name), str) else repr(name)
         return FutureResult(self._runtime._run(target, payload, invocation, run_direct))
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
@@ -187,9 +188,10 @@ class Resources(Generic[M, P]):
             AgentProjectionError: The projection does not match its schema (an application bug).
         """
         # A name off the wire may be anything; only a string can name a resource.
-        resource = self._by_name.get(name) if type(name) is str else None
+        known = isinstance(cast(object, name), str)
+        resource = self._by_name.get(str.__str__(name)) if known else None
         if resource is None:
-            return Failure(AgentResourceError.of(name if type(name) is str else repr(name)))
+            return Failure(AgentResourceError.of(str.__str__(name) if known else repr(name)))
         return Success(resource.encode(self._runtime.host.model()))
 
 

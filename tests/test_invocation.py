@@ -171,3 +171,31 @@ async def test_one_abort_cancels_every_pending_invocation_sharing_the_signal() -
     assert rec.dispatched == [RequestedDeleteTodo("t1")]
     assert rec.listener_count == 0
     assert not controller.signal._scopes
+
+
+def test_a_forked_child_starts_its_own_sequence_of_ids() -> None:
+    import os
+    import subprocess
+    import sys
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    # Forked in a fresh single-threaded interpreter, not in the test process.
+    program = (
+        "import os\n"
+        "from agentfx.invocation import new_invocation_id\n"
+        "parent = new_invocation_id()\n"
+        "read, write = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.write(write, new_invocation_id().encode())\n"
+        "    os._exit(0)\n"
+        "os.close(write)\n"
+        "child = os.read(read, 100).decode()\n"
+        "os.waitpid(pid, 0)\n"
+        "print(parent, child)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=30)
+    parent, child = done.stdout.split()
+    assert child.rsplit("-", 1)[0] != parent.rsplit("-", 1)[0]
+    assert child.endswith("-1")

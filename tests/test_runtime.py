@@ -85,6 +85,23 @@ async def test_dispatch_unknown_looks_names_up_only() -> None:
 
 
 @pytest.mark.anyio
+async def test_names_that_are_str_subclasses_are_looked_up_by_their_text() -> None:
+    import enum
+
+    class Tool(enum.StrEnum):
+        CLEAR = "cleared_selection"
+
+    class Named(str, enum.Enum):
+        CLEAR = "cleared_selection"
+
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    for name in (Tool.CLEAR, Named.CLEAR):
+        assert isinstance(outcome_of(await runtime.messages.dispatch_unknown(name, {})), Success)
+    assert rec.dispatched == [ClearedSelection(), ClearedSelection()]
+
+
+@pytest.mark.anyio
 async def test_dispatch_result_shape() -> None:
     invocation = agentfx.Invocation(id="call-1")
     result = (await run(agentfx.bind(AppAgent, host=recorder().host), "delete_selected_todo", {}, invocation)).unwrap()
