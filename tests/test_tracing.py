@@ -250,3 +250,14 @@ def test_the_global_provider_is_detected_in_a_fresh_process() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Agent.dispatch g1"
+
+
+def test_a_tracer_provider_named_in_the_environment_turns_tracing_on() -> None:
+    import os
+    import subprocess
+    import sys
+
+    program = "from agentfx._tracing import active_tracer; print(active_tracer() is not None)"
+    env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True, timeout=30)
+    assert done.stdout.strip() == "True"
