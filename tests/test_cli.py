@@ -108,3 +108,26 @@ def test_an_unknown_command_is_argparses_usage_error(capsys: pytest.CaptureFixtu
 
 def test_load_follows_dotted_attributes() -> None:
     assert load("tests.mcp_app:app.definition") is definition
+
+
+# --- .ci/run: the README's test command, as a fresh clone runs it ---------------------
+
+
+def ci_run(tmp_path: Path, readme: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / ".ci").mkdir()
+    script = tmp_path / ".ci" / "run"
+    script.write_text((ROOT / ".ci" / "run").read_text())
+    (tmp_path / "README.md").write_text(readme)
+    return subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_ci_runs_the_command_between_the_readme_markers(tmp_path: Path) -> None:
+    readme = "# x\n\n<!-- test-command -->\n```bash\necho ran the readme command\n```\n<!-- /test-command -->\n"
+    done = ci_run(tmp_path, readme)
+    assert (done.returncode, done.stdout) == (0, "+ echo ran the readme command\nran the readme command\n")
+
+
+def test_ci_says_so_when_the_readme_has_no_test_command(tmp_path: Path) -> None:
+    done = ci_run(tmp_path, "# x\n\nNo markers here.\n")
+    assert done.returncode == 1
+    assert done.stderr == "README.md has no test command between its test-command markers\n"
