@@ -523,3 +523,18 @@ def test_the_readme_example_runs_and_its_test_passes() -> None:
     for test in tests:
         test()
 
+
+
+def test_each_capability_keeps_its_own_saved_examples(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The example database keys on a digest of the test function; one function
+    # serves every capability, so the digest must tell them apart, or a saved
+    # failure would be replayed (and dropped) under another capability.
+    from hypothesis.internal.reflection import function_digest
+
+    suites: list[Any] = []
+    monkeypatch.setattr(laws, "_run", suites.append)
+    check_contract(todo.AppAgent, models=[todo.INITIAL], principals=[todo.User(id="u")], max_examples=1)
+    check_contract(orders.AppAgent, models=ORDER_MODELS, principals=CUSTOMERS, max_examples=1)
+    digests = {function_digest(suite.hypothesis.inner_test) for suite in suites}
+    assert len(suites) == len(todo.AppAgent.capabilities) + len(orders.AppAgent.capabilities)
+    assert len(digests) == len(suites)

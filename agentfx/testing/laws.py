@@ -56,7 +56,7 @@ try:
     from hypothesis.errors import FlakyFailure
     from hypothesis.strategies import SearchStrategy
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("agentfx.testing needs hypothesis: pip install 'agentfx[test]'") from exc
+    raise ImportError("agentfx.testing needs hypothesis: pip install 'agentfx[testing]'") from exc
 
 __all__ = [
     "AVAILABLE_FIRST",
@@ -333,19 +333,6 @@ def _law_suite(
     unknown_keys = st.text(min_size=1, max_size=12).filter(lambda key: key not in known)
     extra_values = st.one_of(st.none(), st.integers(-9, 9), st.text(max_size=4))
 
-    # The example database keys on the test function; one function serves
-    # every capability, so replayed examples are only ever a head start.
-    @settings(
-        max_examples=max_examples,
-        deadline=None,
-        # One violation, the first found and shrunk, named as a plain AssertionError.
-        report_multiple_bugs=False,
-        # Explaining reruns each failing example many times over; the violation
-        # already says what the invocation did.
-        phases=[phase for phase in settings().phases if phase is not Phase.explain],
-        suppress_health_check=[HealthCheck.too_slow],
-    )
-    @given(st.data())
     def law_suite(data: st.DataObject) -> None:
         model = data.draw(models, label="model")
         principal = data.draw(principals, label="principal")
@@ -397,7 +384,21 @@ def _law_suite(
         after = _verdicts(definition.capabilities, _twin(model))
         _judge_purity(definition.capabilities, before, after, capability.name)
 
-    return law_suite
+    # The example database keys on the test function, and this one function serves
+    # every capability of every contract: the extra digest (the hook hypothesis's own
+    # parametrize support uses) says which, so a saved failure replays where it failed.
+    contract = ",".join(c.name for c in definition.capabilities)
+    setattr(law_suite, "_hypothesis_internal_add_digest", f"{contract}:{capability.name}".encode())
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        # One violation, the first found and shrunk, named as a plain AssertionError.
+        report_multiple_bugs=False,
+        # Explaining reruns each failing example many times over; the violation
+        # already says what the invocation did.
+        phases=[phase for phase in settings().phases if phase is not Phase.explain],
+        suppress_health_check=[HealthCheck.too_slow],
+    )(given(st.data())(law_suite))
 
 
 def _twin(model: T) -> T:

@@ -37,7 +37,7 @@ try:
     from hypothesis import strategies as st
     from hypothesis.strategies import SearchStrategy
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("agentfx.testing needs hypothesis: pip install 'agentfx[test]'") from exc
+    raise ImportError("agentfx.testing needs hypothesis: pip install 'agentfx[testing]'") from exc
 
 __all__ = ["HasInputType", "InvalidPayload", "invalid_payloads", "valid_payloads"]
 
