@@ -73,9 +73,15 @@ def load(target: str) -> object:
     try:
         obj: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and module_name.startswith(exc.name):
+        missing = exc.name
+        if missing is None:
+            raise
+        if missing == module_name or module_name.startswith(missing + "."):
             raise UsageError(f'Cannot import "{module_name}": no such module') from None
-        raise
+        # The module exists but imports one that is not installed.
+        raise UsageError(
+            f'Cannot import "{module_name}": it needs the module "{missing}", which is not installed'
+        ) from None
     for part in attribute.split("."):
         try:
             obj = getattr(obj, part)

@@ -131,3 +131,32 @@ def test_ci_says_so_when_the_readme_has_no_test_command(tmp_path: Path) -> None:
     done = ci_run(tmp_path, "# x\n\nNo markers here.\n")
     assert done.returncode == 1
     assert done.stderr == "README.md has no test command between its test-command markers\n"
+
+
+# --- what a missing module is --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("depless:x", 'Cannot import "depless": no such module'),
+        ("depless.app:x", 'Cannot import "depless.app": no such module'),
+        ("depful.app:x", 'Cannot import "depful.app": no such module'),
+        ("dep_needing:x", 'Cannot import "dep_needing": it needs the module "dep", which is not installed'),
+        ("depful.needing:x", 'Cannot import "depful.needing": it needs the module "dep", which is not installed'),
+    ],
+)
+def test_a_missing_dependency_is_not_a_missing_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, message: str
+) -> None:
+    # "dep_needing" starts with "dep", the name of what it fails to import.
+    (tmp_path / "dep_needing.py").write_text("import dep\n")
+    (tmp_path / "depful").mkdir()
+    (tmp_path / "depful" / "__init__.py").write_text("")
+    (tmp_path / "depful" / "needing.py").write_text("import dep\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code, _, err = run("manifest", target)
+    finally:
+        sys.modules.pop("depful", None)
+    assert (code, err) == (2, f"agentfx: {message}\n")
