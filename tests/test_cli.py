@@ -154,7 +154,7 @@ def test_a_missing_dependency_is_not_a_missing_module(
     (tmp_path / "depful").mkdir()
     (tmp_path / "depful" / "__init__.py").write_text("")
     (tmp_path / "depful" / "needing.py").write_text("import dep\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
     try:
         code, _, err = run("manifest", target)
     finally:
