@@ -137,6 +137,22 @@ def _manifest(target: str, check: str | None, out: TextIO) -> int:
     return _DRIFTED
 
 
+_MCP_EXTRA = "pip install 'agentfx[mcp]'"
+
+
+def _require(*modules: str) -> None:
+    """Import the optional modules a command needs, or say how to install them."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            reason = str(exc)
+            if _MCP_EXTRA not in reason:
+                missing = f'"{exc.name}" is not installed' if isinstance(exc, ModuleNotFoundError) else reason
+                reason = f"{missing}; this command needs the MCP extra: {_MCP_EXTRA}"
+            raise UsageError(reason) from None
+
+
 RuntimeFactory = Callable[[], AbstractAsyncContextManager["AgentRuntime[Any, Any]"]]
 
 
@@ -318,6 +334,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
                 stdout.write(to_markdown(_definition(args.target)))
                 return _OK
             case "serve":
+                _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
                 served = _served(args.target)
                 if args.transport == "stdio":
                     anyio.run(_serve_stdio, served)
@@ -326,6 +343,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
                     anyio.run(_serve_http, served, args.host, args.port, stderr, backend="asyncio")
                 return _OK
             case _:
+                _require("agentfx.mcp")
                 return anyio.run(_demo, stdout)
     except UsageError as exc:
         stderr.write(f"agentfx: {exc}\n")

@@ -160,3 +160,30 @@ def test_a_missing_dependency_is_not_a_missing_module(
     finally:
         sys.modules.pop("depful", None)
     assert (code, err) == (2, f"agentfx: {message}\n")
+
+
+# --- without the MCP extra -------------------------------------------------------------
+
+
+def without(modules: list[str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """``agentfx ARGV`` in a fresh interpreter where ``modules`` cannot be imported."""
+    code = f"import sys; sys.modules.update(dict.fromkeys({modules!r})); from agentfx.cli import main; sys.exit(main())"
+    command = [sys.executable, "-c", code, *argv]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
+
+
+@pytest.mark.parametrize(
+    ("modules", "argv", "message"),
+    [
+        (["mcp"], ["demo"], "agentfx.mcp needs the MCP SDK, an optional dependency."),
+        (["mcp"], ["serve", "tests.mcp_app:app"], "agentfx.mcp needs the MCP SDK, an optional dependency."),
+        (["uvicorn"], ["serve", "tests.mcp_app:app", "--transport", "http"], '"uvicorn" is not installed'),
+    ],
+)
+def test_a_command_needing_the_mcp_extra_says_how_to_install_it(
+    modules: list[str], argv: list[str], message: str
+) -> None:
+    done = without(modules, *argv)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"agentfx: {message}") and "Traceback" not in done.stderr
+    assert done.stderr.rstrip().endswith("pip install 'agentfx[mcp]'")
