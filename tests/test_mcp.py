@@ -509,6 +509,24 @@ async def test_the_guarded_stream_answers_unreadable_lines_and_passes_messages_o
     outbound_receive.close()
 
 
+async def test_the_guarded_stream_skips_blank_lines_without_answering_them() -> None:
+    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](10)
+    message = SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
+    for line in ("\n", "  \n", "\r\n", "\t \r\n", ""):
+        await inbound_send.send(line_error(line))
+    await inbound_send.send(message)
+    await inbound_send.send(line_error(" x \n"))
+    inbound_send.close()
+    async with GuardedReadStream(inbound, outbound) as guarded:
+        assert [item async for item in guarded] == [message]
+    outbound.close()
+    with outbound_receive:
+        answers = [item.message async for item in outbound_receive]
+    (answer,) = answers  # only the line with something on it was answered
+    assert isinstance(answer, types.JSONRPCError) and answer.error.code == types.PARSE_ERROR
+
+
 # --- packaging ----------------------------------------------------------------------
 
 

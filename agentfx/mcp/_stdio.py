@@ -5,7 +5,8 @@ stray prints off the wire) around the server of :mod:`agentfx.mcp._server`,
 plus the one thing the SDK leaves out: a line that is not JSON gets a JSON-RPC
 parse error (``-32700``) and a line that is JSON but not a JSON-RPC message an
 invalid-request error (``-32600``), so a client never waits on a reply that
-will not come. It deliberately knows nothing of capabilities or dispatch.
+will not come. A blank line is no message at all and is skipped. It
+deliberately knows nothing of capabilities or dispatch.
 """
 
 from __future__ import annotations
@@ -29,7 +30,32 @@ if TYPE_CHECKING:
 
     from ..runtime import AgentRuntime
 
-__all__ = ["GuardedReadStream", "protocol_error", "serve_stdio"]
+__all__ = ["GuardedReadStream", "blank_line", "protocol_error", "serve_stdio"]
+
+_JSON_WHITESPACE = " \t\r\n"
+
+
+def blank_line(exc: Exception) -> bool:
+    """Whether the line that raised ``exc`` held nothing but whitespace (so nobody is waiting on it).
+
+    >>> import mcp_types as types
+    >>> def error(line: str) -> Exception:
+    ...     try:
+    ...         types.jsonrpc_message_adapter.validate_json(line)
+    ...     except ValueError as exc:
+    ...         return exc
+    ...     raise AssertionError(line)
+    >>> blank_line(error(" \\r\\n")), blank_line(error("{oops"))
+    (True, False)
+    """
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if not errors:
+        return False
+    for error in errors:
+        line: object = error.get("input")
+        if error["type"] != "json_invalid" or not isinstance(line, str) or line.strip(_JSON_WHITESPACE):
+            return False
+    return True
 
 
 def protocol_error(exc: Exception) -> types.JSONRPCError:
@@ -95,6 +121,8 @@ class GuardedReadStream:
             item = await self._inner.receive()
             if isinstance(item, SessionMessage):
                 return item
+            if blank_line(item):
+                continue
             await self._write.send(SessionMessage(message=protocol_error(item)))
 
     async def aclose(self) -> None:
