@@ -19,6 +19,7 @@ import mcp
 import mcp_types as types
 import msgspec
 import pytest
+from mcp.shared.memory import MessageStream, create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import ToolsListChanged
 
@@ -31,7 +32,7 @@ from agentfx.mcp._stdio import GuardedReadStream, protocol_error
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
 from tests.mcp_app import ADMIN, GUEST, SECRET, Added, Cleared, Finished, Model, Selected, User, Waited, app
-from tests.mcp_wire import text
+from tests.mcp_wire import INITIALIZE, call, text
 
 pytestmark = pytest.mark.anyio
 
@@ -388,6 +389,51 @@ async def test_cancelling_a_call_aborts_its_invocation(mode: str) -> None:
         assert c.program.listener_count == baseline, "the completion listener was released"
         await c.program.send(Finished())
         assert text(await c.client.call_tool("add", {"title": "after"})) == "Dispatched Added"
+
+
+# --- raw JSON-RPC in-process -------------------------------------------------------
+
+
+class Raw:
+    """A connection to ``server(runtime)`` spoken one JSON-RPC message at a time."""
+
+    def __init__(self, streams: MessageStream) -> None:
+        self._read, self._write = streams
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self._write.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message)))
+
+    async def receive(self) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            item = await self._read.receive()
+        assert isinstance(item, SessionMessage)
+        return item.message.model_dump(by_alias=True, exclude_unset=True)
+
+
+@asynccontextmanager
+async def raw(runtime: AgentRuntime[Any, Any]) -> AsyncGenerator[Raw]:
+    """A raw client, past the 2025-11-25 handshake."""
+    async with create_client_server_memory_streams() as (client, served):
+        mcp_server = server(runtime)
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(mcp_server.run, *served, mcp_server.create_initialization_options())
+            connection = Raw(client)
+            await connection.send(INITIALIZE)
+            assert (await connection.receive())["result"]["protocolVersion"] == "2025-11-25"
+            await connection.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            yield connection
+            task_group.cancel_scope.cancel()
+
+
+async def test_calls_reusing_a_request_id_are_distinct_invocations() -> None:
+    log = agentfx.audit_log()
+    async with app.run(audit=log) as runtime, raw(runtime) as connection:
+        for title in ("a", "b"):
+            await connection.send(call(1, "add", {"title": title}))
+            assert (await connection.receive())["id"] == 1
+    first, second = (entry.invocation for entry in log.entries())
+    assert first != second
+    assert first.endswith("/1") and second.endswith("/1"), "the request id stays visible"
 
 
 # --- the pure mapping ---------------------------------------------------------------

@@ -130,7 +130,6 @@ class Connection:
 
     def __init__(self, runtime: AgentRuntime[Any, Any]) -> None:
         self.runtime = runtime
-        self.prefix = new_invocation_id()
         self._bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self._bus)
         self._session: ServerSession | None = None
@@ -243,9 +242,11 @@ def server(
     async def call_tool(
         ctx: ServerRequestContext[Connection], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        connection = ctx.lifespan_context
         controller = AbortController()
-        call_id = None if ctx.request_id is None else f"{connection.prefix}/{ctx.request_id}"
+        # Fresh per call: a client may reuse a JSON-RPC id once its request is
+        # answered, and the audit must still tell the two calls apart. The
+        # request id stays visible, to match an entry with the client's log.
+        call_id = new_invocation_id() if ctx.request_id is None else f"{new_invocation_id()}/{ctx.request_id}"
         invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal)
         payload: object = {} if params.arguments is None else params.arguments
         settled = anyio.Event()
