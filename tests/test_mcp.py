@@ -291,11 +291,12 @@ async def test_resources_are_served_at_app_uris(mode: str) -> None:
 @MODES
 async def test_an_unknown_resource_is_a_protocol_error(mode: str) -> None:
     async with connected(mode) as c:
-        for uri in ("app://nope", "file:///etc/passwd", "app://"):
+        for uri in ("app://nope", "file:///etc/passwd", "app://", "app://items/", "app://context/x"):
             with pytest.raises(mcp.MCPError) as raised:
                 await c.client.read_resource(uri)
             assert raised.value.error.code == types.INVALID_PARAMS
-        assert raised.value.error.message == 'Cannot read resource "app://": no such resource'
+            assert raised.value.error.message == f'Cannot read resource "{uri}": no such resource'
+            assert raised.value.error.data == {"uri": uri}
         assert (await c.client.read_resource("app://items")).contents
 
 

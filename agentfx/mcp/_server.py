@@ -28,7 +28,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from returns.io import IOSuccess
-from returns.result import Failure, Success
+from returns.pipeline import is_successful
+from returns.result import Failure, Result, Success
 from returns.unsafe import unsafe_perform_io
 
 from .. import __version__
@@ -292,24 +293,14 @@ def server(
     async def read_resource(
         ctx: ServerRequestContext[Connection], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        uri = params.uri
-        resource = _wire.resource_name(uri)
-        if resource is None:
-            raise _wire.unknown_resource(uri)
         try:
-            if uri == _wire.CONTEXT_URI and runtime.has_context:
-                return _wire.resource_contents(uri, runtime.context())
-            match runtime.resources.read(resource):
-                case Success(value):
-                    return _wire.resource_contents(uri, value)
-                case Failure(error):
-                    failed = _wire.unknown_resource(uri, error)
-                case _:  # pragma: no cover - a Result is one of the two
-                    raise AssertionError("unreachable")
+            read = _read(runtime, params.uri)
         except Exception:
-            _logger.exception("reading the resource %r failed", uri)
+            _logger.exception("reading the resource %r failed", params.uri)
             raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
-        raise failed
+        if not is_successful(read):
+            raise _wire.unknown_resource(params.uri)
+        return read.unwrap()
 
     async def listen(
         ctx: ServerRequestContext[Connection], params: types.SubscriptionsListenRequestParams
@@ -334,6 +325,16 @@ def server(
         on_read_resource=read_resource,
         on_subscriptions_listen=listen,
     )
+
+
+def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourceResult, None]:
+    """The resource at ``uri``, or ``Failure(None)`` when it names none; raises what a projection raises."""
+    if uri == _wire.CONTEXT_URI and runtime.has_context:
+        return Success(_wire.resource_contents(uri, runtime.context()))
+    name = _wire.resource_name(uri)
+    if name is None:
+        return Failure(None)
+    return runtime.resources.read(name).map(lambda value: _wire.resource_contents(uri, value)).alt(lambda _: None)
 
 
 async def _dispatch(

@@ -19,7 +19,7 @@ from ..errors import AgentUnknownCapabilityError
 
 if TYPE_CHECKING:
     from ..docs import MessageDescriptor, ResourceDescriptor
-    from ..errors import AgentResourceError, DispatchError
+    from ..errors import DispatchError
     from ..pipeline import DispatchResult
 
 __all__ = [
@@ -172,11 +172,14 @@ def resource_contents(uri: str, value: object) -> types.ReadResourceResult:
     )
 
 
-def unknown_resource(uri: str, error: AgentResourceError | None = None) -> MCPError:
+def unknown_resource(uri: str) -> MCPError:
     """The protocol error for a URI that names no resource (``-32602``, as MCP prescribes).
 
-    >>> unknown_resource("app://nope").error.code
-    -32602
+    The message names the URI as the client sent it, whatever made it unknown.
+
+    >>> error = unknown_resource("app://nope").error
+    >>> error.code, error.message
+    (-32602, 'Cannot read resource "app://nope": no such resource')
     """
-    message = error.message if error is not None else f'Cannot read resource "{uri}": no such resource'
+    message = f'Cannot read resource "{uri}": no such resource'
     return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri})
