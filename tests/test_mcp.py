@@ -32,7 +32,7 @@ from agentfx.mcp._stdio import GuardedReadStream, protocol_error
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
 from tests.mcp_app import ADMIN, GUEST, SECRET, Added, Cleared, Finished, Model, Selected, User, Waited, app
-from tests.mcp_wire import INITIALIZE, call, text
+from tests.mcp_wire import INITIALIZE, call, text, tools_changed
 
 pytestmark = pytest.mark.anyio
 
@@ -357,6 +357,64 @@ async def test_list_changed_only_after_listing_only_on_a_difference_and_debounce
         assert list_changes(c.wire) == 2, "a burst that ends where it began is no change"
 
 
+class Opened(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Poked(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+Door = agentfx.for_model(bool)
+door = Door.define(
+    Door.expose(
+        Opened | Poked,
+        Door.variant(Opened, "Open the door", name="open"),
+        Door.variant(Poked, "Poke through the open door", name="poke", available=lambda opened: opened),
+    )
+)
+
+
+def open_door(opened: bool, message: Opened | Poked) -> bool:
+    return opened or isinstance(message, Opened)
+
+
+async def test_a_change_the_client_sdk_saw_while_validating_is_still_announced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A window longer than the calls below take, so the SDK's own listing
+    # surely falls inside it.
+    monkeypatch.setattr("agentfx.mcp._server.LIST_CHANGED_DEBOUNCE", 0.3)
+    notifications: list[object] = []
+
+    async def handler(message: types.ServerNotification | Exception) -> None:
+        notifications.append(message)
+
+    async with agentfx.App(door, False, open_door).run() as runtime:
+        async with mcp.Client(server(runtime), mode="legacy", message_handler=handler) as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["open"]
+            await client.call_tool("open", {})
+            # Not listed yet, so the SDK lists tools itself to validate this result.
+            assert text(await client.call_tool("poke", {})) == "Dispatched Poked"
+            await tools_changed(notifications)
+
+
+@MODES
+async def test_without_model_change_reports_no_list_change_is_promised(mode: str) -> None:
+    opened = [False]
+
+    def dispatch(message: Opened | Poked) -> None:
+        opened[0] = opened[0] or isinstance(message, Opened)
+
+    blind = agentfx.bind(door, host=agentfx.Host(model=lambda: opened[0], dispatch=dispatch))
+    async with mcp.Client(server(blind), mode=mode) as client:
+        assert client.server_capabilities.tools is not None
+        assert client.server_capabilities.tools.list_changed is False
+        await client.call_tool("open", {})
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["open", "poke"]
+    async with agentfx.App(door, False, open_door).run() as runtime, mcp.Client(server(runtime), mode=mode) as client:
+        assert client.server_capabilities.tools is not None
+        assert client.server_capabilities.tools.list_changed is True
+
+
 async def test_list_changed_reaches_a_2026_client_through_its_listen_stream() -> None:
     async with connected("auto") as c:
         async with c.client.listen(tools_list_changed=True) as subscription:
@@ -490,13 +548,13 @@ async def test_the_list_watch_debounces_diffs_and_waits_for_a_listing() -> None:
         fake.names = ["a", "b"]
         watch.changed()
         await anyio.sleep(0.05)
-        assert fake.announced == 0 and watch.seen is None
+        assert fake.announced == 0 and watch.last is None
 
         watch.listed(["a"])
         for _ in range(5):
             watch.changed()
         await anyio.sleep(0.05)
-        assert (fake.announced, watch.seen) == (1, ("a", "b"))
+        assert (fake.announced, watch.last) == (1, ("a", "b"))
 
         watch.changed()
         await anyio.sleep(0.05)
@@ -511,6 +569,22 @@ async def test_the_list_watch_debounces_diffs_and_waits_for_a_listing() -> None:
         watch.changed()
         await anyio.sleep(0.05)
         assert fake.announced == 2
+        task_group.cancel_scope.cancel()
+
+
+async def test_a_listing_after_the_first_does_not_swallow_a_change() -> None:
+    fake = FakeAvailability()
+    watch = ListWatch(fake.read, fake.announce, delay=0.01)
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(watch.run)
+        watch.listed(["a"])
+        fake.names = ["a", "b"]
+        watch.changed()
+        # A listing inside the window (a client SDK validating a result, say)
+        # already shows "b", but the client's own code was never told.
+        watch.listed(["a", "b"])
+        await anyio.sleep(0.05)
+        assert (fake.announced, watch.last) == (1, ("a", "b"))
         task_group.cancel_scope.cancel()
 
 

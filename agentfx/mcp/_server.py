@@ -3,7 +3,8 @@
 This layer owns the MCP face of a runtime: ``tools/list`` from the capabilities
 available right now, ``tools/call`` through the runtime's wire path, resources
 at ``app://<name>`` and ``app://context``, ``notifications/tools/list_changed``
-when the available set changes, and turning a client's cancellation into an
+when the available set changes (announced only when the host can report Model
+changes), and turning a client's cancellation into an
 abort of the invocation's signal.
 
 It deliberately knows nothing of transports (stdio and HTTP wrap the server it
@@ -57,9 +58,14 @@ class ListWatch:
 
     ``changed()`` is called synchronously on every Model change; :meth:`run`
     waits :data:`LIST_CHANGED_DEBOUNCE` after the first change of a burst,
-    reads the available names once and calls ``announce`` only when they
-    differ from what the client last saw. Before the client has listed there is
-    nothing to contradict, so nothing is sent.
+    reads the available names once and calls ``announce`` when they differ
+    from the names read at the previous check.
+
+    The client's first listing is where the comparison starts: before it there
+    is nothing to contradict, so nothing is sent. Later listings change
+    nothing. A client SDK lists on its own (to validate a result, say), so a
+    listing says nothing about what the client's code was shown; comparing
+    against it would swallow the very change that listing happened to see.
 
     Args:
         read: The names available right now, in declaration order.
@@ -77,17 +83,18 @@ class ListWatch:
         self._read = read
         self._announce = announce
         self._delay = delay
-        self._seen: tuple[str, ...] | None = None
+        self._last: tuple[str, ...] | None = None
         self._dirty = anyio.Event()
 
     @property
-    def seen(self) -> tuple[str, ...] | None:
-        """The names the client was last shown, or ``None`` before it listed."""
-        return self._seen
+    def last(self) -> tuple[str, ...] | None:
+        """The names as of the previous check (or the first listing); ``None`` before the client listed."""
+        return self._last
 
     def listed(self, names: Sequence[str]) -> None:
-        """The client has just been shown ``names``."""
-        self._seen = tuple(names)
+        """The client has just been shown ``names``; only the first listing counts."""
+        if self._last is None:
+            self._last = tuple(names)
 
     def changed(self) -> None:
         """The Model changed; safe to call from any listener on the event loop."""
@@ -104,16 +111,16 @@ class ListWatch:
 
     async def check(self) -> None:
         """Compare once and announce a difference."""
-        if self._seen is None:
+        if self._last is None:
             return
         try:
             names = tuple(self._read())
         except Exception:
             _logger.exception("reading the available capabilities failed; the tool list was not re-checked")
             return
-        if names == self._seen:
+        if names == self._last:
             return
-        self._seen = names
+        self._last = names
         try:
             await self._announce()
         except Exception:
@@ -134,7 +141,7 @@ class Connection:
         self._bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self._bus)
         self._session: ServerSession | None = None
-        self.watch = ListWatch(self.available_names, self._announce)
+        self.watch = ListWatch(self.available_names, self._announce, delay=LIST_CHANGED_DEBOUNCE)
 
     def available_names(self) -> list[str]:
         return [descriptor.name for descriptor in self.runtime.messages.available()]
@@ -156,12 +163,14 @@ class Connection:
 
 
 class _AgentServer(Server[Connection]):
-    """The low-level server, advertising ``tools.listChanged`` by default.
+    """The low-level server, advertising ``tools.listChanged`` exactly when it can keep the promise.
 
     The SDK derives ``listChanged`` from options its callers (the in-process
-    client among them) build without arguments; agentfx always sends the
-    notification, so it always says so.
+    client among them) build without arguments; agentfx knows whether the
+    notification can ever come, so it says so itself.
     """
+
+    notifies_tool_changes = True
 
     def create_initialization_options(
         self,
@@ -170,7 +179,7 @@ class _AgentServer(Server[Connection]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options or NotificationOptions(tools_changed=self.notifies_tool_changes),
             experimental_capabilities,
             extensions,
         )
@@ -306,7 +315,7 @@ def server(
         ctx: ServerRequestContext[Connection], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
         connection = ctx.lifespan_context
-        if params.notifications.tools_list_changed and connection.watch.seen is None:
+        if params.notifications.tools_list_changed and connection.watch.last is None:
             # Opening the stream is this era's way of having listed: differences
             # from here on are news to the client.
             try:
@@ -315,7 +324,12 @@ def server(
                 _logger.exception("listing the available capabilities failed")
         return await connection.listen(ctx, params)
 
-    return _AgentServer(
+    # Availability is a function of the Model, so a change can only be noticed
+    # when the host reports Model changes or processed Messages. Without
+    # either, no notification can ever come: promise none, and serve no
+    # listen stream (a 2026-era client reads that as the same promise).
+    notifies = runtime.host.subscribe is not None or runtime.host.observe is not None
+    mcp_server = _AgentServer(
         name,
         version=version,
         lifespan=lifespan,
@@ -323,8 +337,10 @@ def server(
         on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_read_resource=read_resource,
-        on_subscriptions_listen=listen,
+        on_subscriptions_listen=listen if notifies else None,
     )
+    mcp_server.notifies_tool_changes = notifies
+    return mcp_server
 
 
 def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourceResult, None]:
