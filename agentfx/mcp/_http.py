@@ -199,7 +199,7 @@ class HttpApp(Generic[P]):
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        if scope["path"].rstrip("/") != MCP_PATH:
+        if _local_path(scope).rstrip("/") != MCP_PATH:
             await _error("Not Found", 404)(scope, receive, send)
             return
         if not origin_allowed(request.headers.get("origin"), self._allowed_origins):
@@ -302,6 +302,14 @@ class HttpApp(Generic[P]):
             if not session.transport.is_terminated:
                 with anyio.CancelScope(shield=True):
                     await session.transport.terminate()
+
+
+def _local_path(scope: Scope) -> str:
+    # Mounted under a prefix (Starlette's Mount, a server's --root-path), the
+    # ASGI path still starts with that prefix, which root_path names.
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 class _Anonymous:

@@ -26,7 +26,9 @@ import uvicorn
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.routing import Mount
 
 from agentfx.audit import AuditRecord
 from agentfx.mcp import http_app
@@ -397,3 +399,14 @@ async def test_the_app_refuses_requests_until_it_has_started() -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
         status, _, _ = await post(http, "http://testserver/mcp", INITIALIZE)
         assert status == 503
+
+
+async def test_mounted_under_a_prefix_the_endpoint_is_at_the_prefix_slash_mcp() -> None:
+    asgi = http_app(lambda _principal: app.run())
+    outer = Starlette(routes=[Mount("/agent", app=asgi)])
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=outer)) as http:
+        session = await open_session(http, "http://testserver/agent/mcp", "anyone")
+        status, answer, _ = await post(http, "http://testserver/agent/mcp/", LIST, session=session)
+        assert status == 200 and "tools" in answer["result"]
+        status, _, _ = await post(http, "http://testserver/agent/elsewhere", LIST, session=session)
+        assert status == 404
