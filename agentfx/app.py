@@ -99,7 +99,9 @@ class App(Generic[M, Msg, P]):
         Args:
             program: The running program, from :meth:`program`.
             principal: Overrides the app's principal for this runtime (a
-                constant or a resolver, as in the constructor).
+                constant or a resolver, as in the constructor). Omitted, the
+                app's own is kept; ``None`` is an override like any other,
+                giving every invocation the principal ``None``.
             audit: Overrides the app's audit sink for this runtime.
         """
         chosen = self.principal if principal is _KEEP else principal
@@ -117,7 +119,9 @@ class App(Generic[M, Msg, P]):
 
         Args:
             principal: Overrides the app's principal for this run (a constant
-                or a resolver, as in the constructor).
+                or a resolver, as in the constructor). Omitted, the app's own
+                is kept; ``None`` is an override like any other, giving every
+                invocation the principal ``None``.
             audit: Overrides the app's audit sink for this run.
         """
         async with self.program() as program:

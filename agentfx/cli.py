@@ -20,7 +20,7 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -182,11 +182,9 @@ async def _serve_http(served: App[Any, Any, Any] | RuntimeFactory, host: str, po
     from .mcp import http_app
 
     if isinstance(served, App):
-        app = cast("App[Any, Any, Any]", served)
         # One application, many agents: every session binds its own runtime
         # to the same running program.
-        async with app.program() as program:
-            await _uvicorn(http_app(lambda _principal: nullcontext(app.bind(program))), host, port, err)
+        await _uvicorn(http_app(cast("App[Any, Any, Any]", served)), host, port, err)
     else:
         factory = served
         await _uvicorn(http_app(lambda _principal: factory()), host, port, err)

@@ -2,11 +2,12 @@
 
 This layer owns the HTTP face: the ``/mcp`` endpoint, Origin checks against
 DNS rebinding, authentication of every request, and the session table that
-binds each MCP session to the principal that opened it and to the runtime
-``make_runtime(principal)`` gave it. A request naming a session is served only
-when it authenticates as that session's principal; otherwise it is answered
-exactly like an unknown session, so a session id never works as a bearer token
-for anyone else.
+binds each MCP session to the principal that opened it and to its runtime:
+bound to the one program an :class:`~agentfx.app.App` runs for all sessions,
+or whatever ``make_runtime(principal)`` gave it. A request naming a session is
+served only when it authenticates as that session's principal; otherwise it is
+answered exactly like an unknown session, so a session id never works as a
+bearer token for anyone else.
 
 Sessions are what carry a principal and a runtime, so this endpoint speaks
 the session-based (2025-11-25 handshake) protocol. A request for the
@@ -24,7 +25,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
@@ -38,11 +39,14 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .. import __version__
+from ..app import App
 from ._server import server
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+    from ..program import Program
     from ..runtime import AgentRuntime
 
 __all__ = ["Authenticate", "HttpApp", "MakeRuntime", "http_app", "origin_allowed"]
@@ -74,7 +78,7 @@ MakeRuntime = Callable[[P], AbstractAsyncContextManager["AgentRuntime[Any, Any]"
 
 It is entered when a session opens and exited when the session ends (closed by
 the client, idle, or at shutdown), so whatever it starts lives exactly as long
-as the session.
+as the session. Without an ``authenticate`` hook it is called with ``None``.
 """
 
 Authenticate = Callable[[Request], "P | None | Awaitable[P | None]"]
@@ -132,22 +136,27 @@ class _Session(Generic[P]):
 class HttpApp(Generic[P]):
     """The ASGI application :func:`http_app` returns.
 
-    It needs the ASGI lifespan protocol (every ASGI server runs it): sessions
-    and their runtimes live in a task group opened at startup and closed at
-    shutdown.
+    It needs the ASGI lifespan protocol (every ASGI server runs it), or
+    :meth:`running` around it: an App's program, and every session with its
+    runtime, live from startup to shutdown.
     """
 
     def __init__(
         self,
-        make_runtime: MakeRuntime[P],
+        make_runtime: App[Any, Any, P] | MakeRuntime[P],
         *,
         authenticate: Authenticate[P] | None,
         allowed_origins: Iterable[str],
+        name: str = "agentfx",
+        version: str = __version__,
     ) -> None:
-        self._make_runtime = make_runtime
+        self._served = make_runtime
         self._authenticate = authenticate
         self._allowed_origins = tuple(allowed_origins)
+        self._name = name
+        self._version = version
         self._sessions: dict[str, _Session[P]] = {}
+        self._program: Program[Any, Any] | None = None
         self._task_group: TaskGroup | None = None
         self._limited: ASGIApp = RequestBodyLimitMiddleware(self._handle, DEFAULT_MAX_REQUEST_BODY_SIZE)
 
@@ -167,15 +176,25 @@ class HttpApp(Generic[P]):
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
-        """Open the session task group without an ASGI server's lifespan (for embedding)."""
-        async with anyio.create_task_group() as task_group:
-            self._task_group = task_group
+        """Start what the ASGI lifespan starts (an App's program, the sessions' task group), for embedding."""
+        async with AsyncExitStack() as stack:
+            served = self._served
+            if isinstance(served, App):
+                # Entered first, so it is left last: every session's runtime
+                # is bound to it until that session has ended.
+                app = cast("App[Any, Any, P]", served)
+                self._program = await stack.enter_async_context(app.program())
             try:
-                yield
+                async with anyio.create_task_group() as task_group:
+                    self._task_group = task_group
+                    try:
+                        yield
+                    finally:
+                        await self._close_all()
+                        self._task_group = None
+                        task_group.cancel_scope.cancel()
             finally:
-                await self._close_all()
-                self._task_group = None
-                task_group.cancel_scope.cancel()
+                self._program = None
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -286,8 +305,8 @@ class HttpApp(Generic[P]):
 
     async def _serve(self, session: _Session[P], *, task_status: TaskStatus[None]) -> None:
         try:
-            async with self._make_runtime(_unwrap(session.principal)) as runtime:
-                app = server(runtime)
+            async with self._runtime(session.principal) as runtime:
+                app = server(runtime, name=self._name, version=self._version)
                 async with session.transport.connect() as (read, write):
                     task_status.started()
                     idle = session.transport.idle_scope or anyio.CancelScope()
@@ -302,6 +321,19 @@ class HttpApp(Generic[P]):
             if not session.transport.is_terminated:
                 with anyio.CancelScope(shield=True):
                     await session.transport.terminate()
+
+    def _runtime(self, principal: P) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
+        served = self._served
+        if not isinstance(served, App):
+            return served(_unwrap(principal))
+        app = cast("App[Any, Any, P]", served)
+        program = self._program
+        assert program is not None, "sessions open only while running"
+        if principal is _ANONYMOUS:
+            return nullcontext(app.bind(program))
+        # A constant resolver, so a principal that happens to be callable is
+        # not mistaken for one.
+        return nullcontext(app.bind(program, principal=lambda _invocation: principal))
 
 
 def _local_path(scope: Scope) -> str:
@@ -367,50 +399,76 @@ async def _answer(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> i
 
 @overload
 def http_app(
-    make_runtime: MakeRuntime[None],
+    make_runtime: App[Any, Any, Any] | MakeRuntime[None],
     *,
     authenticate: None = None,
     allowed_origins: Iterable[str] = (),
+    name: str = "agentfx",
+    version: str = __version__,
 ) -> HttpApp[None]: ...
 @overload
 def http_app(
-    make_runtime: MakeRuntime[P],
+    make_runtime: App[Any, Any, P] | MakeRuntime[P],
     *,
     authenticate: Authenticate[P],
     allowed_origins: Iterable[str] = (),
+    name: str = "agentfx",
+    version: str = __version__,
 ) -> HttpApp[P]: ...
 def http_app(
-    make_runtime: MakeRuntime[Any],
+    make_runtime: App[Any, Any, Any] | MakeRuntime[Any],
     *,
     authenticate: Authenticate[Any] | None = None,
     allowed_origins: Iterable[str] = (),
+    name: str = "agentfx",
+    version: str = __version__,
 ) -> HttpApp[Any]:
     """An ASGI app serving Streamable HTTP at ``/mcp``, one runtime per session.
 
     Args:
-        make_runtime: ``make_runtime(principal)`` returns an async context
-            manager yielding the runtime for a new session (for an
-            :class:`agentfx.App`, ``lambda principal: app.run(principal=principal)``).
-            It is entered when the session opens and exited when it ends.
+        make_runtime: What each session is served, one of two kinds:
+
+            - An :class:`agentfx.App`: one shared application. Its program
+              starts with the ASGI app and every session binds its own
+              runtime to it, so all sessions act on the same Model. A
+              session's principal is the one ``authenticate`` returned, or
+              the App's own without that hook.
+            - ``make_runtime(principal)``, returning an async context manager
+              that yields the session's runtime: entered when the session
+              opens, exited when it ends. ``lambda principal:
+              app.run(principal=principal)`` gives every session its own
+              program, so each has a Model of its own. Without
+              ``authenticate`` it is called with ``None``, which
+              ``app.run(principal=None)`` would take as the principal: write
+              ``lambda _: app.run()`` to keep the App's own.
         authenticate: ``authenticate(request)`` (sync or async) returns the
             request's principal, or ``None`` to refuse it with 401. Every
             request is authenticated; one naming a session must authenticate
             as the principal that opened it. Without it every caller is
-            anonymous and sessions get the principal ``None``.
+            anonymous and nothing is checked.
         allowed_origins: Browser origins allowed besides loopback ones, exact
             (``"https://app.example"``) or with any port (``"https://app.example:*"``).
             Requests from any other ``Origin`` get 403.
+        name: The server name reported to clients.
+        version: The server version reported to clients; agentfx's own by default.
 
-    Serve it with any ASGI server, bound to loopback unless you mean otherwise:
-    ``uvicorn.run(http_app(...), host="127.0.0.1", port=8000)``.
+    Serve it with any ASGI server, bound to loopback unless you mean otherwise
+    (``uvicorn.run(http_app(app), host="127.0.0.1", port=8000)``), or mount it
+    under a prefix of a larger ASGI app (Starlette's ``Mount("/agent", app=...)``
+    serves ``/agent/mcp``; run the mounted app's :meth:`HttpApp.running` in the
+    outer app's lifespan, since a mount receives none). Non-browser clients
+    only for now: CORS preflight requests are not answered, so a browser page
+    on another origin cannot call the endpoint.
 
     >>> import msgspec, agentfx
     >>> from agentfx.app import App
     >>> class Pinged(msgspec.Struct, tag=True):
     ...     pass
     >>> pings = App(agentfx.define(agentfx.expose(Pinged, agentfx.variant(Pinged, "Ping"))), 0, lambda n, _: n + 1)
-    >>> asgi = http_app(lambda principal: pings.run(principal=principal), allowed_origins=["https://app.example"])
+    >>> asgi = http_app(pings, allowed_origins=["https://app.example"], name="pings")
     >>> asgi.session_count
     0
     """
-    return HttpApp(make_runtime, authenticate=authenticate, allowed_origins=allowed_origins)
+    return HttpApp(
+        make_runtime, authenticate=authenticate, allowed_origins=allowed_origins, name=name, version=version
+    )

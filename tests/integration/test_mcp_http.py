@@ -362,6 +362,44 @@ async def test_without_authenticate_every_session_gets_the_principal_none() -> N
     assert asgi.session_count == 0, "closing the app ends every session"
 
 
+async def result(http: httpx.AsyncClient, session: str, request: dict[str, Any], token: str = "anyone") -> Any:
+    status, answer, _ = await post(http, "http://testserver/mcp", request, token=token, session=session)
+    assert status == 200, answer
+    return answer["result"]
+
+
+REMOVE = call(3, "remove_selected", {})
+
+
+async def test_an_app_is_one_program_shared_by_sessions_acting_as_the_apps_principal() -> None:
+    asgi = http_app(app, name="items", version="9")
+    async with in_process(asgi) as http:
+        status, answer, _ = await post(http, "http://testserver/mcp", INITIALIZE)
+        assert status == 200 and answer["result"]["serverInfo"] == {"name": "items", "version": "9"}
+        first = await open_session(http, "http://testserver/mcp", "anyone")
+        second = await open_session(http, "http://testserver/mcp", "else")
+        await result(http, first, call(1, "add", {"title": "milk"}))
+        await result(http, second, call(2, "select", {"item": "milk"}))
+        # Without authenticate the sessions act as the App's own principal, an
+        # admin: the admins-only capability runs instead of failing unexpectedly.
+        removed = await result(http, first, REMOVE)
+        assert removed["content"][0]["text"] == "Completed: Removed"
+        read = {"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "app://items"}}
+        assert (await result(http, second, read))["contents"][0]["text"] == "[]"
+
+
+async def test_an_app_with_authenticate_acts_as_each_sessions_principal() -> None:
+    asgi = http_app(app, authenticate=authenticate)
+    async with in_process(asgi) as http:
+        ann = await open_session(http, "http://testserver/mcp", "ann")
+        gus = await open_session(http, "http://testserver/mcp", "gus")
+        await result(http, gus, call(1, "add", {"title": "milk"}), token="gus")
+        await result(http, ann, call(2, "select", {"item": "milk"}), token="ann")
+        refused = await result(http, gus, REMOVE, token="gus")
+        assert refused["isError"] and refused["content"][0]["text"] == "Only admins may remove items"
+        assert (await result(http, ann, REMOVE, token="ann"))["content"][0]["text"] == "Completed: Removed"
+
+
 async def test_an_async_authenticate_hook_is_awaited() -> None:
     async def authenticate_later(request: Request) -> User | None:
         await anyio.sleep(0)
