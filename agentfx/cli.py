@@ -1,7 +1,8 @@
 """The ``agentfx`` command: document a contract, check its manifest, serve it, or watch the demo.
 
 This layer owns argument parsing, loading ``MODULE:ATTR`` targets and the
-exit codes (0 success, 1 a drifted manifest, 2 a usage error). It deliberately
+exit codes (0 success, 1 a drifted manifest, 2 a usage error, 3 ``serve``
+could not listen on the address it was given). It deliberately
 knows nothing of how a contract is documented or served: it calls
 :mod:`agentfx.docs` and :mod:`agentfx.mcp`, and imports the MCP adapter only
 for the commands that need it.
@@ -17,7 +18,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import ipaddress
 import json
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -35,11 +38,15 @@ if TYPE_CHECKING:
 
 __all__ = ["UsageError", "load", "main", "render_manifest"]
 
-_OK, _DRIFTED, _USAGE = 0, 1, 2
+_OK, _DRIFTED, _USAGE, _CANNOT_LISTEN = 0, 1, 2, 3
 
 
 class UsageError(Exception):
     """A command line the CLI cannot act on; its message is printed and the exit code is 2."""
+
+
+class _CannotListen(Exception):
+    """The address to serve on cannot be bound; its message is printed and the exit code is 3."""
 
 
 def render_manifest(definition: Definition[Any, Any]) -> str:
@@ -178,30 +185,68 @@ async def _serve_stdio(served: App[Any, Any, Any] | RuntimeFactory) -> None:
         await serve_stdio(runtime)
 
 
-async def _serve_http(served: App[Any, Any, Any] | RuntimeFactory, host: str, port: int, err: TextIO) -> None:
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, for the HTTP server to listen on.
+
+    Bound here rather than by the server, so a busy port or an unknown host
+    is one line on stderr and not a server's startup failure.
+    """
+    shown = f"[{host}]" if ":" in host else host
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+        except OSError:
+            sock.close()
+            raise
+    except OSError as exc:
+        raise _CannotListen(f"cannot listen on {shown}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+async def _serve_http(served: App[Any, Any, Any] | RuntimeFactory, sock: socket.socket, err: TextIO) -> None:
     from .mcp import http_app
 
     if isinstance(served, App):
         # One application, many agents: every session binds its own runtime
         # to the same running program.
-        await _uvicorn(http_app(cast("App[Any, Any, Any]", served)), host, port, err)
+        await _uvicorn(http_app(cast("App[Any, Any, Any]", served)), sock, err)
     else:
         factory = served
-        await _uvicorn(http_app(lambda _principal: factory()), host, port, err)
+        await _uvicorn(http_app(lambda _principal: factory()), sock, err)
 
 
-async def _uvicorn(asgi: Any, host: str, port: int, err: TextIO) -> None:
+async def _uvicorn(asgi: Any, sock: socket.socket, err: TextIO) -> None:
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, lifespan="on", log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(asgi, lifespan="on", log_level="warning"))
     async with anyio.create_task_group() as task_group:
-        task_group.start_soon(server.serve)
+        task_group.start_soon(server.serve, [sock])
         while not server.started:
             if server.should_exit:
                 return
             await anyio.sleep(0.01)
         bound = server.servers[0].sockets[0].getsockname()
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+        if not _loopback(str(bound[0])):
+            # The CLI has no authenticate hook: whoever reaches the port acts
+            # as the App's principal.
+            err.write(
+                f"agentfx: warning: serving {shown} without authentication; anyone who can reach it can call "
+                "every capability. Serve on 127.0.0.1, or serve agentfx.mcp.http_app(app, authenticate=...) "
+                "from your own ASGI server.\n"
+            )
         err.write(f"Serving MCP over Streamable HTTP at http://{shown}:{bound[1]}/mcp\n")
         err.flush()
 
@@ -306,7 +351,11 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve an App over MCP")
     serve.add_argument("target", metavar="MODULE:ATTR", help="an App, or a callable returning a runtime context")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP only; default: 127.0.0.1")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="HTTP only; default: 127.0.0.1. There is no authentication: any other address warns",
+    )
     serve.add_argument("--port", type=int, default=8000, help="HTTP only; 0 picks a free port; default: 8000")
 
     commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
@@ -320,6 +369,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         argv: The arguments after the program name; ``sys.argv[1:]`` by default.
         out: Where results go; standard output by default.
         err: Where errors go; standard error by default.
+
+    Returns:
+        0 on success, 1 when ``manifest --check`` found drift, 2 for a usage
+        error (including a missing MCP extra), 3 when ``serve --transport
+        http`` cannot listen on its host and port.
     """
     stdout = sys.stdout if out is None else out
     stderr = sys.stderr if err is None else err
@@ -337,8 +391,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
                 if args.transport == "stdio":
                     anyio.run(_serve_stdio, served)
                 else:
-                    # uvicorn runs on asyncio only.
-                    anyio.run(_serve_http, served, args.host, args.port, stderr, backend="asyncio")
+                    with _listen(args.host, args.port) as sock:
+                        # uvicorn runs on asyncio only.
+                        anyio.run(_serve_http, served, sock, stderr, backend="asyncio")
                 return _OK
             case _:
                 _require("agentfx.mcp")
@@ -346,5 +401,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except UsageError as exc:
         stderr.write(f"agentfx: {exc}\n")
         return _USAGE
+    except _CannotListen as exc:
+        stderr.write(f"agentfx: {exc}\n")
+        return _CANNOT_LISTEN
     except KeyboardInterrupt:
         return _OK

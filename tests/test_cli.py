@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,22 @@ def test_a_command_needing_the_mcp_extra_says_how_to_install_it(
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(f"agentfx: {message}") and "Traceback" not in done.stderr
     assert done.stderr.rstrip().endswith("pip install 'agentfx[mcp]'")
+
+
+# --- serve --transport http: where it listens ------------------------------------------
+
+
+def test_serving_on_a_busy_port_says_so_and_exits_3() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, out, err = run("serve", "tests.mcp_app:app", "--transport", "http", "--port", str(port))
+    assert (code, out) == (3, "")
+    assert err == f"agentfx: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_serving_on_an_unknown_host_says_so_and_exits_3() -> None:
+    code, _, err = run("serve", "tests.mcp_app:app", "--transport", "http", "--host", "no-such-host.invalid")
+    assert code == 3
+    assert err.startswith("agentfx: cannot listen on no-such-host.invalid:8000: ") and "Traceback" not in err

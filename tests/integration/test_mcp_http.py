@@ -313,28 +313,44 @@ async def test_bad_input_over_http_gets_the_right_answer_and_the_server_keeps_se
         assert status == 200 and answer["result"]["content"][0]["text"] == "Dispatched Added"
 
 
-async def test_agentfx_serve_over_http_shares_one_program_between_sessions() -> None:
-    command = [sys.executable, "-m", "agentfx", "serve", "tests.mcp_app:app", "--transport", "http", "--port", "0"]
+@asynccontextmanager
+async def agentfx_serve_http(*options: str) -> AsyncGenerator[tuple[str, str]]:
+    """``agentfx serve tests.mcp_app:app --transport http`` in a subprocess: what it printed first, and its URL."""
+    command = [sys.executable, "-m", "agentfx", "serve", "tests.mcp_app:app", "--transport", "http", *options]
     async with await anyio.open_process(command, cwd=ROOT) as process:
         try:
             assert process.stderr is not None
-            banner = BufferedByteReceiveStream(process.stderr)
+            stderr = BufferedByteReceiveStream(process.stderr)
+            before = ""
             with anyio.fail_after(20):
-                line = (await banner.receive_until(b"\n", 4096)).decode()
-            url = line.rsplit(" ", 1)[-1]
-            assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
-            async with httpx.AsyncClient() as http:
-                first = await open_session(http, url, "anyone")
-                second = await open_session(http, url, "anyone")
-                status, answer, _ = await post(http, url, call(1, "add", {"title": "shared"}), session=first)
-                assert (status, answer["result"]["content"][0]["text"]) == (200, "Dispatched Added")
-                read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "app://items"}}
-                status, answer, _ = await post(http, url, read, session=second)
-                assert answer["result"]["contents"][0]["text"] == '["shared"]'
+                while not (line := (await stderr.receive_until(b"\n", 4096)).decode()).startswith("Serving"):
+                    before += line + "\n"
+            yield before, line.rsplit(" ", 1)[-1]
         finally:
             process.terminate()
             with anyio.fail_after(10):
                 await process.wait()
+
+
+async def test_agentfx_serve_over_http_on_a_public_address_warns_there_is_no_authentication() -> None:
+    async with agentfx_serve_http("--host", "0.0.0.0", "--port", "0") as (before, url):
+        assert before.startswith("agentfx: warning: serving 0.0.0.0 without authentication;"), before
+        assert url.startswith("http://0.0.0.0:")
+    async with agentfx_serve_http("--port", "0") as (before, url):
+        assert before == ""
+        assert url.startswith("http://127.0.0.1:")
+
+
+async def test_agentfx_serve_over_http_shares_one_program_between_sessions() -> None:
+    async with agentfx_serve_http("--port", "0") as (_, url), httpx.AsyncClient() as http:
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
+        first = await open_session(http, url, "anyone")
+        second = await open_session(http, url, "anyone")
+        status, answer, _ = await post(http, url, call(1, "add", {"title": "shared"}), session=first)
+        assert (status, answer["result"]["content"][0]["text"]) == (200, "Dispatched Added")
+        read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "app://items"}}
+        status, answer, _ = await post(http, url, read, session=second)
+        assert answer["result"]["contents"][0]["text"] == '["shared"]'
 
 
 # --- the ASGI app on its own --------------------------------------------------------
