@@ -88,17 +88,22 @@ Authenticate = Callable[[Request], "P | None | Awaitable[P | None]"]
 def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
     """Whether a request's ``Origin`` may reach the endpoint.
 
-    No ``Origin`` (a non-browser client) is allowed. Loopback origins always
-    are; any other must be listed, exactly or as ``scheme://host:*`` for any port.
+    No ``Origin`` (a non-browser client) is allowed. With nothing listed, the
+    loopback origins are (``http://localhost``, ``http://127.0.0.1``,
+    ``http://[::1]``, on any port); a non-empty list is exactly the allowed
+    set, loopback origins included only when listed. A pattern is an origin,
+    exact, or ``scheme://host:*`` for any port.
 
     >>> origin_allowed(None, ()), origin_allowed("http://localhost:5173", ())
     (True, True)
     >>> origin_allowed("https://evil.example", ()), origin_allowed("https://app.example", ["https://app.example"])
     (False, True)
+    >>> origin_allowed("http://localhost:5173", ["https://app.example"])
+    False
     """
     if not origin:
         return True
-    for pattern in (*_LOOPBACK_ORIGINS, *allowed):
+    for pattern in tuple(allowed) or _LOOPBACK_ORIGINS:
         if origin == pattern:
             return True
         if pattern.endswith(":*") and origin.startswith(pattern[:-1]) and origin[len(pattern) - 1 :].isdigit():
@@ -446,9 +451,12 @@ def http_app(
             request is authenticated; one naming a session must authenticate
             as the principal that opened it. Without it every caller is
             anonymous and nothing is checked.
-        allowed_origins: Browser origins allowed besides loopback ones, exact
-            (``"https://app.example"``) or with any port (``"https://app.example:*"``).
-            Requests from any other ``Origin`` get 403.
+        allowed_origins: The ``Origin`` headers allowed, exact
+            (``"https://app.example"``) or with any port
+            (``"https://app.example:*"``); requests with any other get 403.
+            Empty (the default), loopback origins are allowed; listed, only
+            those listed are (add ``"http://localhost:*"`` to keep loopback).
+            A request without ``Origin`` is never refused for it.
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
 

@@ -261,14 +261,23 @@ async def test_a_session_id_is_no_credential_for_another_principal(served: Serve
         assert status == 404
 
 
-async def test_origins_are_checked(served: Served) -> None:
+async def test_listed_origins_are_exactly_the_allowed_ones(served: Served) -> None:
     async with httpx.AsyncClient() as http:
-        status, answer, _ = await post(http, served.url, INITIALIZE, Origin="https://evil.example")
-        assert status == 403 and answer["error"]["message"] == "Forbidden: Origin not allowed"
-        for origin in (ALLOWED_ORIGIN, "http://localhost:5173", "http://127.0.0.1:8080"):
-            session = await open_session(http, served.url, "ann", Origin=origin)
-            status, answer, _ = await post(http, served.url, LIST, session=session, Origin="https://evil.example")
-            assert status == 403
+        for origin in ("https://evil.example", "http://localhost:5173", "http://127.0.0.1:8080"):
+            status, answer, _ = await post(http, served.url, INITIALIZE, Origin=origin)
+            assert status == 403 and answer["error"]["message"] == "Forbidden: Origin not allowed"
+        session = await open_session(http, served.url, "ann", Origin=ALLOWED_ORIGIN)
+        status, answer, _ = await post(http, served.url, LIST, session=session, Origin="https://evil.example")
+        assert status == 403
+
+
+async def test_with_no_origins_listed_loopback_ones_are_allowed() -> None:
+    asgi = http_app(app)
+    async with in_process(asgi) as http:
+        for origin in ("http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]"):
+            await open_session(http, "http://testserver/mcp", "anyone", Origin=origin)
+        status, _, _ = await post(http, "http://testserver/mcp", INITIALIZE, Origin="https://evil.example")
+        assert status == 403
 
 
 async def test_bad_input_over_http_gets_the_right_answer_and_the_server_keeps_serving(served: Served) -> None:
