@@ -154,7 +154,11 @@ class Messages(Generic[M, P]):
         return outcome
 
     def list(self) -> list[MessageDescriptor]:
-        """Every capability of the contract, in declaration order. Never reads the Model."""
+        """Every capability of the contract, in declaration order. Never reads the Model.
+
+        The descriptors are built once, at bind, and shared between calls: treat
+        their schemas as read-only (``agentfx.to_manifest`` hands out copies).
+        """
         return list(self._descriptors)
 
     def available(self) -> list[MessageDescriptor]:
