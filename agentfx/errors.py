@@ -12,8 +12,12 @@ bind time, :class:`AgentProjectionError` when a projection breaks its schema.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 __all__ = [
     "AgentAuthorizationError",
@@ -29,6 +33,7 @@ __all__ = [
     "DispatchFailed",
     "Refusal",
     "format_seconds",
+    "is_failure",
 ]
 
 
@@ -189,6 +194,11 @@ class AgentResourceError(_Failure, frozen=True):
     @classmethod
     def of(cls, resource: str) -> AgentResourceError:
         return cls(resource, f'Cannot read resource "{resource}": no such resource')
+
+
+def is_failure(outcome: object) -> TypeIs[DispatchError]:
+    """Whether ``outcome`` is a failure value (one isinstance check: they share a base class)."""
+    return isinstance(outcome, _Failure)
 
 
 DispatchError = (

@@ -43,6 +43,17 @@ def new_invocation_id() -> str:
     return f"{_prefix}-{next(_counter)}"
 
 
+class _State:
+    """What a controller and its signal share: whether it aborted, why, and what to cancel."""
+
+    __slots__ = ("aborted", "reason", "scopes")
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self.reason: object = None
+        self.scopes: set[anyio.CancelScope] = set()
+
+
 class AbortSignal:
     """The read side of an :class:`AbortController`.
 
@@ -54,45 +65,39 @@ class AbortSignal:
     it starts no task of its own. Abort it from the event loop's thread.
     """
 
-    __slots__ = ("_aborted", "_reason", "_scopes")
+    __slots__ = ("_state",)
 
-    def __init__(self) -> None:
-        self._aborted = False
-        self._reason: object = None
-        self._scopes: set[anyio.CancelScope] = set()
+    def __init__(self, state: _State | None = None) -> None:
+        self._state = _State() if state is None else state
 
     @property
     def aborted(self) -> bool:
         """Whether :meth:`AbortController.abort` has been called."""
-        return self._aborted
+        return self._state.aborted
 
     @property
     def reason(self) -> object:
         """The reason given to :meth:`AbortController.abort`, if any."""
-        return self._reason
+        return self._state.reason
 
-    def _attach(self, scope: anyio.CancelScope) -> None:
-        # An already-aborted signal cancels the scope at once, so an abort that
-        # raced the attach is never lost.
-        if self._aborted:
+    def attach(self, scope: anyio.CancelScope) -> None:
+        """Cancel ``scope`` when this signal aborts; at once if it already has.
+
+        Pair it with :meth:`detach` when the scope exits. An already-aborted
+        signal cancels the scope on the spot, so an abort that raced the
+        attach is never lost.
+        """
+        if self._state.aborted:
             scope.cancel()
         else:
-            self._scopes.add(scope)
+            self._state.scopes.add(scope)
 
-    def _detach(self, scope: anyio.CancelScope) -> None:
-        self._scopes.discard(scope)
-
-    def _abort(self, reason: object) -> None:
-        if self._aborted:
-            return
-        self._aborted = True
-        self._reason = reason
-        scopes, self._scopes = self._scopes, set()
-        for scope in scopes:
-            scope.cancel()
+    def detach(self, scope: anyio.CancelScope) -> None:
+        """Stop cancelling ``scope`` on abort."""
+        self._state.scopes.discard(scope)
 
     def __repr__(self) -> str:
-        return f"AbortSignal(aborted={self._aborted!r}, reason={self._reason!r})"
+        return f"AbortSignal(aborted={self._state.aborted!r}, reason={self._state.reason!r})"
 
 
 class AbortController:
@@ -106,14 +111,22 @@ class AbortController:
     (True, 'user pressed stop')
     """
 
-    __slots__ = ("signal",)
+    __slots__ = ("_state", "signal")
 
     def __init__(self) -> None:
-        self.signal = AbortSignal()
+        self._state = _State()
+        self.signal = AbortSignal(self._state)
 
     def abort(self, reason: object = None) -> None:
         """Abort the signal; every invocation waiting on it is cancelled. Idempotent."""
-        self.signal._abort(reason)
+        state = self._state
+        if state.aborted:
+            return
+        state.aborted = True
+        state.reason = reason
+        scopes, state.scopes = state.scopes, set()
+        for scope in scopes:
+            scope.cancel()
 
 
 class Invocation(msgspec.Struct, frozen=True):

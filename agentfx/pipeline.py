@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from inspect import isawaitable
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import anyio
 import msgspec
@@ -40,15 +40,13 @@ from .errors import (
     ContractError,
     DispatchError,
     Refusal,
-    _Failure,
+    is_failure,
 )
 from .host import Host
 from .invocation import Invocation
 from .naming import message_tag
 from .schema import InvalidPayload
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeIs
 
 __all__ = [
     "Bound",
@@ -192,11 +190,6 @@ def _from_async(run: Callable[[Env], Any]) -> Step[Any]:
     return RequiresContextFutureResult(lambda env: FutureResult(result(env)))
 
 
-def is_failure(outcome: object) -> TypeIs[DispatchError]:
-    """Whether ``outcome`` is a failure value (one isinstance check: they share a base class)."""
-    return isinstance(outcome, _Failure)
-
-
 # --- step logic, shared by the composition and the runtime's direct run ----------------------------
 
 
@@ -271,11 +264,11 @@ async def authorize_step(env: Env, decoded: Decoded) -> AgentAuthorizationError 
             verdict = await verdict
         else:
             with anyio.CancelScope() as scope:
-                signal._attach(scope)
+                signal.attach(scope)
                 try:
                     verdict = await verdict
                 finally:
-                    signal._detach(scope)
+                    signal.detach(scope)
             if scope.cancelled_caught:
                 return AgentCancelledError.before_dispatch(capability.name)
     return _verdict(capability, verdict)
@@ -326,11 +319,11 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
                 await sent
             else:
                 with anyio.CancelScope() as scope:
-                    signal._attach(scope)
+                    signal.attach(scope)
                     try:
                         await sent
                     finally:
-                        signal._detach(scope)
+                        signal.detach(scope)
                 if scope.cancelled_caught:
                     return AgentCancelledError.while_sending(capability.name)
         env.stage = SENT
@@ -347,7 +340,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
     try:
         with anyio.CancelScope(deadline=anyio.current_time() + completion.timeout) as scope:
             if signal is not None:
-                signal._attach(scope)
+                signal.attach(scope)
             try:
                 env.stage = SENDING
                 sent = host.dispatch(prepared.message)
@@ -359,7 +352,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
                 await pending.wait()
             finally:
                 if signal is not None:
-                    signal._detach(scope)
+                    signal.detach(scope)
         if pending.defect is not None:
             # A hook that failed while matching is a defect even if the wait was cut short.
             raise pending.defect

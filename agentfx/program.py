@@ -123,7 +123,7 @@ class Program(Generic[M, Msg]):
     already been replaced and later listeners miss that notification.
     """
 
-    __slots__ = ("_closed", "_model", "_observers", "_subscribers", "_task_group", "_update")
+    __slots__ = ("_model", "_observers", "_subscribers", "_task_group", "_update")
 
     def __init__(
         self,
@@ -136,7 +136,6 @@ class Program(Generic[M, Msg]):
         self._task_group = task_group
         self._observers = _Listeners()
         self._subscribers = _Listeners()
-        self._closed = False
 
     @property
     def model(self) -> M:
@@ -262,6 +261,11 @@ class Program(Generic[M, Msg]):
             subscribe=self.subscribe,
         )
 
+    @property
+    def _closed(self) -> bool:
+        # run_program cancels the task group as its block exits, whichever way.
+        return self._task_group.cancel_scope.cancel_called
+
     def __repr__(self) -> str:
         state = "stopped" if self._closed else "running"
         return f"<Program {state} model={self._model!r} listeners={self.listener_count}>"
@@ -313,7 +317,6 @@ async def run_program(
             try:
                 yield program
             finally:
-                program._closed = True
                 task_group.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The task group wraps even a lone failure (the block's own or one

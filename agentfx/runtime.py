@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
 from returns.future import FutureResult
+from returns.io import IOSuccess
 from returns.result import Failure, Result, Success
+from returns.unsafe import unsafe_perform_io
 
 from ._tracing import active_tracer
 from .audit import AuditRecord, AuditSink, safe_record
@@ -107,10 +109,11 @@ def _outcome_label(outcome: DispatchResult | DispatchError) -> str:
 class Messages(Generic[M, P]):
     """``runtime.messages``: dispatch capabilities and list them."""
 
-    __slots__ = ("_descriptors", "_runtime")
+    __slots__ = ("_descriptors", "_executor", "_runtime")
 
-    def __init__(self, runtime: AgentRuntime[M, P]) -> None:
+    def __init__(self, runtime: AgentRuntime[M, P], executor: _Executor) -> None:
         self._runtime = runtime
+        self._executor = executor
         self._descriptors = tuple(describe(c) for c in runtime.definition.capabilities)
 
     def dispatch(
@@ -135,7 +138,7 @@ class Messages(Generic[M, P]):
         >>> sent, outcome.map(lambda result: result.tag)
         ([Ping()], <IOResult: <Success: Ping>>)
         """
-        return FutureResult(self._runtime._run(target, payload, invocation, run_direct))
+        return FutureResult(self._executor.run(target, payload, invocation, run_direct))
 
     def dispatch_unknown(
         self, name: str, payload: object, invocation: Invocation | None = None
@@ -144,11 +147,11 @@ class Messages(Generic[M, P]):
         # A name off the wire is only ever looked up by name, never taken for a class.
         # ``str.__str__`` is the plain text of a str subclass (an enum member, say).
         target: object = str.__str__(name) if isinstance(cast(object, name), str) else repr(name)
-        return FutureResult(self._runtime._run(target, payload, invocation, run_direct))
+        return FutureResult(self._executor.run(target, payload, invocation, run_direct))
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
         """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""
-        outcome = await self._runtime._execute(target, payload, invocation, run_direct)
+        outcome = await self._executor.execute(target, payload, invocation, run_direct)
         if is_failure(outcome):
             raise DispatchFailed(outcome)
         return outcome
@@ -202,17 +205,15 @@ class Resources(Generic[M, P]):
 class AgentRuntime(Generic[M, P]):
     """A contract bound to a host. Build it with :func:`bind`."""
 
-    __slots__ = ("_audit", "_bound", "_tracer", "definition", "host", "messages", "resources")
+    __slots__ = ("_executor", "definition", "host", "messages", "resources")
 
     def __init__(
         self, definition: Definition[M, P], host: Host[M, Any, P], audit: AuditSink | None, tracer: object | None
     ) -> None:
         self.definition: Definition[M, P] = definition
         self.host: Host[M, Any, P] = host
-        self._audit = audit
-        self._tracer: Any = tracer
-        self._bound: Bound[M, P] = Bound(definition.capabilities, host)
-        self.messages: Messages[M, P] = Messages(self)
+        self._executor = _Executor(Bound(definition.capabilities, host), audit, tracer)
+        self.messages: Messages[M, P] = Messages(self, self._executor)
         self.resources: Resources[M, P] = Resources(self)
 
     @property
@@ -234,17 +235,37 @@ class AgentRuntime(Generic[M, P]):
             return host.observe(lambda _message: listener())
         return _no_op
 
-    async def _run(
+    async def _dispatch_composed(
+        self, target: type[Any] | str, payload: object, invocation: Invocation | None = None
+    ) -> Result[DispatchResult, DispatchError]:
+        """Run the pure composed-RCFR pipeline, audited and traced like :meth:`Messages.dispatch`.
+
+        Used to prove the direct run and the composition agree, and to measure the difference.
+        """
+        return await self._executor.run(target, payload, invocation, _run_composed)
+
+
+class _Executor:
+    """Runs one invocation of the pipeline with the runtime's audit and tracing around it."""
+
+    __slots__ = ("audit", "bound", "tracer")
+
+    def __init__(self, bound: Bound[Any, Any], audit: AuditSink | None, tracer: object | None) -> None:
+        self.bound = bound
+        self.audit = audit
+        self.tracer: Any = tracer
+
+    async def run(
         self,
         target: object,
         payload: object,
         invocation: Invocation | None,
         runner: Callable[[InvocationEnv[Any, Any]], Any],
     ) -> Result[DispatchResult, DispatchError]:
-        outcome = await self._execute(target, payload, invocation, runner)
+        outcome = await self.execute(target, payload, invocation, runner)
         return Failure(outcome) if is_failure(outcome) else Success(outcome)
 
-    async def _execute(
+    async def execute(
         self,
         target: object,
         payload: object,
@@ -253,24 +274,24 @@ class AgentRuntime(Generic[M, P]):
     ) -> DispatchResult | DispatchError:
         """One invocation, audited and traced as configured; the outcome unwrapped."""
         invocation = Invocation(new_invocation_id()) if invocation is None else invocation.filled()
-        env = InvocationEnv(self._bound, target, payload, invocation)
-        tracer = self._tracer if self._tracer is not None else active_tracer()
+        env = InvocationEnv(self.bound, target, payload, invocation)
+        tracer = self.tracer if self.tracer is not None else active_tracer()
         if tracer is not None:
-            return await self._traced(env, runner, tracer)
-        if self._audit is not None:
-            return await self._audited(env, runner)
+            return await self.traced(env, runner, tracer)
+        if self.audit is not None:
+            return await self.audited(env, runner)
         return await runner(env)
 
-    async def _audited(self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any]) -> Any:
+    async def audited(self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any]) -> Any:
         try:
             outcome = await runner(env)
         except BaseException as exc:
-            self._record(env, _raised_label(exc))
+            self.record(env, _raised_label(exc))
             raise
-        self._record(env, _outcome_label(outcome), outcome)
+        self.record(env, _outcome_label(outcome), outcome)
         return outcome
 
-    async def _traced(
+    async def traced(
         self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any], tracer: Any
     ) -> Any:
         invocation = env.invocation
@@ -280,7 +301,7 @@ class AgentRuntime(Generic[M, P]):
             span.set_attribute("gen_ai.operation.name", "execute_tool")
             span.set_attribute("gen_ai.tool.call.id", invocation.id)
             try:
-                outcome = await self._audited(env, runner) if self._audit is not None else await runner(env)
+                outcome = await self.audited(env, runner) if self.audit is not None else await runner(env)
             except BaseException as exc:
                 _name_span(span, env)
                 span.set_attribute("error.type", _raised_label(exc))
@@ -292,7 +313,7 @@ class AgentRuntime(Generic[M, P]):
                 _set_error_status(span)
             return outcome
 
-    def _record(self, env: InvocationEnv[Any, Any], label: str, outcome: object = None) -> None:
+    def record(self, env: InvocationEnv[Any, Any], label: str, outcome: object = None) -> None:
         capability = env.capability
         if capability is not None:
             name, tag = capability.name, capability.tag
@@ -300,7 +321,7 @@ class AgentRuntime(Generic[M, P]):
             name = outcome.capability if isinstance(outcome, AgentUnknownCapabilityError) else str(env.target)
             tag = None
         safe_record(
-            self._audit,
+            self.audit,
             AuditRecord(
                 invocation=env.invocation,
                 capability=name,
@@ -313,19 +334,12 @@ class AgentRuntime(Generic[M, P]):
             ),
         )
 
-    async def _dispatch_composed(
-        self, target: type[Any] | str, payload: object, invocation: Invocation | None = None
-    ) -> Result[DispatchResult, DispatchError]:
-        """Run the pure composed-RCFR pipeline, audited and traced like :meth:`Messages.dispatch`.
-
-        Used to prove the direct run and the composition agree, and to measure the difference.
-        """
-        return await self._run(target, payload, invocation, _run_composed)
-
 
 async def _run_composed(env: InvocationEnv[Any, Any]) -> DispatchResult | DispatchError:
-    result = (await dispatch()(env))._inner_value
-    return result.unwrap() if isinstance(result, Success) else result.failure()
+    outcome = await dispatch()(env)
+    if isinstance(outcome, IOSuccess):
+        return unsafe_perform_io(outcome.unwrap())
+    return unsafe_perform_io(outcome.failure())
 
 
 def _raised_label(exc: BaseException) -> str:

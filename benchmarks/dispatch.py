@@ -13,6 +13,8 @@ turns away should never cost more than one it carries out.
 This module deliberately knows nothing of transports: it calls the runtime in
 process.
 """
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 

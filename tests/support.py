@@ -9,6 +9,8 @@ Tests that declare contracts of their own (definition-time checks, documentation
 build them over this Model, principal and these Messages, adding only the classes
 their assertions are about.
 """
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 

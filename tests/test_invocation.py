@@ -1,4 +1,6 @@
 """Invocations and abort signals, on their own and as dispatch sees them."""
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 
@@ -61,11 +63,11 @@ async def test_abort_cancels_every_attached_scope() -> None:
 
     async def wait() -> None:
         with anyio.CancelScope() as scope:
-            signal._attach(scope)
+            signal.attach(scope)
             try:
                 await anyio.sleep_forever()
             finally:
-                signal._detach(scope)
+                signal.detach(scope)
         caught.append(scope.cancelled_caught)
 
     async with anyio.create_task_group() as group:
@@ -74,7 +76,8 @@ async def test_abort_cancels_every_attached_scope() -> None:
         await anyio.wait_all_tasks_blocked()
         controller.abort()
     assert caught == [True, True, True]
-    assert not signal._scopes
+    # Aborting released every scope it cancelled: a later abort finds none.
+    assert not controller._state.scopes
 
 
 @pytest.mark.anyio
@@ -82,10 +85,10 @@ async def test_attaching_to_an_aborted_signal_cancels_at_once() -> None:
     controller = agentfx.AbortController()
     controller.abort()
     with anyio.CancelScope() as scope:
-        controller.signal._attach(scope)
+        controller.signal.attach(scope)
         await anyio.sleep_forever()
     assert scope.cancelled_caught
-    assert not controller.signal._scopes
+    assert not controller._state.scopes
 
 
 # As dispatch sees them
@@ -161,7 +164,7 @@ async def test_one_abort_cancels_every_pending_invocation_sharing_the_signal() -
         group.start_soon(go, "sending", {"title": "x"})
         group.start_soon(go, "waiting", {"id": "t1"})
         await anyio.wait_all_tasks_blocked()
-        assert len(controller.signal._scopes) == 3
+        assert len(controller._state.scopes) == 3
         controller.abort()
     assert outcomes == {
         "authorizing": Failure(agentfx.AgentCancelledError.before_dispatch("authorizing")),
@@ -170,7 +173,7 @@ async def test_one_abort_cancels_every_pending_invocation_sharing_the_signal() -
     }
     assert rec.dispatched == [RequestedDeleteTodo("t1")]
     assert rec.listener_count == 0
-    assert not controller.signal._scopes
+    assert not controller._state.scopes
 
 
 def test_a_forked_child_starts_its_own_sequence_of_ids() -> None:

@@ -1,4 +1,6 @@
 """The law suite: it passes for sound contracts and names the law a broken one breaks."""
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 

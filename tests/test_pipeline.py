@@ -1,4 +1,6 @@
 """The dispatch pipeline, row by row of the design's table, and the steps as RCFR values."""
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 
@@ -457,7 +459,7 @@ async def test_an_abort_during_an_async_authorize_dispatches_nothing() -> None:
     assert outcomes == [Failure(agentfx.AgentCancelledError.before_dispatch("d"))]
     assert probe.sent == []
     assert "to_message" not in probe.events
-    assert not controller.signal._scopes
+    assert not controller._state.scopes
 
 
 @pytest.mark.anyio
@@ -687,7 +689,7 @@ async def test_an_abort_while_waiting_for_completion_says_dispatched() -> None:
 
 
 def _env(runtime: agentfx.AgentRuntime[Any, Any], target: object, payload: object) -> InvocationEnv[Any, Any]:
-    return InvocationEnv(runtime._bound, target, payload, agentfx.Invocation(id="call-1"))
+    return InvocationEnv(runtime._executor.bound, target, payload, agentfx.Invocation(id="call-1"))
 
 
 @pytest.mark.anyio

@@ -1,4 +1,6 @@
 """The bound runtime: dispatch surface, reads, bind-time checks, audit and defects."""
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ and authorization say about the drawn Model and principal. The laws check the
 runtime against that oracle, and the composed RCFR pipeline against the
 runtime's direct run.
 """
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 

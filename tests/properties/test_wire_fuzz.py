@@ -7,6 +7,8 @@ payloads (any nesting, any types, huge strings and integers, NaN, unicode),
 every invocation settles within a deadline, never raises, sends a Message only
 on success, and every failure survives a JSON round trip.
 """
+# pyright: reportPrivateUsage=false
+# (these tests and measurements look at internals on purpose)
 
 from __future__ import annotations
 
