@@ -291,19 +291,51 @@ def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
     return root
 
 
-def _sort_set_defaults(node: object) -> None:
-    # A set default arrives in hash order, which differs between processes: sort
-    # it so the schema (and every manifest) is byte-identical across runs.
+def _sort_set_defaults(node: object, defs: dict[str, Any] | None = None) -> None:
+    # A set default arrives in hash order, which differs between processes: put
+    # every set inside every default in a stable order, so the schema (and every
+    # manifest) is byte-identical across runs.
+    if defs is None:
+        root = cast("dict[str, Any]", node) if isinstance(node, dict) else {}
+        defs = cast("dict[str, Any]", root.get("$defs", {}))
     if isinstance(node, dict):
         mapping = cast("dict[str, Any]", node)
-        default = mapping.get("default")
-        if mapping.get("uniqueItems") is True and isinstance(default, list):
-            mapping["default"] = sorted(cast("list[Any]", default), key=msgspec.json.encode)
-        for value in mapping.values():
-            _sort_set_defaults(value)
+        if "default" in mapping:
+            mapping["default"] = _canonical(mapping["default"], mapping, defs, 0)
+        for key, value in mapping.items():
+            if key != "default":
+                _sort_set_defaults(value, defs)
     elif isinstance(node, list):
         for item in cast("list[Any]", node):
-            _sort_set_defaults(item)
+            _sort_set_defaults(item, defs)
+
+
+def _canonical(value: Any, schema: Any, defs: dict[str, Any], depth: int) -> Any:
+    """``value`` with every list its ``schema`` marks ``uniqueItems`` (a set) sorted."""
+    if depth > 32 or not isinstance(schema, dict):
+        return value
+    node = cast("dict[str, Any]", schema)
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
+        return _canonical(value, defs.get(ref[len(_REF_PREFIX) :]), defs, depth + 1)
+    if isinstance(value, list):
+        items = cast("list[Any]", value)
+        prefix = node.get("prefixItems")
+        if isinstance(prefix, list):
+            shapes = cast("list[Any]", prefix)
+            items = [_canonical(item, shapes[i] if i < len(shapes) else node.get("items"), defs, depth + 1) for i, item in enumerate(items)]
+        else:
+            items = [_canonical(item, node.get("items"), defs, depth + 1) for item in items]
+        if node.get("uniqueItems") is True:
+            items.sort(key=msgspec.json.encode)
+        return items
+    if isinstance(value, dict):
+        fields = cast("dict[str, Any]", value)
+        properties = node.get("properties")
+        shapes = cast("dict[str, Any]", properties) if isinstance(properties, dict) else {}
+        extra = node.get("additionalProperties")
+        return {key: _canonical(item, shapes.get(key, extra), defs, depth + 1) for key, item in fields.items()}
+    return value
 
 
 def _mentions(node: object, ref: str) -> bool:

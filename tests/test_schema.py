@@ -492,8 +492,12 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
     program = (
         "import msgspec\n"
         "from agentfx.schema import InputCodec\n"
+        "class Inner(msgspec.Struct, frozen=True):\n"
+        "    marks: frozenset[str] = frozenset({'m1', 'm2', 'm3', 'm4', 'm5'})\n"
         "class T(msgspec.Struct):\n"
         "    tags: frozenset[str] = frozenset({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'})\n"
+        "    groups: tuple[frozenset[str], ...] = (frozenset({'w', 'x', 'y', 'z'}),)\n"
+        "    inner: Inner = Inner()\n"
         "print(msgspec.json.encode(InputCodec(T).schema).decode())\n"
     )
     outputs = {
@@ -507,7 +511,10 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
         for seed in (1, 2, 3, 4)
     }
     assert len(outputs) == 1
-    assert '"default":["alpha","beta","delta","epsilon","gamma","zeta"]' in outputs.pop()
+    schema = outputs.pop()
+    assert '"default":["alpha","beta","delta","epsilon","gamma","zeta"]' in schema
+    assert '"default":[["w","x","y","z"]]' in schema
+    assert '"default":{"marks":["m1","m2","m3","m4","m5"]}' in schema
 
 
 def test_payload_free_schemas_share_no_containers() -> None:
