@@ -28,7 +28,7 @@ from returns.future import FutureResult
 from returns.result import Failure, Result, Success
 
 from ._returns import bind
-from .completion import CallInfo, Completion, CompletionOutcome, MessageHub, Pending, StateWaiter
+from .completion import CallInfo, Completion, CompletionOutcome, MessageHub, Pending, StateCompletion, StateWaiter
 from .contract import AuthorizationRequest, Capability, InvocationContext
 from .errors import (
     AgentAuthorizationError,
@@ -356,9 +356,11 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
         if pending.defect is not None:
             # A hook that failed while matching is a defect even if the wait was cut short.
             raise pending.defect
-        if pending.settled:
-            # Settled first: a deadline or abort that lands afterwards changes nothing,
-            # even one that cut short a host still dispatching: the completion was seen.
+        if pending.settled and (env.stage == SENT or _ties_to_this_call(completion)):
+            # Settled first: a deadline or abort that lands afterwards changes nothing.
+            # While the host is still dispatching, only a correlated completion proves
+            # that *this* Message reached update: an uncorrelated or state completion
+            # may have been met by another invocation.
             env.stage = SENT
             return _result(env, prepared, await pending.wait())
         invocation_id = env.invocation.id or ""
@@ -375,6 +377,12 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
             state.release()
         else:
             hub.release(capability, pending)
+
+
+def _ties_to_this_call(completion: Completion[Any, Any] | StateCompletion[Any, Any, Any]) -> bool:
+    if isinstance(completion, StateCompletion):
+        return False
+    return completion.correlate is not None or completion.correlate_key is not None
 
 
 def _never(_: Callable[[], None]) -> Callable[[], None]:

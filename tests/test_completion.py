@@ -836,9 +836,12 @@ async def test_matching_cost_per_processed_message(anyio_backend: str, keyed: bo
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("cut_short_by", ["deadline", "abort"])
-async def test_a_completion_seen_while_the_host_is_still_dispatching_wins(cut_short_by: str) -> None:
-    # The host lets update answer, then keeps its dispatch coroutine busy: the
-    # completion proves the Message reached update, whatever cuts the wait short.
+@pytest.mark.parametrize("correlated", [True, False], ids=["correlated", "uncorrelated"])
+async def test_a_completion_seen_while_the_host_is_still_dispatching(cut_short_by: str, correlated: bool) -> None:
+    # The host lets update answer, then keeps its dispatch coroutine busy. A
+    # correlated completion proves this call's Message reached update, whatever
+    # cuts the wait short; an uncorrelated one may belong to another call, so
+    # delivery stays unknown.
     recorder: RecordingHost[Model, Any, None] = RecordingHost(Model())
     controller = agentfx.AbortController()
 
@@ -851,11 +854,23 @@ async def test_a_completion_seen_while_the_host_is_still_dispatching_wins(cut_sh
 
     host: agentfx.Host[Model, Any, None] = agentfx.Host(model=recorder.model, dispatch=slow_dispatch, observe=recorder.observe)
     log = agentfx.audit_log()
-    contract = A.define(A.expose(Create | Created, create_variant(Completion(success=Created, timeout=0.05))))
-    runtime = A.bind(contract, host=host, audit=log)
+    completion = Completion(success=Created, correlate=by_request if correlated else None, timeout=0.05)
+    runtime = A.bind(A.define(A.expose(Create | Created, create_variant(completion))), host=host, audit=log)
     outcome = await run(runtime, Create, {"title": "t"}, agentfx.Invocation(signal=controller.signal))
-    assert isinstance(outcome, Success)
-    result = outcome.unwrap()
-    assert result.completion is not None and result.completion.status == "completed"
-    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "completed")]
     assert recorder.listener_count == 0
+    if correlated:
+        assert isinstance(outcome, Success)
+        result = outcome.unwrap()
+        assert result.completion is not None and result.completion.status == "completed"
+        assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "completed")]
+        return
+    assert isinstance(outcome, Failure)
+    error = outcome.failure()
+    if cut_short_by == "abort":
+        assert error == agentfx.AgentCancelledError.while_sending("create")
+        expected = ("unknown", "AgentCancelledError")
+    else:
+        assert isinstance(error, agentfx.AgentCompletionTimeoutError)
+        assert error.message.startswith('The host was still dispatching "create"')
+        expected = ("unknown", "timeout")
+    assert [(e.decision, e.outcome) for e in log.entries()] == [expected]
