@@ -7,6 +7,7 @@ tracing off, the runtime does no span work at all.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -19,7 +20,16 @@ __all__ = ["active_tracer"]
 
 _cached: tuple[object, Any] | None = None
 # A provider named in the environment is loaded by the public call on first use.
-_PROVIDER_FROM_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_environment_provider_usable = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+
+
+def _give_up_on_environment() -> None:
+    global _environment_provider_usable
+    if _environment_provider_usable:
+        _environment_provider_usable = False
+        logging.getLogger("agentfx").warning(
+            "OTEL_PYTHON_TRACER_PROVIDER names a tracer provider that cannot be loaded; agentfx traces nothing"
+        )
 _UNKNOWN: Any = object()
 
 
@@ -33,8 +43,14 @@ def active_tracer() -> Any:
     # environment lookup on every dispatch with tracing off.
     # A release without that private slot falls back to the public call.
     provider = getattr(_trace, "_TRACER_PROVIDER", _UNKNOWN)
-    if provider is _UNKNOWN or (provider is None and _PROVIDER_FROM_ENVIRONMENT):
-        provider = _trace.get_tracer_provider()
+    if provider is _UNKNOWN or (provider is None and _environment_provider_usable):
+        try:
+            provider = _trace.get_tracer_provider()
+        except Exception:
+            # A provider the environment names but cannot load must not break
+            # dispatch: tracing stays off, and is not retried on every call.
+            _give_up_on_environment()
+            return None
     if provider is None or isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
         return None
     if _cached is None or _cached[0] is not provider:

@@ -261,3 +261,27 @@ def test_a_tracer_provider_named_in_the_environment_turns_tracing_on() -> None:
     env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"}
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True, timeout=30)
     assert done.stdout.strip() == "True"
+
+
+def test_a_tracer_provider_the_environment_names_but_cannot_load_leaves_dispatch_working() -> None:
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import anyio, msgspec, agentfx\n"
+        "class Ping(msgspec.Struct, tag=True):\n"
+        "    pass\n"
+        "log = agentfx.audit_log()\n"
+        "runtime = agentfx.bind(agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, 'Ping'))),\n"
+        "    host=agentfx.Host(model=lambda: None, dispatch=lambda m: None), audit=log)\n"
+        "async def main():\n"
+        "    for _ in range(2):\n"
+        "        await runtime.messages.call(Ping, {})\n"
+        "anyio.run(main)\n"
+        "print([e.outcome for e in log.entries()])\n"
+    )
+    env = {**os.environ, "OTEL_PYTHON_TRACER_PROVIDER": "no_such_provider"}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True, timeout=30)
+    assert done.stdout.strip() == "['dispatched', 'dispatched']"
+    assert done.stderr.count("cannot be loaded") == 1
