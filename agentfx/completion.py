@@ -67,6 +67,23 @@ def _classes(value: object, role: str) -> tuple[type[Any], ...]:
     return tuple(classes)
 
 
+def truth(answer: object, role: str) -> bool:
+    """A hook's answer as a bool, refusing an awaitable one.
+
+    A coroutine is truthy, so an ``async`` hook that slipped past
+    :func:`check_synchronous` (a callable object, a lambda returning one)
+    would pass every check without running; it is a defect instead.
+    """
+    if answer is True or answer is False:
+        return answer
+    if inspect.isawaitable(answer):
+        close = getattr(answer, "close", None)
+        if callable(close):
+            close()  # never awaited, and it must not warn that it was not
+        raise ContractError(f'"{role}" returned an awaitable; it must answer synchronously')
+    return bool(answer)
+
+
 def check_synchronous(hook: object, role: str) -> None:
     """Refuse a coroutine function where a plain answer is needed.
 
@@ -312,7 +329,7 @@ class _Group:
             return
         for pending in tuple(self.unkeyed):
             try:
-                matched = correlate(pending.request, message, pending.call)
+                matched = truth(correlate(pending.request, message, pending.call), "correlate")
             except Exception as defect:
                 self.unkeyed.pop(pending, None)
                 pending.fail(defect)
@@ -408,7 +425,7 @@ class StateWaiter:
                 if self._last is not _UNSET and value == self._last:
                     return
                 self._last = value
-            if completion.predicate(value, pending.request):
+            if truth(completion.predicate(value, pending.request), "predicate"):
                 pending.settle(CompletionOutcome("completed"))
         except Exception as defect:
             # Never raise into the host's notifier: the defect belongs to this invocation.

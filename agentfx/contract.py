@@ -257,7 +257,7 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
 def _check_schema(schema: object, what: str) -> None:
     try:
         json_schema(schema)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, NameError) as exc:
         raise ContractError(f"{what}: its schema cannot be described ({exc})") from None
 
 

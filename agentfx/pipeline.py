@@ -28,7 +28,16 @@ from returns.future import FutureResult
 from returns.result import Failure, Result, Success
 
 from ._returns import bind
-from .completion import CallInfo, Completion, CompletionOutcome, MessageHub, Pending, StateCompletion, StateWaiter
+from .completion import (
+    CallInfo,
+    Completion,
+    CompletionOutcome,
+    MessageHub,
+    Pending,
+    StateCompletion,
+    StateWaiter,
+    truth,
+)
 from .contract import AuthorizationRequest, Capability, InvocationContext
 from .errors import (
     AgentAuthorizationError,
@@ -223,7 +232,10 @@ def snapshot_step(env: Env) -> None:
 
 def available_step(env: Env, capability: Capability[Any, Any]) -> AgentCapabilityUnavailableError | None:
     available = capability.available
-    if available is not None and not available(env.model):
+    if available is None:
+        return None
+    answer = available(env.model)
+    if answer is not True and (answer is False or not truth(answer, "available")):
         return AgentCapabilityUnavailableError.of(capability.name, capability.tag)
     return None
 

@@ -19,7 +19,7 @@ from returns.unsafe import unsafe_perform_io
 
 from ._tracing import active_tracer
 from .audit import AuditRecord, AuditSink, safe_record
-from .completion import Completion, StateCompletion
+from .completion import Completion, StateCompletion, truth
 from .contract import Definition
 from .docs import MessageDescriptor, ResourceDescriptor, describe, resources
 from .errors import (
@@ -146,7 +146,7 @@ class Messages(Generic[M, P]):
         """The wire path: an unchecked name and payload, exactly as an adapter read them."""
         # A name off the wire is only ever looked up by name, never taken for a class.
         # ``str.__str__`` is the plain text of a str subclass (an enum member, say).
-        target: object = str.__str__(name) if isinstance(cast(object, name), str) else repr(name)
+        target: object = str.__str__(name) if isinstance(cast(object, name), str) else _NotAName(name)
         return FutureResult(self._executor.run(target, payload, invocation, run_direct))
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
@@ -170,7 +170,7 @@ class Messages(Generic[M, P]):
         return [
             d
             for c, d in zip(self._runtime.definition.capabilities, self._descriptors, strict=True)
-            if c.available is None or c.available(model)
+            if c.available is None or truth(c.available(model), "available")
         ]
 
 
@@ -364,6 +364,18 @@ def _set_error_status(span: Any) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     span.set_status(Status(StatusCode.ERROR))
+
+
+class _NotAName:
+    """A non-string off the wire: refused as an unknown capability named by its repr."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, value: object) -> None:
+        self._text = repr(value)
+
+    def __str__(self) -> str:
+        return self._text
 
 
 def _no_op() -> None:

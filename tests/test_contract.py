@@ -512,6 +512,10 @@ def _identity(model: Any) -> Any:
     return model
 
 
+def _anything(*_: Any) -> Any:
+    return True
+
+
 def test_asynchronous_predicates_are_refused_where_they_are_declared() -> None:
     # A coroutine object is truthy: an async `available` would let every call through.
     with raises('"available" must answer synchronously; it is a coroutine function'):
@@ -519,9 +523,13 @@ def test_asynchronous_predicates_are_refused_where_they_are_declared() -> None:
     with raises('"correlate" must answer synchronously; it is a coroutine function'):
         Completion(success=DeletedTodo, correlate=_async_yes)
     with raises('"correlate_key" must answer synchronously; it is a coroutine function'):
-        Completion(success=DeletedTodo, correlate_key=(_async_yes, _async_yes))
+        Completion(success=DeletedTodo, correlate_key=(_async_yes, _identity))
+    with raises('"correlate_key" must answer synchronously; it is a coroutine function'):
+        Completion(success=DeletedTodo, correlate_key=(_anything, _async_yes))
     with raises('"predicate" must answer synchronously; it is a coroutine function'):
         agentfx.when(projection=_identity, predicate=_async_yes)
+    with raises('"projection" must answer synchronously; it is a coroutine function'):
+        agentfx.when(projection=_async_yes, predicate=_anything)
 
 
 class Opaque:
@@ -545,3 +553,45 @@ def test_a_struct_input_the_codec_cannot_take_is_refused_with_the_reason() -> No
 
     with raises('Cannot expose "RequestedDeleteTodo": Packed is array_like; an input must encode as an object'):
         agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", input=Packed, to_message=to_message))
+
+
+class _AsyncGate:
+    """A callable object whose ``__call__`` is async: no definition-time check can see it."""
+
+    async def __call__(self, *_: object) -> bool:
+        return False
+
+
+@pytest.mark.anyio
+async def test_an_awaitable_answer_from_available_is_a_defect_not_a_pass() -> None:
+    from agentfx.testing.recording import RecordingHost
+
+    gate: Any = _AsyncGate()
+    contract = agentfx.define(agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear", available=gate)))
+    recorder: RecordingHost[object, Any, None] = RecordingHost(object())
+    runtime = agentfx.bind(contract, host=recorder.host)
+    with raises('"available" returned an awaitable; it must answer synchronously'):
+        runtime.messages.available()
+    with raises('"available" returned an awaitable; it must answer synchronously'):
+        await runtime.messages.call(ClearedSelection, {})
+    assert recorder.dispatched == []
+
+
+def test_an_awaitable_answer_from_correlate_or_a_predicate_is_refused() -> None:
+    from agentfx.completion import truth
+
+    async def later() -> bool:
+        return True
+
+    with raises('"correlate" returned an awaitable; it must answer synchronously'):
+        truth(later(), "correlate")
+    assert truth("non-empty", "predicate") is True and truth(None, "predicate") is False
+
+
+class Unresolvable(msgspec.Struct):
+    when: "NoSuchType"  # type: ignore[name-defined]  # noqa: F821
+
+
+def test_a_resource_schema_with_an_unresolvable_annotation_is_refused_at_definition() -> None:
+    with pytest.raises(ContractError, match=r'^Cannot define the resource "r": its schema cannot be described \('):
+        agentfx.resource("r", "R", schema=Unresolvable, read=lambda model: model)

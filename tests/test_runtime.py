@@ -87,6 +87,18 @@ async def test_dispatch_unknown_looks_names_up_only() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_non_string_name_never_matches_a_capability_named_by_its_text() -> None:
+    rec = recorder()
+    contract = agentfx.define(agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear", name="1")))
+    runtime = agentfx.bind(contract, host=rec.host)
+    number: Any = 1
+    refused = outcome_of(await runtime.messages.dispatch_unknown(number, {}))
+    assert refused == Failure(agentfx.AgentUnknownCapabilityError.of("1"))
+    assert rec.dispatched == []
+    assert isinstance(outcome_of(await runtime.messages.dispatch_unknown("1", {})), Success)
+
+
+@pytest.mark.anyio
 async def test_names_that_are_str_subclasses_are_looked_up_by_their_text() -> None:
     import enum
 
