@@ -2,10 +2,11 @@
 
 This layer owns argument parsing, loading ``MODULE:ATTR`` targets and the
 exit codes (0 success, 1 a drifted manifest, 2 a usage error, 3 ``serve``
-could not listen on the address it was given). It deliberately
-knows nothing of how a contract is documented or served: it calls
-:mod:`agentfx.docs` and :mod:`agentfx.mcp`, and imports the MCP adapter only
-for the commands that need it.
+could not listen on the address it was given); an application that stops
+with an error while served ends ``serve``, over either transport, with that
+error. It deliberately knows nothing of how a contract is documented or
+served: it calls :mod:`agentfx.docs` and :mod:`agentfx.mcp`, and imports the
+MCP adapter only for the commands that need it.
 
 ``MODULE:ATTR`` names a ``Definition`` (``manifest``, ``markdown``), an
 :class:`~agentfx.app.App` (every command), or for ``serve`` a zero-argument
@@ -34,6 +35,7 @@ from .contract import Definition
 from .docs import to_manifest, to_markdown
 
 if TYPE_CHECKING:
+    from .mcp import HttpApp
     from .runtime import AgentRuntime
 
 __all__ = ["UsageError", "load", "main", "render_manifest"]
@@ -227,28 +229,64 @@ async def _serve_http(served: App[Any, Any, Any] | RuntimeFactory, sock: socket.
         await _uvicorn(http_app(lambda _principal: factory()), sock, err)
 
 
-async def _uvicorn(asgi: Any, sock: socket.socket, err: TextIO) -> None:
+_SHUTDOWN_GRACE = 5
+"""Seconds ``serve --transport http`` lets open requests finish when it stops."""
+
+
+async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None:
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(asgi, lifespan="on", log_level="warning"))
+    # The app runs here, around the server, not in the server's lifespan,
+    # which could only log a failure: a program that stops with an error (a
+    # command raised) stops the server and propagates, as it does over stdio.
+    config = uvicorn.Config(asgi, lifespan="off", log_level="warning", timeout_graceful_shutdown=_SHUTDOWN_GRACE)
+    server = uvicorn.Server(config)
+    finished = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await server.serve([sock])
+        finally:
+            finished.set()
+
+    failure: Exception | None = None
+    launched = False
+    # The server runs outside the app's block, so the program's failure, which
+    # cancels everything inside it, lets the server shut down in good order.
     async with anyio.create_task_group() as task_group:
-        task_group.start_soon(server.serve, [sock])
-        while not server.started:
-            if server.should_exit:
-                return
-            await anyio.sleep(0.01)
-        bound = server.servers[0].sockets[0].getsockname()
-        shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
-        if not _loopback(str(bound[0])):
-            # The CLI has no authenticate hook: whoever reaches the port acts
-            # as the App's principal.
-            err.write(
-                f"agentfx: warning: serving {shown} without authentication; anyone who can reach it can call "
-                "every capability. Serve on 127.0.0.1, or serve agentfx.mcp.http_app(app, authenticate=...) "
-                "from your own ASGI server.\n"
-            )
-        err.write(f"Serving MCP over Streamable HTTP at http://{shown}:{bound[1]}/mcp\n")
-        err.flush()
+        try:
+            async with asgi.running():
+                task_group.start_soon(serve)
+                launched = True
+                while not server.started:
+                    if finished.is_set():
+                        return
+                    await anyio.sleep(0.01)
+                _announce(server.servers[0].sockets[0].getsockname(), err)
+                await finished.wait()
+        except Exception as exc:
+            failure = exc
+        finally:
+            server.should_exit = True
+            if launched:
+                with anyio.CancelScope(shield=True):
+                    await finished.wait()
+    if failure is not None:
+        raise failure
+
+
+def _announce(bound: Any, err: TextIO) -> None:
+    shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+    if not _loopback(str(bound[0])):
+        # The CLI has no authenticate hook: whoever reaches the port acts
+        # as the App's principal.
+        err.write(
+            f"agentfx: warning: serving {shown} without authentication; anyone who can reach it can call "
+            "every capability. Serve on 127.0.0.1, or serve agentfx.mcp.http_app(app, authenticate=...) "
+            "from your own ASGI server.\n"
+        )
+    err.write(f"Serving MCP over Streamable HTTP at http://{shown}:{bound[1]}/mcp\n")
+    err.flush()
 
 
 DEMO_APP = "examples.todo.app"
@@ -374,6 +412,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         0 on success, 1 when ``manifest --check`` found drift, 2 for a usage
         error (including a missing MCP extra), 3 when ``serve --transport
         http`` cannot listen on its host and port.
+
+    Raises:
+        Exception: Whatever stopped the application ``serve`` was serving
+            (a command that raised), once the server has shut down.
     """
     stdout = sys.stdout if out is None else out
     stderr = sys.stderr if err is None else err

@@ -130,6 +130,12 @@ def _error(
     )
 
 
+_IDLE = "has not started"
+_RUNNING = "is running"
+_STOPPED = "has stopped"
+_FAILED = "stopped with an error"
+
+
 @dataclass(eq=False)
 class _Session(Generic[P]):
     id: str
@@ -144,6 +150,12 @@ class HttpApp(Generic[P]):
     It needs the ASGI lifespan protocol (every ASGI server runs it), or
     :meth:`running` around it: an App's program, and every session with its
     runtime, live from startup to shutdown.
+
+    When an App's program stops with an error (a command raised), the error
+    is logged and every request is answered 500 until shutdown: the lifespan
+    protocol has no way to stop a server. A server that should exit instead
+    runs with its lifespan off inside :meth:`running`, which raises the error
+    (``agentfx serve`` does).
     """
 
     def __init__(
@@ -163,6 +175,7 @@ class HttpApp(Generic[P]):
         self._sessions: dict[str, _Session[P]] = {}
         self._program: Program[Any, Any] | None = None
         self._task_group: TaskGroup | None = None
+        self._state = _IDLE
         self._limited: ASGIApp = RequestBodyLimitMiddleware(self._handle, DEFAULT_MAX_REQUEST_BODY_SIZE)
 
     @property
@@ -181,32 +194,70 @@ class HttpApp(Generic[P]):
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
-        """Start what the ASGI lifespan starts (an App's program, the sessions' task group), for embedding."""
-        async with AsyncExitStack() as stack:
-            served = self._served
-            if isinstance(served, App):
-                # Entered first, so it is left last: every session's runtime
-                # is bound to it until that session has ended.
-                app = cast("App[Any, Any, P]", served)
-                self._program = await stack.enter_async_context(app.program())
-            try:
-                async with anyio.create_task_group() as task_group:
-                    self._task_group = task_group
-                    try:
-                        yield
-                    finally:
-                        await self._close_all()
-                        self._task_group = None
-                        task_group.cancel_scope.cancel()
-            finally:
-                self._program = None
+        """Start what the ASGI lifespan starts (an App's program, the sessions' task group), for embedding.
+
+        Whatever stops an App's program (a command that raised) propagates
+        out of the block, as from :meth:`agentfx.App.run`; from then on every
+        request is answered 500, "the application stopped", until the block
+        is entered again. Serving on would only fail every call, so a server
+        run around this block should stop when it raises.
+        """
+        self._state = _IDLE
+        try:
+            async with AsyncExitStack() as stack:
+                served = self._served
+                if isinstance(served, App):
+                    # Entered first, so it is left last: every session's runtime
+                    # is bound to it until that session has ended.
+                    app = cast("App[Any, Any, P]", served)
+                    self._program = await stack.enter_async_context(app.program())
+                try:
+                    async with anyio.create_task_group() as task_group:
+                        self._task_group = task_group
+                        self._state = _RUNNING
+                        try:
+                            yield
+                        except BaseException:
+                            # A cancellation here is the program's task group
+                            # failing (a command raised) or the server being
+                            # torn down; either way nothing is served any more,
+                            # not even while the sessions close.
+                            self._state = _FAILED
+                            raise
+                        finally:
+                            if self._state == _RUNNING:
+                                self._state = _STOPPED
+                            await self._close_all()
+                            self._task_group = None
+                            task_group.cancel_scope.cancel()
+                finally:
+                    self._program = None
+        except Exception:
+            self._state = _FAILED
+            raise
+        except BaseException:
+            self._state = _STOPPED
+            raise
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "lifespan.startup":
             return
-        async with self.running():
-            await send({"type": "lifespan.startup.complete"})
+        started = False
+        try:
+            async with self.running():
+                await send({"type": "lifespan.startup.complete"})
+                started = True
+                while (await receive())["type"] != "lifespan.shutdown":
+                    pass
+        except Exception:
+            if not started:
+                raise
+            # The lifespan protocol has no way to stop the server, and an
+            # exception escaping it is only logged, by some servers as "the
+            # protocol appears unsupported": say what happened, answer 500 from
+            # now on, and keep the protocol going until the server shuts down.
+            _logger.exception("the application stopped with an error; every request is answered 500 until shutdown")
             while (await receive())["type"] != "lifespan.shutdown":
                 pass
         await send({"type": "lifespan.shutdown.complete"})
@@ -239,8 +290,12 @@ class HttpApp(Generic[P]):
                 {"supported": supported, "requested": version},
             )(scope, receive, send)
             return
-        if self._task_group is None:
-            await _error("Service Unavailable: the server has not started", 503, types.INTERNAL_ERROR)(
+        if self._state == _FAILED:
+            # What stopped it is for the server's log; a client learns only that it did.
+            await _error("Internal error: the application stopped", 500, types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        if self._state != _RUNNING:
+            await _error(f"Service Unavailable: the server {self._state}", 503, types.INTERNAL_ERROR)(
                 scope, receive, send
             )
             return

@@ -8,11 +8,12 @@ principals: ``ann`` may remove items, ``gus`` may not.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Generator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,10 @@ import anyio
 import httpx
 import mcp
 import mcp_types as types
+import msgspec
 import pytest
 import uvicorn
+from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -30,9 +33,12 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
 
+import agentfx
+from agentfx.app import App
 from agentfx.audit import AuditRecord
 from agentfx.mcp import http_app
 from agentfx.mcp._http import HttpApp
+from agentfx.program import Command
 from agentfx.runtime import AgentRuntime
 from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app
 from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
@@ -71,6 +77,25 @@ def authenticate(request: Request) -> User | None:
     return TOKENS.get(request.headers.get("authorization", "").removeprefix("Bearer "))
 
 
+@contextmanager
+def in_a_thread(asgi: HttpApp[Any]) -> Generator[str]:
+    """``asgi`` served by uvicorn, lifespan on, on 127.0.0.1 in a thread of its own; yields its URL."""
+    config = uvicorn.Config(asgi, host="127.0.0.1", port=0, lifespan="on", log_level="warning", ws="none", http="h11")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
     holder: list[Served] = []
@@ -86,19 +111,9 @@ def served() -> Iterator[Served]:
             state.closed += 1
 
     asgi = http_app(make_runtime, authenticate=authenticate, allowed_origins=[ALLOWED_ORIGIN])
-    config = uvicorn.Config(asgi, host="127.0.0.1", port=0, lifespan="on", log_level="warning", ws="none", http="h11")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    holder.append(Served(f"http://127.0.0.1:{port}/mcp", asgi))
-    yield holder[0]
-    server.should_exit = True
-    thread.join(10)
+    with in_a_thread(asgi) as url:
+        holder.append(Served(url, asgi))
+        yield holder[0]
     assert holder[0].opened == holder[0].closed, "every session's runtime was released at shutdown"
 
 
@@ -322,10 +337,31 @@ async def test_bad_input_over_http_gets_the_right_answer_and_the_server_keeps_se
         assert status == 200 and answer["result"]["content"][0]["text"] == "Dispatched Added"
 
 
+@dataclass
+class Serving:
+    """An ``agentfx serve --transport http`` process that has said where it serves."""
+
+    process: Process
+    stderr: BufferedByteReceiveStream
+    before: str
+    """What it printed before the line naming its URL."""
+    url: str
+
+    async def rest_of_stderr(self) -> str:
+        chunks: list[bytes] = []
+        with anyio.fail_after(10):
+            try:
+                while True:
+                    chunks.append(await self.stderr.receive())
+            except anyio.EndOfStream:
+                pass
+        return b"".join(chunks).decode()
+
+
 @asynccontextmanager
-async def agentfx_serve_http(*options: str) -> AsyncGenerator[tuple[str, str]]:
-    """``agentfx serve tests.mcp_app:app --transport http`` in a subprocess: what it printed first, and its URL."""
-    command = [sys.executable, "-m", "agentfx", "serve", "tests.mcp_app:app", "--transport", "http", *options]
+async def agentfx_serve(target: str, *options: str) -> AsyncGenerator[Serving]:
+    """``agentfx serve TARGET --transport http OPTIONS`` in a subprocess, once it serves; stopped on exit."""
+    command = [sys.executable, "-m", "agentfx", "serve", target, "--transport", "http", *options]
     async with await anyio.open_process(command, cwd=ROOT) as process:
         try:
             assert process.stderr is not None
@@ -334,11 +370,19 @@ async def agentfx_serve_http(*options: str) -> AsyncGenerator[tuple[str, str]]:
             with anyio.fail_after(20):
                 while not (line := (await stderr.receive_until(b"\n", 4096)).decode()).startswith("Serving"):
                     before += line + "\n"
-            yield before, line.rsplit(" ", 1)[-1]
+            yield Serving(process, stderr, before, line.rsplit(" ", 1)[-1])
         finally:
-            process.terminate()
+            if process.returncode is None:
+                process.terminate()
             with anyio.fail_after(10):
                 await process.wait()
+
+
+@asynccontextmanager
+async def agentfx_serve_http(*options: str) -> AsyncGenerator[tuple[str, str]]:
+    """``agentfx serve tests.mcp_app:app --transport http`` in a subprocess: what it printed first, and its URL."""
+    async with agentfx_serve("tests.mcp_app:app", *options) as serving:
+        yield serving.before, serving.url
 
 
 async def test_agentfx_serve_over_http_on_a_public_address_warns_there_is_no_authentication() -> None:
@@ -473,3 +517,98 @@ async def test_mounted_under_a_prefix_the_endpoint_is_at_the_prefix_slash_mcp() 
         assert status == 200 and "tools" in answer["result"]
         status, _, _ = await post(http, "http://testserver/agent/elsewhere", LIST, session=session)
         assert status == 404
+
+
+# --- an App whose program stops with an error ------------------------------------------
+
+
+class Broke(msgspec.Struct, frozen=True, tag=True):
+    """Starts a command that raises, which stops the program."""
+
+
+class Broken(Exception):
+    pass
+
+
+async def _break() -> None:
+    raise Broken(SECRET)
+
+
+def _update(count: int, _message: Broke) -> tuple[int, list[Command[Broke]]]:
+    return count + 1, [_break]
+
+
+breaking = App(agentfx.define(agentfx.expose(Broke, agentfx.variant(Broke, "Break the program"))), 0, _update)
+"""Served by ``agentfx serve tests.integration.test_mcp_http:breaking`` below."""
+
+STOPPED = (500, "Internal error: the application stopped")
+
+
+async def break_it(http: httpx.AsyncClient, url: str, session: str) -> None:
+    # The call may be answered or cut short as its session ends with the program.
+    with anyio.fail_after(5):
+        try:
+            await post(http, url, call(1, "broke", {}), session=session)
+        except httpx.HTTPError:
+            pass
+
+
+async def test_a_failed_program_stops_the_app_and_every_request_is_answered_500() -> None:
+    asgi = http_app(breaking)
+    session = ""
+    with pytest.raises(Broken):
+        async with in_process(asgi) as http:
+            session = await open_session(http, "http://testserver/mcp", "anyone")
+            await break_it(http, "http://testserver/mcp", session)
+            with anyio.fail_after(5):
+                await anyio.sleep_forever()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        for request, on in ((INITIALIZE, None), (LIST, session)):
+            status, answer, response = await post(http, "http://testserver/mcp", request, session=on)
+            assert (status, answer["error"]["message"]) == STOPPED
+            assert SECRET not in response.text and "Broken" not in response.text
+    # Started again, it serves a fresh program; stopped cleanly, it says so with a 503.
+    async with in_process(asgi) as http:
+        session = await open_session(http, "http://testserver/mcp", "anyone")
+        tools = await result(http, session, LIST)
+        assert [tool["name"] for tool in tools["tools"]] == ["broke"]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, answer, _ = await post(http, "http://testserver/mcp", INITIALIZE)
+        assert (status, answer["error"]["message"]) == (503, "Service Unavailable: the server has stopped")
+
+
+async def test_under_a_servers_lifespan_a_failed_program_is_logged_and_answered_500(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="agentfx.mcp.http"), in_a_thread(http_app(breaking)) as url:
+        async with httpx.AsyncClient() as http:
+            session = await open_session(http, url, "anyone")
+            await break_it(http, url, session)
+            with anyio.fail_after(5):
+                while (status := (await post(http, url, LIST, session=session))[0]) == 200:
+                    await anyio.sleep(0.02)
+            assert status == 500
+            for request, on in ((INITIALIZE, None), (LIST, session)):
+                status, answer, response = await post(http, url, request, session=on)
+                assert (status, answer["error"]["message"]) == STOPPED
+                assert SECRET not in response.text
+    logged = [record for record in caplog.records if record.name == "agentfx.mcp.http"]
+    assert [record.getMessage() for record in logged] == [
+        "the application stopped with an error; every request is answered 500 until shutdown"
+    ]
+    assert logged[0].exc_info is not None and logged[0].exc_info[0] is Broken
+
+
+async def test_agentfx_serve_over_http_exits_with_the_error_that_stopped_the_program() -> None:
+    async with (
+        agentfx_serve("tests.integration.test_mcp_http:breaking", "--port", "0") as serving,
+        httpx.AsyncClient() as http,
+    ):
+        session = await open_session(http, serving.url, "anyone")
+        await break_it(http, serving.url, session)
+        with anyio.fail_after(15):
+            assert await serving.process.wait() == 1
+        stderr = await serving.rest_of_stderr()
+        assert stderr.rstrip().endswith(f"Broken: {SECRET}"), stderr
+        with pytest.raises(httpx.ConnectError):
+            await post(http, serving.url, INITIALIZE)
