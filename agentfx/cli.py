@@ -372,6 +372,17 @@ async def _demo(out: TextIO) -> int:
     return _OK
 
 
+def _port(text: str) -> int:
+    """A ``--port`` value, checked here because the socket layer would wrap one out of range around silently."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: ports are 0 to 65535 (0 picks a free one)")
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentfx",
@@ -394,7 +405,7 @@ def _parser() -> argparse.ArgumentParser:
         default="127.0.0.1",
         help="HTTP only; default: 127.0.0.1. There is no authentication: any other address warns",
     )
-    serve.add_argument("--port", type=int, default=8000, help="HTTP only; 0 picks a free port; default: 8000")
+    serve.add_argument("--port", type=_port, default=8000, help="HTTP only; 0 picks a free port; default: 8000")
 
     commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
     return parser

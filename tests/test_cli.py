@@ -207,3 +207,28 @@ def test_serving_on_an_unknown_host_says_so_and_exits_3() -> None:
     code, _, err = run("serve", "tests.mcp_app:app", "--transport", "http", "--host", "no-such-host.invalid")
     assert code == 3
     assert err.startswith("agentfx: cannot listen on no-such-host.invalid:8000: ") and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("port", "message"),
+    [
+        ("70000", "70000 is not a port: ports are 0 to 65535 (0 picks a free one)"),
+        ("65536", "65536 is not a port: ports are 0 to 65535 (0 picks a free one)"),
+        ("-1", "-1 is not a port: ports are 0 to 65535 (0 picks a free one)"),
+        ("http", "'http' is not a port number"),
+    ],
+)
+def test_a_port_out_of_range_is_a_usage_error(port: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # An unknown host, so a port let through fails fast with exit 3 instead of serving.
+    argv = ["serve", "tests.mcp_app:app", "--transport", "http", "--host", "no-such-host.invalid", "--port", port]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"agentfx serve: error: argument --port: {message}\n")
+
+
+@pytest.mark.parametrize("port", ["0", "65535"])
+def test_the_ports_at_either_end_of_the_range_are_accepted(port: str) -> None:
+    argv = ["serve", "tests.mcp_app:app", "--transport", "http", "--host", "no-such-host.invalid", "--port", port]
+    code, _, err = run(*argv)
+    assert code == 3 and err.startswith(f"agentfx: cannot listen on no-such-host.invalid:{port}: ")
