@@ -167,15 +167,15 @@ async def _time_per_invocation(mode: Mode, n: int, reps: int, rng: random.Random
     return (time.process_time_ns() - started) / (reps * n) / 1_000
 
 
-async def _bare_round(n: int, rng: random.Random) -> None:
-    events = [anyio.Event() for _ in range(n)]
+async def _bare_waiters(events: list[anyio.Event], when_all_wait: Callable[[], None]) -> None:
+    """One anyio task per event, each waiting on its own; ``when_all_wait`` runs, then all are set."""
     ready = anyio.Event()
     waiting = 0
 
     async def wait(event: anyio.Event) -> None:
         nonlocal waiting
         waiting += 1
-        if waiting == n:
+        if waiting == len(events):
             ready.set()
         await event.wait()
 
@@ -183,9 +183,14 @@ async def _bare_round(n: int, rng: random.Random) -> None:
         for event in events:
             group.start_soon(wait, event)
         await ready.wait()
-        rng.shuffle(events)
+        when_all_wait()
         for event in events:
             event.set()
+
+
+async def _bare_round(n: int, rng: random.Random) -> None:
+    events = [anyio.Event() for _ in range(n)]
+    await _bare_waiters(events, lambda: rng.shuffle(events))
 
 
 async def _time_bare(n: int, reps: int, rng: random.Random) -> float:
@@ -200,29 +205,18 @@ async def _time_bare(n: int, reps: int, rng: random.Random) -> float:
 async def _bare_memory(n: int) -> float:
     """Bytes per anyio task waiting on its own event: the floor for a pending invocation."""
     events = [anyio.Event() for _ in range(n)]
-    ready = anyio.Event()
-    waiting = 0
-
-    async def wait(event: anyio.Event) -> None:
-        nonlocal waiting
-        waiting += 1
-        if waiting == n:
-            ready.set()
-        await event.wait()
-
     peak = 0
+
+    def measure() -> None:
+        nonlocal peak
+        peak = tracemalloc.get_traced_memory()[1]
+
     gc.collect()
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
-        async with anyio.create_task_group() as group:
-            for event in events:
-                group.start_soon(wait, event)
-            await ready.wait()
-            peak = tracemalloc.get_traced_memory()[1]
-            for event in events:
-                event.set()
+        await _bare_waiters(events, measure)
     finally:
         tracemalloc.stop()
     return (peak - before) / n
