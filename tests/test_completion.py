@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Hashable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -97,6 +98,27 @@ def recording(
     update: Callable[[Model, Any], Model] | None = None,
 ) -> RecordingHost[Model, Any, None]:
     return RecordingHost(model, responses=responses, update=update)
+
+
+@asynccontextmanager
+async def concurrent_creates(
+    runtime: agentfx.AgentRuntime[Model, None], recorder: RecordingHost[Model, Any, None], invocations: Iterable[str]
+) -> AsyncGenerator[dict[str, Outcome]]:
+    """Start one identical ``create`` per invocation id; enter once all are dispatched, leave once all settled.
+
+    The inputs are identical: only the invocation id carried on the Message tells the calls apart.
+    """
+    ids = list(invocations)
+    outcomes: dict[str, Outcome] = {}
+
+    async def call(invocation: str) -> None:
+        outcomes[invocation] = await run(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
+
+    async with anyio.create_task_group() as tasks:
+        for invocation in ids:
+            tasks.start_soon(call, invocation)
+        await until(lambda: len(recorder.dispatched) == len(ids))
+        yield outcomes
 
 
 def completed(outcome: Outcome) -> CompletionOutcome:
@@ -239,16 +261,7 @@ async def test_two_concurrent_calls_each_settle_on_their_own_result(anyio_backen
         else Completion(success=Created, failure=CreateFailed, correlate=by_request, timeout=5)
     )
     runtime = create_runtime(completion, recorder)
-    outcomes: dict[str, Outcome] = {}
-
-    async def call(invocation: str) -> None:
-        # Identical inputs: only the invocation id carried on the Message tells them apart.
-        outcomes[invocation] = await run(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(call, "one")
-        tasks.start_soon(call, "two")
-        await until(lambda: len(recorder.dispatched) == 2)
+    async with concurrent_creates(runtime, recorder, ["one", "two"]) as outcomes:
         recorder.emit(CreateFailed("milk", "two"))
         recorder.emit(Created("milk", "one"))
     assert completed(outcomes["one"]) == CompletionOutcome("completed", Created("milk", "one"))
@@ -346,15 +359,7 @@ async def test_a_hook_may_re_enter_the_host_while_a_message_is_matched(anyio_bac
         return result.request == call.message.request
 
     runtime = create_runtime(Completion(success=Created, correlate=correlate, timeout=5), recorder)
-    outcomes: dict[str, Outcome] = {}
-
-    async def call(invocation: str) -> None:
-        outcomes[invocation] = await run(runtime, Create, {"title": "milk"}, Invocation(id=invocation))
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(call, "one")
-        tasks.start_soon(call, "two")
-        await until(lambda: len(recorder.dispatched) == 2)
+    async with concurrent_creates(runtime, recorder, ["one", "two"]) as outcomes:
         recorder.emit(Created("trigger", "one"))
     assert completed(outcomes["one"]).message == Created("trigger", "one")
     assert completed(outcomes["two"]).message == Created("milk", "two")
