@@ -1,50 +1,97 @@
 """The ``agentfx`` command: document a contract, check its manifest, serve it, or watch the demo.
 
-This layer owns argument parsing, loading ``MODULE:ATTR`` targets and the
-exit codes (0 success, 1 a drifted manifest, 2 a usage error, 3 ``serve``
-could not listen on the address it was given); an application that stops
-with an error while served ends ``serve``, over either transport, with that
-error. It deliberately knows nothing of how a contract is documented or
-served: it calls :mod:`agentfx.docs` and :mod:`agentfx.mcp`, and imports the
-MCP adapter only for the commands that need it.
+This layer owns argument parsing, loading ``MODULE:ATTR`` targets, telling
+the user in one line what a target is when it is not what a command accepts,
+and the exit codes (:class:`ExitCode`, listed by ``agentfx --help``). It
+deliberately knows nothing of how a contract is documented or served: it
+calls :mod:`agentfx.docs` and :mod:`agentfx.mcp`, and imports the MCP adapter
+only for the commands that need it.
 
 ``MODULE:ATTR`` names a ``Definition`` (``manifest``, ``markdown``), an
 :class:`~agentfx.app.App` (every command), or for ``serve`` a zero-argument
-callable returning an async context manager that yields a bound runtime. The
-current directory is importable, as it is for ``python -m``.
+callable returning an async context manager that yields a bound runtime.
+``MODULE`` is dotted (``examples.todo.app``), never a file path. The current
+directory is importable, as it is for ``python -m``.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import enum
 import importlib
+import inspect
 import ipaddress
 import json
+import shlex
 import socket
 import sys
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from pathlib import Path
+import traceback
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path, PurePath
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
 
+from . import __version__
 from .app import App
 from .contract import Definition
 from .docs import to_manifest, to_markdown
+from .runtime import AgentRuntime
 
 if TYPE_CHECKING:
     from .mcp import HttpApp
-    from .runtime import AgentRuntime
 
-__all__ = ["UsageError", "load", "main", "render_manifest"]
+__all__ = ["ExitCode", "UsageError", "load", "main", "render_manifest"]
 
-_OK, _DRIFTED, _USAGE, _CANNOT_LISTEN = 0, 1, 2, 3
+
+class ExitCode(enum.IntEnum):
+    """What ``agentfx`` exits with: one meaning per code, so a script can tell them apart.
+
+    >>> int(ExitCode.DRIFTED)
+    1
+    """
+
+    OK = 0
+    """The command did what it was asked."""
+    DRIFTED = 1
+    """``manifest --check``: the committed manifest differs from the contract, or is absent."""
+    USAGE = 2
+    """The command line cannot be acted on: see :class:`UsageError`."""
+    CANNOT_START = 3
+    """``serve``: the server cannot start, because its address is busy or unknown."""
+    APP_FAILED = 4
+    """``serve``: the served application stopped with an error; its traceback is printed."""
+
+
+_MEANINGS = {
+    ExitCode.OK: "success",
+    ExitCode.DRIFTED: "manifest --check: the committed manifest differs from the contract, or is absent",
+    ExitCode.USAGE: (
+        "usage error: bad arguments or flags, a MODULE:ATTR that cannot be imported or found,\n"
+        "     a target of the wrong kind, or a missing extra"
+    ),
+    ExitCode.CANNOT_START: "serve: the server cannot start (its address is busy or unknown)",
+    ExitCode.APP_FAILED: "serve: the served application stopped with an error (its traceback is printed)",
+}
 
 
 class UsageError(Exception):
-    """A command line the CLI cannot act on; its message is printed and the exit code is 2."""
+    """A command line the CLI cannot act on; its message is printed and the exit code is 2.
+
+    A malformed or unknown ``MODULE:ATTR``, a module that raised on import, a
+    target of the wrong kind, flags that do not go together, a missing extra.
+    """
+
+
+class _ImportFailed(UsageError):
+    """The target's module raised on import: its traceback is printed above the message."""
+
+    def __init__(self, message: str, shown: str) -> None:
+        super().__init__(message)
+        self.shown = shown
 
 
 class _CannotListen(Exception):
@@ -78,25 +125,66 @@ def load(target: str) -> object:
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise UsageError(f'"{target}" is not MODULE:ATTR (for example examples.todo.app:AppAgent)')
+    if _is_a_path(module_name):
+        raise UsageError(_dotted_instead(module_name, attribute))
     _cwd_importable()
     try:
         obj: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name
         if missing is None:
-            raise
+            raise _import_failed(module_name, exc) from None
         if missing == module_name or module_name.startswith(missing + "."):
             raise UsageError(f'Cannot import "{module_name}": no such module') from None
         # The module exists but imports one that is not installed.
         raise UsageError(
             f'Cannot import "{module_name}": it needs the module "{missing}", which is not installed'
         ) from None
+    except Exception as exc:
+        # The user's own module is broken: its traceback is what they need.
+        raise _import_failed(module_name, exc) from None
     for part in attribute.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
             raise UsageError(f'"{module_name}" has no attribute "{attribute}"') from None
     return obj
+
+
+def _is_a_path(module_name: str) -> bool:
+    return "/" in module_name or "\\" in module_name or module_name.endswith(".py")
+
+
+def _dotted_instead(module_name: str, attribute: str) -> str:
+    """What to say for a ``MODULE`` written as a file path: the dotted form, when there is one."""
+    said = f'"{module_name}" is a file path, but MODULE is a dotted module name'
+    path = PurePath(module_name.replace("\\", "/"))
+    if path.is_absolute():
+        try:
+            path = path.relative_to(Path.cwd())
+        except ValueError:
+            return f"{said}, importable from the current directory"
+    if path.suffix == ".py":
+        path = path.with_suffix("")
+    parts = [part for part in path.parts if part != "."]
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    if not parts or not all(part.isidentifier() for part in parts):
+        return f"{said}, importable from the current directory"
+    return f"{said}: try {'.'.join(parts)}:{attribute}"
+
+
+def _import_failed(module_name: str, exc: BaseException) -> _ImportFailed:
+    # Drop the frames of this module and of importlib: the traceback starts in the user's code.
+    tb = exc.__traceback__
+    while tb is not None and _machinery(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    shown = "".join(traceback.format_exception(type(exc), exc, tb))
+    return _ImportFailed(f'Cannot import "{module_name}": it raised {type(exc).__name__} (traceback above)', shown)
+
+
+def _machinery(filename: str) -> bool:
+    return filename in (__file__, importlib.__file__) or filename.startswith("<frozen importlib")
 
 
 def _cwd_importable() -> None:
@@ -106,33 +194,76 @@ def _cwd_importable() -> None:
         sys.path.insert(0, "")
 
 
-def _definition(target: str) -> Definition[Any, Any]:
+def _describe(obj: object) -> str:
+    """What a target turned out to be, for a message that says what was expected instead.
+
+    >>> _describe(print), _describe(3), _describe(ExitCode)
+    ('the function print(*args, sep, end, file, flush)', 'an int', 'the class ExitCode')
+    """
+    if isinstance(obj, ModuleType):
+        return f"the module {obj.__name__}"
+    if isinstance(obj, type):
+        return f"the class {obj.__qualname__}"
+    if isinstance(obj, Definition):
+        return "a Definition, a contract without a program to run"
+    if inspect.isroutine(obj):
+        kind = (
+            "async generator function"
+            if inspect.isasyncgenfunction(obj)
+            else "async function"
+            if inspect.iscoroutinefunction(obj)
+            else "function"
+        )
+        return f"the {kind} {getattr(obj, '__qualname__', '?')}{_parameters(obj)}"
+    name = type(obj).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _parameters(routine: Callable[..., object]) -> str:
+    """``(a, b, *rest)``: the parameter names alone, since defaults and annotations can be long."""
+    try:
+        signature = inspect.signature(routine)
+    except ValueError:
+        return "(...)"
+    bare = [parameter.replace(default=parameter.empty, annotation=parameter.empty) for parameter in signature.parameters.values()]
+    return str(signature.replace(parameters=bare, return_annotation=signature.empty))
+
+
+def _definition(target: str, command: str) -> Definition[Any, Any]:
     obj = load(target)
     if isinstance(obj, App):
         return cast("App[Any, Any, Any]", obj).definition
     if isinstance(obj, Definition):
         return cast("Definition[Any, Any]", obj)
-    raise UsageError(f'"{target}" names neither a Definition nor an App')
+    raise UsageError(f'"{target}" is {_describe(obj)}; {command} accepts a Definition or an App')
 
 
 def _manifest(target: str, check: str | None, out: TextIO) -> int:
-    rendered = render_manifest(_definition(target))
+    rendered = render_manifest(_definition(target, "manifest"))
     if check is None:
         out.write(rendered)
-        return _OK
-    path = Path(check)
+        return ExitCode.OK
+    regenerate = f"agentfx manifest {shlex.quote(target)} > {shlex.quote(check)}"
     try:
-        committed_text = path.read_text(encoding="utf-8")
+        committed_text = Path(check).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        out.write(f"{check} does not exist; write it with: {regenerate}\n")
+        return ExitCode.DRIFTED
     except OSError as exc:
         raise UsageError(f"Cannot read {check}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(_not_a_manifest(check, "it is not UTF-8 text")) from None
     try:
         committed: object = json.loads(committed_text)
     except ValueError:
-        out.write(f"{check} is not valid JSON; regenerate it with: agentfx manifest {target} > {check}\n")
-        return _DRIFTED
+        # Only a file that is a manifest is worth regenerating: this one may
+        # be anything (a README), and the suggestion would overwrite it.
+        raise UsageError(_not_a_manifest(check, "it is not JSON")) from None
+    if not _is_a_manifest(committed):
+        raise UsageError(_not_a_manifest(check, 'it has no "capabilities" list'))
     if committed == json.loads(rendered):
         out.write(f"{check} matches {target}\n")
-        return _OK
+        return ExitCode.OK
     # Both sides in the same rendering, so the diff shows only what changed.
     expected = json.dumps(committed, indent=2, ensure_ascii=False) + "\n"
     diff = difflib.unified_diff(
@@ -142,8 +273,17 @@ def _manifest(target: str, check: str | None, out: TextIO) -> int:
         tofile=f"{target} (current)",
     )
     out.writelines(diff)
-    out.write(f"\n{check} has drifted from {target}; regenerate it with: agentfx manifest {target} > {check}\n")
-    return _DRIFTED
+    out.write(f"\n{check} has drifted from {target}; regenerate it with: {regenerate}\n")
+    return ExitCode.DRIFTED
+
+
+def _is_a_manifest(document: object) -> bool:
+    # The shape, not the contents: a manifest from an older contract is drift, not a wrong file.
+    return isinstance(document, dict) and isinstance(cast("dict[str, object]", document).get("capabilities"), list)
+
+
+def _not_a_manifest(check: str, why: str) -> str:
+    return f"{check} is not an agentfx manifest ({why}); --check compares a file written by agentfx manifest"
 
 
 _MCP_EXTRA = "pip install 'agentfx[mcp]'"
@@ -164,26 +304,80 @@ def _require(*modules: str) -> None:
 
 RuntimeFactory = Callable[[], AbstractAsyncContextManager["AgentRuntime[Any, Any]"]]
 
+_SERVABLE = "an App, or a zero-argument callable returning an async context manager that yields a bound runtime"
 
-def _served(target: str) -> App[Any, Any, Any] | RuntimeFactory:
+_NETWORK_TRANSPORTS = ("http",)
+"""The transports that listen on ``--host`` and ``--port``; stdio has neither."""
+
+
+def _network_flags_fit(args: argparse.Namespace) -> None:
+    """``--host`` and ``--port`` given to a transport that does not listen are a mistake, not a default."""
+    if args.transport in _NETWORK_TRANSPORTS:
+        return
+    for flag, value in (("--host", args.host), ("--port", args.port)):
+        if value is not None:
+            listening = " or ".join(f"--transport {name}" for name in _NETWORK_TRANSPORTS)
+            raise UsageError(f"{flag} is only for a network transport ({listening}); {args.transport} has no {flag[2:]}")
+
+
+def _served(target: str) -> App[Any, Any, Any] | Callable[[], object]:
+    """An App, or what looks like a runtime factory; what the factory returns is checked when it is called."""
     obj = load(target)
     if isinstance(obj, App):
         return cast("App[Any, Any, Any]", obj)
-    if callable(obj) and not isinstance(obj, type | Definition):
-        return cast("RuntimeFactory", obj)
-    raise UsageError(
-        f'"{target}" cannot be served: name an App, or a zero-argument callable returning an async '
-        "context manager that yields a bound runtime"
-    )
+    # Each check is one a callable can fail without being called: calling
+    # ``update`` or a class to find out would run the user's code for nothing.
+    if (
+        not callable(obj)
+        or isinstance(obj, type | Definition)
+        or inspect.iscoroutinefunction(obj)
+        or inspect.isasyncgenfunction(obj)
+        or not _takes_no_arguments(obj)
+    ):
+        raise UsageError(f'"{target}" is {_describe(cast("object", obj))}; serve accepts {_SERVABLE}')
+    return obj
 
 
-async def _serve_stdio(served: App[Any, Any, Any] | RuntimeFactory) -> None:
+def _takes_no_arguments(factory: Callable[..., object]) -> bool:
+    try:
+        inspect.signature(factory).bind()
+    except TypeError:
+        return False
+    except ValueError:
+        # No signature to read (some builtins): calling it will tell.
+        return True
+    return True
+
+
+@asynccontextmanager
+async def _runtime(served: App[Any, Any, Any] | Callable[[], object], target: str) -> AsyncGenerator[AgentRuntime[Any, Any]]:
+    """The runtime ``serve`` serves: the App's, or the one a factory's context manager yields, checked."""
+    if isinstance(served, App):
+        async with cast("App[Any, Any, Any]", served).run() as runtime:
+            yield runtime
+        return
+    opened = served()
+    if not isinstance(opened, AbstractAsyncContextManager):
+        if inspect.iscoroutine(opened):
+            opened.close()  # never awaited, and it must not warn so
+        raise UsageError(f'"{target}" returned {_describe(opened)}; serve accepts {_SERVABLE}')
+    async with cast("AbstractAsyncContextManager[object]", opened) as runtime:
+        if isinstance(runtime, AgentRuntime):
+            yield cast("AgentRuntime[Any, Any]", runtime)
+            return
+        found = _describe(runtime)
+    # Raised once the factory's context has exited, so it cannot swallow this.
+    raise UsageError(f'"{target}" yielded {found}, not a runtime; serve accepts {_SERVABLE}')
+
+
+async def _serve_stdio(served: App[Any, Any, Any] | Callable[[], object], target: str, err: TextIO) -> None:
     from .mcp import serve_stdio
 
-    opened: AbstractAsyncContextManager[AgentRuntime[Any, Any]] = (
-        cast("App[Any, Any, Any]", served).run() if isinstance(served, App) else served()
-    )
-    async with opened as runtime:
+    async with _runtime(served, target) as runtime:
+        # stdout is the protocol's: the one line for a person goes to stderr,
+        # once the target has proved servable.
+        err.write(f'serving "{target}" over stdio; Ctrl-C to stop\n')
+        err.flush()
         await serve_stdio(runtime)
 
 
@@ -217,7 +411,9 @@ def _loopback(address: str) -> bool:
         return False
 
 
-async def _serve_http(served: App[Any, Any, Any] | RuntimeFactory, sock: socket.socket, err: TextIO) -> None:
+async def _serve_http(
+    served: App[Any, Any, Any] | Callable[[], object], target: str, sock: socket.socket, err: TextIO
+) -> None:
     from .mcp import http_app
 
     if isinstance(served, App):
@@ -226,7 +422,7 @@ async def _serve_http(served: App[Any, Any, Any] | RuntimeFactory, sock: socket.
         await _uvicorn(http_app(cast("App[Any, Any, Any]", served)), sock, err)
     else:
         factory = served
-        await _uvicorn(http_app(lambda _principal: factory()), sock, err)
+        await _uvicorn(http_app(lambda _principal: _runtime(factory, target)), sock, err)
 
 
 _SHUTDOWN_GRACE = 5
@@ -369,7 +565,7 @@ async def _demo(out: TextIO) -> int:
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     for row in rows:
         show("  " + "".join(cell.ljust(width + 2) for cell, width in zip(row, widths, strict=False)) + row[3])
-    return _OK
+    return ExitCode.OK
 
 
 def _port(text: str) -> int:
@@ -383,32 +579,91 @@ def _port(text: str) -> int:
     return port
 
 
+def _exit_codes() -> str:
+    return "exit status:\n" + "\n".join(f"  {int(code)}  {meaning}" for code, meaning in _MEANINGS.items())
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentfx",
         description="Document, check and serve agentfx contracts.",
+        epilog=_exit_codes(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"agentfx {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     manifest = commands.add_parser("manifest", help="print a contract's JSON manifest, or check a committed one")
     manifest.add_argument("target", metavar="MODULE:ATTR", help="a Definition or an App")
-    manifest.add_argument("--check", metavar="FILE", help="exit 1 with a diff when FILE differs from the manifest")
+    manifest.add_argument(
+        "--check", metavar="FILE", help="exit 1 with a diff when FILE differs from the manifest, or is absent"
+    )
+    manifest.set_defaults(run=_manifest_command)
 
     markdown = commands.add_parser("markdown", help="print a contract's Markdown documentation")
     markdown.add_argument("target", metavar="MODULE:ATTR", help="a Definition or an App")
+    markdown.set_defaults(run=_markdown_command)
 
     serve = commands.add_parser("serve", help="serve an App over MCP")
     serve.add_argument("target", metavar="MODULE:ATTR", help="an App, or a callable returning a runtime context")
-    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    serve.add_argument(
+        "--transport", choices=("stdio", *_NETWORK_TRANSPORTS), default="stdio", help="default: stdio"
+    )
+    # Defaults are applied in _serve_command, so a flag the transport cannot use is told apart from one left out.
     serve.add_argument(
         "--host",
-        default="127.0.0.1",
-        help="HTTP only; default: 127.0.0.1. There is no authentication: any other address warns",
+        help=f"network transports only; default: {_DEFAULT_HOST}. There is no authentication: any other address warns",
     )
-    serve.add_argument("--port", type=_port, default=8000, help="HTTP only; 0 picks a free port; default: 8000")
+    serve.add_argument(
+        "--port", type=_port, help=f"network transports only; 0 picks a free port; default: {_DEFAULT_PORT}"
+    )
+    serve.set_defaults(run=_serve_command)
 
-    commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
+    demo = commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
+    demo.set_defaults(run=_demo_command)
     return parser
+
+
+_DEFAULT_HOST, _DEFAULT_PORT = "127.0.0.1", 8000
+
+
+def _manifest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    return _manifest(args.target, args.check, out)
+
+
+def _markdown_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    out.write(to_markdown(_definition(args.target, "markdown")))
+    return ExitCode.OK
+
+
+def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    _network_flags_fit(args)
+    # The target first: a wrong one is told apart without loading the MCP SDK.
+    served = _served(args.target)
+    _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
+    try:
+        if args.transport == "stdio":
+            anyio.run(_serve_stdio, served, args.target, err)
+        else:
+            host = _DEFAULT_HOST if args.host is None else args.host
+            port = _DEFAULT_PORT if args.port is None else args.port
+            with _listen(host, port) as sock:
+                # uvicorn runs on asyncio only.
+                anyio.run(_serve_http, served, args.target, sock, err, backend="asyncio")
+    except (UsageError, _CannotListen):
+        raise
+    except Exception as exc:
+        # The application's own error (a command raised), once the server has
+        # shut down: the traceback is for the person who wrote it.
+        err.write("agentfx: the served application stopped with an error:\n")
+        traceback.print_exception(exc, file=err)
+        return ExitCode.APP_FAILED
+    return ExitCode.OK
+
+
+def _demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    _require("agentfx.mcp")
+    return anyio.run(_demo, out)
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -417,45 +672,31 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     Args:
         argv: The arguments after the program name; ``sys.argv[1:]`` by default.
         out: Where results go; standard output by default.
-        err: Where errors go; standard error by default.
+        err: Where errors and messages for a person go; standard error by default.
 
     Returns:
-        0 on success, 1 when ``manifest --check`` found drift, 2 for a usage
-        error (including a missing MCP extra), 3 when ``serve --transport
-        http`` cannot listen on its host and port.
-
-    Raises:
-        Exception: Whatever stopped the application ``serve`` was serving
-            (a command that raised), once the server has shut down.
+        An :class:`ExitCode`: 0 on success, 1 when ``manifest --check`` found
+        drift, 2 for a usage error (including a module that raised on import
+        and a missing MCP extra), 3 when ``serve`` cannot start its server, 4
+        when the application ``serve`` was serving stopped with an error.
+        Errors argparse finds exit 2 through ``SystemExit``, as ``--help``
+        and ``--version`` exit 0.
     """
     stdout = sys.stdout if out is None else out
     stderr = sys.stderr if err is None else err
     args = _parser().parse_args(argv)
+    command: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.run
     try:
-        match args.command:
-            case "manifest":
-                return _manifest(args.target, args.check, stdout)
-            case "markdown":
-                stdout.write(to_markdown(_definition(args.target)))
-                return _OK
-            case "serve":
-                _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
-                served = _served(args.target)
-                if args.transport == "stdio":
-                    anyio.run(_serve_stdio, served)
-                else:
-                    with _listen(args.host, args.port) as sock:
-                        # uvicorn runs on asyncio only.
-                        anyio.run(_serve_http, served, sock, stderr, backend="asyncio")
-                return _OK
-            case _:
-                _require("agentfx.mcp")
-                return anyio.run(_demo, stdout)
+        return int(command(args, stdout, stderr))
+    except _ImportFailed as exc:
+        stderr.write(exc.shown)
+        stderr.write(f"agentfx: {exc}\n")
+        return ExitCode.USAGE
     except UsageError as exc:
         stderr.write(f"agentfx: {exc}\n")
-        return _USAGE
+        return ExitCode.USAGE
     except _CannotListen as exc:
         stderr.write(f"agentfx: {exc}\n")
-        return _CANNOT_LISTEN
+        return ExitCode.CANNOT_START
     except KeyboardInterrupt:
-        return _OK
+        return ExitCode.OK

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -12,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import agentfx
-from agentfx.cli import load, main, render_manifest
+from agentfx.cli import ExitCode, load, main, render_manifest
 from tests.mcp_app import definition
+from tests.mcp_wire import INITIALIZE
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_MANIFEST = ROOT / "examples" / "todo" / "agent.json"
@@ -68,13 +71,10 @@ def test_formatting_alone_is_not_drift(tmp_path: Path) -> None:
     assert run("manifest", "tests.mcp_app:definition", "--check", str(path))[0] == 0
 
 
-def test_an_unreadable_committed_manifest(tmp_path: Path) -> None:
-    broken = tmp_path / "agent.json"
-    broken.write_text("{ not json")
-    code, out, _ = run("manifest", "tests.mcp_app:definition", "--check", str(broken))
-    assert code == 1 and "is not valid JSON" in out
-    code, _, err = run("manifest", "tests.mcp_app:definition", "--check", str(tmp_path / "missing.json"))
-    assert code == 2 and "Cannot read" in err
+def test_a_committed_manifest_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
+    code, out, err = run("manifest", "tests.mcp_app:definition", "--check", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"agentfx: Cannot read {tmp_path}: ")
 
 
 def test_markdown_prints_the_contracts_documentation() -> None:
@@ -89,9 +89,9 @@ def test_markdown_prints_the_contracts_documentation() -> None:
         (("manifest", "examples.todo.app"), "is not MODULE:ATTR"),
         (("manifest", "no_such_module_here:x"), 'Cannot import "no_such_module_here": no such module'),
         (("manifest", "examples.todo.app:Nope"), '"examples.todo.app" has no attribute "Nope"'),
-        (("markdown", "examples.todo.app:update"), "names neither a Definition nor an App"),
-        (("serve", "tests.mcp_app:definition"), "cannot be served"),
-        (("serve", "tests.mcp_app:Model"), "cannot be served"),
+        (("markdown", "examples.todo.app:update"), "markdown accepts a Definition or an App"),
+        (("serve", "tests.mcp_app:definition"), "serve accepts an App"),
+        (("serve", "tests.mcp_app:Model"), "serve accepts an App"),
     ],
 )
 def test_usage_errors_exit_2_with_a_message(argv: tuple[str, ...], message: str) -> None:
@@ -232,3 +232,263 @@ def test_the_ports_at_either_end_of_the_range_are_accepted(port: str) -> None:
     argv = ["serve", "tests.mcp_app:app", "--transport", "http", "--host", "no-such-host.invalid", "--port", port]
     code, _, err = run(*argv)
     assert code == 3 and err.startswith(f"agentfx: cannot listen on no-such-host.invalid:{port}: ")
+
+
+# --- the installed ``agentfx`` command, in a subprocess ----------------------------------
+
+AGENTFX = str(Path(sys.executable).with_name("agentfx"))
+"""The console script the editable install wrote: the entry point a user runs."""
+
+SERVABLE = "serve accepts an App, or a zero-argument callable returning an async context manager that yields a bound runtime"
+
+
+def agentfx_(*argv: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``agentfx ARGV`` run from ``cwd``; the repository root, where a checkout's modules import, by default."""
+    # PYTHONPATH is dropped: only the current directory makes a checkout's modules importable.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    return subprocess.run(
+        [AGENTFX, *argv], cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+WRONG_SERVE_TARGETS = [
+    (("serve", "examples.todo.app:update"), "is the function update(model, message)"),
+    (("serve", "examples.todo.app:update", "--transport", "http", "--port", "0"), "is the function update(model, message)"),
+    (("serve", "tests.mcp_app:Model"), "is the class Model"),
+    (("serve", "tests.mcp_app:definition"), "is a Definition, a contract without a program to run"),
+    (("serve", "tests.cli_targets:NUMBER"), "is an int"),
+    (("serve", "tests.cli_targets:async_factory"), "is the async function async_factory()"),
+    (("serve", "tests.cli_targets:undecorated"), "is the async generator function undecorated()"),
+    (("serve", "tests.cli_targets:needs_a_name"), "is the function needs_a_name(name)"),
+    (("serve", "tests.cli_targets:returns_a_number"), "returned an int"),
+    (("serve", "tests.cli_targets:returns_a_coroutine"), "returned a coroutine"),
+    (("serve", "tests.cli_targets:sync_context"), "returned a _GeneratorContextManager"),
+    (("serve", "tests.cli_targets:yields_a_definition"), "yielded a Definition, a contract without a program to run, not a runtime"),
+]
+
+
+@pytest.mark.parametrize(("argv", "found"), WRONG_SERVE_TARGETS)
+def test_a_target_serve_cannot_serve_is_one_line(argv: tuple[str, ...], found: str) -> None:
+    assert run(*argv) == (2, "", f'agentfx: "{argv[1]}" {found}; {SERVABLE}\n')
+
+
+@pytest.mark.parametrize(("argv", "found"), [WRONG_SERVE_TARGETS[i] for i in (0, 1, 9, 11)])
+def test_a_target_serve_cannot_serve_is_one_line_and_exit_2_from_the_command(argv: tuple[str, ...], found: str) -> None:
+    # The refusals decided before calling anything, and after calling the
+    # factory (a coroutine it must close) or entering its context.
+    done = agentfx_(*argv)
+    # Exactly one line: no traceback, no "never awaited" warning, no "serving" announcement.
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f'agentfx: "{argv[1]}" {found}; {SERVABLE}\n')
+
+
+WRONG_CONTRACT_TARGETS = [
+    ("manifest", "examples.todo.app:update", "is the function update(model, message)"),
+    ("markdown", "tests.mcp_app:Model", "is the class Model"),
+    ("manifest", "tests.mcp_app:audited", "is the function audited()"),
+    ("markdown", "examples.todo.app:INITIAL", "is a Model"),
+]
+
+
+@pytest.mark.parametrize(("command", "target", "found"), WRONG_CONTRACT_TARGETS)
+def test_a_target_without_a_contract_is_one_line(command: str, target: str, found: str) -> None:
+    assert run(command, target) == (2, "", f'agentfx: "{target}" {found}; {command} accepts a Definition or an App\n')
+
+
+def test_a_target_without_a_contract_is_one_line_and_exit_2_from_the_command() -> None:
+    command, target, found = WRONG_CONTRACT_TARGETS[0]
+    done = agentfx_(command, target)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f'agentfx: "{target}" {found}; {command} accepts a Definition or an App\n'
+
+
+def test_help_lists_every_exit_code() -> None:
+    done = agentfx_("--help")
+    assert done.returncode == 0
+    listed = done.stdout.split("exit status:\n", 1)[1]
+    codes = [int(line.split()[0]) for line in listed.splitlines() if line[:3].strip().isdigit()]
+    assert codes == [int(code) for code in ExitCode] == [0, 1, 2, 3, 4]
+    assert "  1  manifest --check:" in listed and "  3  serve: the server cannot start" in listed
+
+
+def test_each_outcome_has_its_own_exit_code(tmp_path: Path) -> None:
+    (tmp_path / "raises.py").write_text("raise RuntimeError('not today')\n")
+    drifted = tmp_path / "agent.json"
+    drifted.write_text(json.dumps({"capabilities": [], "resources": []}))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        outcomes = {
+            ExitCode.OK: agentfx_("manifest", "examples.todo.app:AppAgent", "--check", "examples/todo/agent.json"),
+            ExitCode.DRIFTED: agentfx_("manifest", "examples.todo.app:AppAgent", "--check", str(drifted)),
+            ExitCode.USAGE: agentfx_("manifest", "raises:x", cwd=tmp_path),
+            ExitCode.CANNOT_START: agentfx_("serve", "tests.mcp_app:app", "--transport", "http", "--port", port),
+        }
+    # APP_FAILED: tests/integration/test_mcp_http.py breaks a served program.
+    assert {expected: done.returncode for expected, done in outcomes.items()} == {code: int(code) for code in outcomes}
+    assert len({int(code) for code in ExitCode}) == len(ExitCode)
+
+
+def test_a_module_that_raises_on_import_shows_its_traceback_and_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "raises.py").write_text("import json\n\nraise RuntimeError('not today')\n")
+    done = agentfx_("serve", "raises:app", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("Traceback (most recent call last):\n")
+    assert f'File "{tmp_path / "raises.py"}", line 3, in <module>' in done.stderr
+    # The traceback starts in the user's module: nothing of the import machinery or of the CLI.
+    assert "importlib" not in done.stderr and "cli.py" not in done.stderr
+    assert done.stderr.endswith(
+        'RuntimeError: not today\nagentfx: Cannot import "raises": it raised RuntimeError (traceback above)\n'
+    )
+
+
+def test_a_module_with_a_syntax_error_points_at_it_and_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "typo.py").write_text("def f(:\n    pass\n")
+    done = agentfx_("manifest", "typo:f", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f'File "{tmp_path / "typo.py"}", line 1' in done.stderr and "SyntaxError" in done.stderr
+    assert done.stderr.endswith('agentfx: Cannot import "typo": it raised SyntaxError (traceback above)\n')
+
+
+# --- manifest --check: what it suggests --------------------------------------------------
+
+
+def test_a_file_that_is_not_a_manifest_is_never_suggested_for_overwriting(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# My project\n")
+    package = tmp_path / "package.json"
+    package.write_text('{"name": "my-project"}\n')
+    for path, why in ((readme, "it is not JSON"), (package, 'it has no "capabilities" list')):
+        done = agentfx_("manifest", "examples.todo.app:AppAgent", "--check", str(path))
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == (
+            f"agentfx: {path} is not an agentfx manifest ({why}); --check compares a file written by agentfx manifest\n"
+        )
+    assert readme.read_text() == "# My project\n"
+
+
+@pytest.mark.parametrize(("state", "name"), [("absent", "my agent's manifest.json"), ("drifted", "agent.json")])
+def test_the_suggested_command_regenerates_the_manifest(tmp_path: Path, state: str, name: str) -> None:
+    path = tmp_path / name
+    if state == "drifted":
+        path.write_text(json.dumps({"capabilities": [{"name": "gone"}], "resources": []}))
+    done = agentfx_("manifest", "examples.todo.app:AppAgent", "--check", str(path))
+    assert done.returncode == ExitCode.DRIFTED
+    said = done.stdout.splitlines()[-1]
+    lead = "does not exist; write it with: " if state == "absent" else "has drifted from examples.todo.app:AppAgent; regenerate it with: "
+    assert said.startswith(f"{path} {lead}agentfx manifest ")
+    # The suggestion is a shell command that does what it says, even for a path with spaces and quotes.
+    suggestion = said.split(": ", 1)[1]
+    env = {**os.environ, "PATH": f"{Path(AGENTFX).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["bash", "-c", suggestion], cwd=ROOT, env=env, check=True, timeout=30)
+    assert path.read_text() == EXAMPLE_MANIFEST.read_text()
+    assert agentfx_("manifest", "examples.todo.app:AppAgent", "--check", str(path)).returncode == ExitCode.OK
+
+
+# --- serve: flags and what it says ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--port", "9999"), "--port is only for a network transport (--transport http); stdio has no port"),
+        (("--transport", "stdio", "--port", "0"), "--port is only for a network transport (--transport http); stdio has no port"),
+        (("--host", "0.0.0.0"), "--host is only for a network transport (--transport http); stdio has no host"),
+    ],
+)
+def test_network_flags_without_a_network_transport_are_a_usage_error(flags: tuple[str, ...], message: str) -> None:
+    # A stdin with a request on it: a server that started anyway would answer it on stdout.
+    done = agentfx_("serve", "tests.mcp_app:app", *flags, stdin=json.dumps(INITIALIZE) + "\n")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"agentfx: {message}\n")
+
+
+@pytest.mark.parametrize("target", ["tests.mcp_app:app", "tests.mcp_app:audited"])
+def test_serving_over_stdio_says_so_on_stderr_only(target: str, tmp_path: Path) -> None:
+    env = {**os.environ, "AGENTFX_TEST_AUDIT_FILE": str(tmp_path / "audit.jsonl")}
+    done = subprocess.run(
+        [AGENTFX, "serve", target],
+        cwd=ROOT,
+        env=env,
+        input=json.dumps(INITIALIZE) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, f'serving "{target}" over stdio; Ctrl-C to stop\n')
+    # stdout carries the protocol and nothing else: one line, the initialize answer.
+    [line] = done.stdout.splitlines()
+    assert json.loads(line)["result"]["protocolVersion"] == INITIALIZE["params"]["protocolVersion"]
+
+
+def test_version() -> None:
+    done = agentfx_("--version")
+    assert (done.returncode, done.stdout) == (0, f"agentfx {importlib.metadata.version('agentfx')}\n")
+    assert importlib.metadata.version("agentfx") == agentfx.__version__
+
+
+# --- MODULE is dotted ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "suggested"),
+    [
+        ("examples/todo/app.py:AppAgent", "examples.todo.app:AppAgent"),
+        ("./examples/todo/app.py:AppAgent", "examples.todo.app:AppAgent"),
+        ("examples/todo/app:AppAgent", "examples.todo.app:AppAgent"),
+        ("examples\\todo\\app.py:AppAgent", "examples.todo.app:AppAgent"),
+        ("tests/mcp_app.py:app.definition", "tests.mcp_app:app.definition"),
+        (f"{ROOT}/examples/todo/app.py:AppAgent", "examples.todo.app:AppAgent"),
+        ("examples/todo/__init__.py:app", "examples.todo:app"),
+    ],
+)
+def test_a_file_path_gets_the_dotted_module_name(target: str, suggested: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    module = target.partition(":")[0]
+    said = f'agentfx: "{module}" is a file path, but MODULE is a dotted module name: try {suggested}\n'
+    assert run("manifest", target) == (2, "", said)
+    # What it suggests is a target that loads.
+    assert load(suggested) is not None
+
+
+def test_a_file_path_gets_the_dotted_module_name_from_the_command() -> None:
+    done = agentfx_("manifest", "examples/todo/app.py:AppAgent")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith("try examples.todo.app:AppAgent\n") and done.stderr.count("\n") == 1
+    assert agentfx_("manifest", "examples.todo.app:AppAgent").returncode == ExitCode.OK
+
+
+@pytest.mark.parametrize("module", ["/elsewhere/app.py", "../app.py", "my-app/app.py"])
+def test_a_file_path_with_no_dotted_form_here_says_where_modules_come_from(
+    module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    said = f'agentfx: "{module}" is a file path, but MODULE is a dotted module name, importable from the current directory\n'
+    assert run("manifest", f"{module}:x") == (2, "", said)
+
+
+# --- packaging: only agentfx is installed ----------------------------------------------------
+
+
+def test_the_install_makes_only_agentfx_importable(tmp_path: Path) -> None:
+    # From outside the checkout, with no PYTHONPATH: what a user's environment sees.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    code = (
+        "import importlib.util, sys, agentfx; "
+        "print(agentfx.__file__); "
+        "print([name for name in ('examples', 'tests', 'benchmarks') if importlib.util.find_spec(name)]); "
+        f"print({str(ROOT)!r} in sys.path)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30, check=True
+    )
+    assert done.stdout.splitlines() == [str(ROOT / "agentfx" / "__init__.py"), "[]", "False"]
+    # So the example is reachable only from a checkout.
+    elsewhere = agentfx_("manifest", "examples.todo.app:AppAgent", cwd=tmp_path)
+    assert (elsewhere.returncode, elsewhere.stderr) == (2, 'agentfx: Cannot import "examples.todo.app": no such module\n')
+
+
+def test_the_readme_lists_the_exit_codes_the_command_has() -> None:
+    section = (ROOT / "README.md").read_text().split("## The command line\n", 1)[1].split("\n## ", 1)[0]
+    listed = [int(row.split("|")[1]) for row in section.splitlines() if row.startswith("| ") and row[2].isdigit()]
+    assert listed == [int(code) for code in ExitCode]

@@ -36,6 +36,7 @@ from starlette.routing import Mount
 import agentfx
 from agentfx.app import App
 from agentfx.audit import AuditRecord
+from agentfx.cli import ExitCode
 from agentfx.mcp import http_app
 from agentfx.mcp._http import HttpApp
 from agentfx.program import Command
@@ -607,7 +608,7 @@ async def test_agentfx_serve_over_http_exits_with_the_error_that_stopped_the_pro
         session = await open_session(http, serving.url, "anyone")
         await break_it(http, serving.url, session)
         with anyio.fail_after(15):
-            assert await serving.process.wait() == 1
+            assert await serving.process.wait() == ExitCode.APP_FAILED
         stderr = await serving.rest_of_stderr()
         assert stderr.rstrip().endswith(f"Broken: {SECRET}"), stderr
         with pytest.raises(httpx.ConnectError):

@@ -291,4 +291,4 @@ async def test_serve_refuses_a_target_it_cannot_serve() -> None:
     command = [sys.executable, "-m", "agentfx", "serve", "tests.mcp_app:definition"]
     done = await anyio.run_process(command, cwd=ROOT, check=False)
     assert done.returncode == 2
-    assert b"cannot be served" in done.stderr
+    assert b"serve accepts an App" in done.stderr

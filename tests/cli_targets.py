@@ -1,0 +1,58 @@
+"""Targets ``agentfx serve`` must refuse, one of each wrong kind, for ``tests/test_cli.py``.
+
+Each is what a user might plausibly name by mistake: a callable that is no
+runtime factory, or a factory whose result is not what ``serve`` needs. Only
+the last two are called by the CLI (what they return cannot be known
+otherwise); the rest are refused without running them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Coroutine, Generator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from tests.mcp_app import app, definition
+
+NUMBER = 42
+"""Not callable at all."""
+
+
+async def async_factory() -> None:
+    """An ``async def``: calling it gives a coroutine, not an async context manager."""
+
+
+async def undecorated() -> AsyncGenerator[None]:
+    """An async generator missing its ``@asynccontextmanager``."""
+    yield
+
+
+def needs_a_name(name: str) -> object:
+    """A factory that takes an argument ``serve`` has no value for."""
+    return app.run()
+
+
+def returns_a_number() -> int:
+    """Zero arguments, but what it returns is no context manager."""
+    return 42
+
+
+async def _pending() -> None:
+    return None
+
+
+def returns_a_coroutine() -> Coroutine[Any, Any, None]:
+    """Returns a coroutine the CLI must close, so no "never awaited" warning escapes."""
+    return _pending()
+
+
+@contextmanager
+def sync_context() -> Generator[object]:
+    """A synchronous context manager: ``serve`` needs an async one."""
+    yield app
+
+
+@asynccontextmanager
+async def yields_a_definition() -> AsyncGenerator[object]:
+    """An async context manager around the wrong thing: the contract, not a bound runtime."""
+    yield definition
