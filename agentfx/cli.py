@@ -71,7 +71,7 @@ _MEANINGS = {
     ExitCode.DRIFTED: "manifest --check: the committed manifest differs from the contract, or is absent",
     ExitCode.USAGE: (
         "usage error: bad arguments or flags, a MODULE:ATTR that cannot be imported or found,\n"
-        "     a target of the wrong kind, or a missing extra"
+        "     a target of the wrong kind, a --check FILE that is not a manifest, or a missing extra"
     ),
     ExitCode.CANNOT_START: "serve: the server cannot start (its address is busy or unknown)",
     ExitCode.APP_FAILED: "serve: the served application stopped with an error (its traceback is printed)",
@@ -117,7 +117,9 @@ def load(target: str) -> object:
     """The object ``MODULE:ATTR`` names (``ATTR`` may be dotted).
 
     Raises:
-        UsageError: The target is malformed, or the module or attribute cannot be found.
+        UsageError: The target is malformed or a file path (the message
+            suggests the dotted form), the module or attribute cannot be
+            found, or the module raised on import.
 
     >>> load("agentfx.docs:to_manifest").__name__
     'to_manifest'
@@ -225,7 +227,10 @@ def _parameters(routine: Callable[..., object]) -> str:
         signature = inspect.signature(routine)
     except ValueError:
         return "(...)"
-    bare = [parameter.replace(default=parameter.empty, annotation=parameter.empty) for parameter in signature.parameters.values()]
+    bare = [
+        parameter.replace(default=parameter.empty, annotation=parameter.empty)
+        for parameter in signature.parameters.values()
+    ]
     return str(signature.replace(parameters=bare, return_annotation=signature.empty))
 
 
@@ -302,7 +307,8 @@ def _require(*modules: str) -> None:
             raise UsageError(reason) from None
 
 
-RuntimeFactory = Callable[[], AbstractAsyncContextManager["AgentRuntime[Any, Any]"]]
+_Served = App[Any, Any, Any] | Callable[[], object]
+"""What ``serve`` serves: an App, or a runtime factory whose result is checked when it is called."""
 
 _SERVABLE = "an App, or a zero-argument callable returning an async context manager that yields a bound runtime"
 
@@ -317,10 +323,12 @@ def _network_flags_fit(args: argparse.Namespace) -> None:
     for flag, value in (("--host", args.host), ("--port", args.port)):
         if value is not None:
             listening = " or ".join(f"--transport {name}" for name in _NETWORK_TRANSPORTS)
-            raise UsageError(f"{flag} is only for a network transport ({listening}); {args.transport} has no {flag[2:]}")
+            raise UsageError(
+                f"{flag} is only for a network transport ({listening}); {args.transport} has no {flag[2:]}"
+            )
 
 
-def _served(target: str) -> App[Any, Any, Any] | Callable[[], object]:
+def _served(target: str) -> _Served:
     """An App, or what looks like a runtime factory; what the factory returns is checked when it is called."""
     obj = load(target)
     if isinstance(obj, App):
@@ -344,13 +352,12 @@ def _takes_no_arguments(factory: Callable[..., object]) -> bool:
     except TypeError:
         return False
     except ValueError:
-        # No signature to read (some builtins): calling it will tell.
-        return True
+        pass  # No signature to read (some builtins): calling it will tell.
     return True
 
 
 @asynccontextmanager
-async def _runtime(served: App[Any, Any, Any] | Callable[[], object], target: str) -> AsyncGenerator[AgentRuntime[Any, Any]]:
+async def _runtime(served: _Served, target: str) -> AsyncGenerator[AgentRuntime[Any, Any]]:
     """The runtime ``serve`` serves: the App's, or the one a factory's context manager yields, checked."""
     if isinstance(served, App):
         async with cast("App[Any, Any, Any]", served).run() as runtime:
@@ -370,7 +377,7 @@ async def _runtime(served: App[Any, Any, Any] | Callable[[], object], target: st
     raise UsageError(f'"{target}" yielded {found}, not a runtime; serve accepts {_SERVABLE}')
 
 
-async def _serve_stdio(served: App[Any, Any, Any] | Callable[[], object], target: str, err: TextIO) -> None:
+async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:
     from .mcp import serve_stdio
 
     async with _runtime(served, target) as runtime:
@@ -411,9 +418,7 @@ def _loopback(address: str) -> bool:
         return False
 
 
-async def _serve_http(
-    served: App[Any, Any, Any] | Callable[[], object], target: str, sock: socket.socket, err: TextIO
-) -> None:
+async def _serve_http(served: _Served, target: str, sock: socket.socket, err: TextIO) -> None:
     from .mcp import http_app
 
     if isinstance(served, App):

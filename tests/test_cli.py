@@ -239,7 +239,9 @@ def test_the_ports_at_either_end_of_the_range_are_accepted(port: str) -> None:
 AGENTFX = str(Path(sys.executable).with_name("agentfx"))
 """The console script the editable install wrote: the entry point a user runs."""
 
-SERVABLE = "serve accepts an App, or a zero-argument callable returning an async context manager that yields a bound runtime"
+SERVABLE = (
+    "serve accepts an App, or a zero-argument callable returning an async context manager that yields a bound runtime"
+)
 
 
 def agentfx_(*argv: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -253,7 +255,10 @@ def agentfx_(*argv: str, cwd: Path = ROOT, stdin: str = "") -> subprocess.Comple
 
 WRONG_SERVE_TARGETS = [
     (("serve", "examples.todo.app:update"), "is the function update(model, message)"),
-    (("serve", "examples.todo.app:update", "--transport", "http", "--port", "0"), "is the function update(model, message)"),
+    (
+        ("serve", "examples.todo.app:update", "--transport", "http", "--port", "0"),
+        "is the function update(model, message)",
+    ),
     (("serve", "tests.mcp_app:Model"), "is the class Model"),
     (("serve", "tests.mcp_app:definition"), "is a Definition, a contract without a program to run"),
     (("serve", "tests.cli_targets:NUMBER"), "is an int"),
@@ -263,7 +268,10 @@ WRONG_SERVE_TARGETS = [
     (("serve", "tests.cli_targets:returns_a_number"), "returned an int"),
     (("serve", "tests.cli_targets:returns_a_coroutine"), "returned a coroutine"),
     (("serve", "tests.cli_targets:sync_context"), "returned a _GeneratorContextManager"),
-    (("serve", "tests.cli_targets:yields_a_definition"), "yielded a Definition, a contract without a program to run, not a runtime"),
+    (
+        ("serve", "tests.cli_targets:yields_a_definition"),
+        "yielded a Definition, a contract without a program to run, not a runtime",
+    ),
 ]
 
 
@@ -375,7 +383,11 @@ def test_the_suggested_command_regenerates_the_manifest(tmp_path: Path, state: s
     done = agentfx_("manifest", "examples.todo.app:AppAgent", "--check", str(path))
     assert done.returncode == ExitCode.DRIFTED
     said = done.stdout.splitlines()[-1]
-    lead = "does not exist; write it with: " if state == "absent" else "has drifted from examples.todo.app:AppAgent; regenerate it with: "
+    lead = (
+        "does not exist; write it with: "
+        if state == "absent"
+        else "has drifted from examples.todo.app:AppAgent; regenerate it with: "
+    )
     assert said.startswith(f"{path} {lead}agentfx manifest ")
     # The suggestion is a shell command that does what it says, even for a path with spaces and quotes.
     suggestion = said.split(": ", 1)[1]
@@ -388,12 +400,15 @@ def test_the_suggested_command_regenerates_the_manifest(tmp_path: Path, state: s
 # --- serve: flags and what it says ----------------------------------------------------------
 
 
+NETWORK_ONLY = "is only for a network transport (--transport http)"
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (("--port", "9999"), "--port is only for a network transport (--transport http); stdio has no port"),
-        (("--transport", "stdio", "--port", "0"), "--port is only for a network transport (--transport http); stdio has no port"),
-        (("--host", "0.0.0.0"), "--host is only for a network transport (--transport http); stdio has no host"),
+        (("--port", "9999"), f"--port {NETWORK_ONLY}; stdio has no port"),
+        (("--transport", "stdio", "--port", "0"), f"--port {NETWORK_ONLY}; stdio has no port"),
+        (("--host", "0.0.0.0"), f"--host {NETWORK_ONLY}; stdio has no host"),
     ],
 )
 def test_network_flags_without_a_network_transport_are_a_usage_error(flags: tuple[str, ...], message: str) -> None:
@@ -463,7 +478,8 @@ def test_a_file_path_with_no_dotted_form_here_says_where_modules_come_from(
     module: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    said = f'agentfx: "{module}" is a file path, but MODULE is a dotted module name, importable from the current directory\n'
+    said = f'agentfx: "{module}" is a file path, but MODULE is a dotted module name'
+    said += ", importable from the current directory\n"
     assert run("manifest", f"{module}:x") == (2, "", said)
 
 
@@ -485,7 +501,8 @@ def test_the_install_makes_only_agentfx_importable(tmp_path: Path) -> None:
     assert done.stdout.splitlines() == [str(ROOT / "agentfx" / "__init__.py"), "[]", "False"]
     # So the example is reachable only from a checkout.
     elsewhere = agentfx_("manifest", "examples.todo.app:AppAgent", cwd=tmp_path)
-    assert (elsewhere.returncode, elsewhere.stderr) == (2, 'agentfx: Cannot import "examples.todo.app": no such module\n')
+    assert elsewhere.returncode == 2
+    assert elsewhere.stderr == 'agentfx: Cannot import "examples.todo.app": no such module\n'
 
 
 def test_the_readme_lists_the_exit_codes_the_command_has() -> None:
