@@ -55,6 +55,7 @@ from .errors import ContractError as ContractError
 from .errors import DispatchError as DispatchError
 from .errors import DispatchFailed as DispatchFailed
 from .errors import Refusal as Refusal
+from .hints import Hints as Hints
 from .host import Host as Host
 from .invocation import AbortController as AbortController
 from .invocation import AbortSignal as AbortSignal
@@ -65,6 +66,11 @@ from .program import Program as Program
 from .program import run_program as run_program
 from .runtime import AgentRuntime as AgentRuntime
 from .runtime import bind as bind
+from .tools import ToolReply as ToolReply
+from .tools import ToolView as ToolView
+from .tools import defect_reply as defect_reply
+from .tools import reply as reply
+from .tools import tool_views as tool_views
 
 __version__ = "0.1.0"
 
@@ -99,6 +105,7 @@ __all__ = (
     "DispatchFailed",
     "DispatchResult",
     "Exposed",
+    "Hints",
     "Host",
     "Invocation",
     "InvocationContext",
@@ -112,16 +119,20 @@ __all__ = (
     "Source",
     "StateCompletion",
     "Summary",
+    "ToolReply",
+    "ToolView",
     "Variant",
     "action",
     "audit_log",
     "bind",
     "context_schema",
+    "defect_reply",
     "define",
     "expose",
     "for_model",
     "messages",
     "projection",
+    "reply",
     "resource",
     "resources",
     "run_program",
@@ -129,6 +140,7 @@ __all__ = (
     "summarize",
     "to_manifest",
     "to_markdown",
+    "tool_views",
     "variant",
     "when",
 )

@@ -57,8 +57,12 @@ class AuditRecord(msgspec.Struct, frozen=True):
         outcome: ``dispatched``, ``completed``, ``failed``, ``timeout``, a
             failure's ``_tag``, ``interrupted`` or ``AgentDefect``.
         input: The caller's raw payload.
-        principal_resolved: ``False`` when the invocation was refused before its
-            principal was resolved (then ``principal`` is ``None``).
+        principal_resolved: ``False`` when no principal was resolved (then
+            ``principal`` is ``None``): a call that raised or was interrupted
+            before step 6, a refusal handed to a sink that does not record
+            principals, or a resolver that raised when asked for the record.
+            A refusal before step 6 otherwise carries the principal, resolved
+            for the record once the outcome is known.
     """
 
     invocation: Invocation
@@ -77,6 +81,11 @@ class AuditSink(Protocol):
     Pass your own to ``bind(audit=...)`` to forward records somewhere durable.
     ``record`` runs inline, once per dispatch, so it should be quick; an
     exception it raises is logged and otherwise ignored.
+
+    A sink may say ``records_principal = False`` (an attribute): the runtime
+    then spares itself resolving the principal of a call refused before step
+    6, which it otherwise does for the record. :class:`AuditLog` says so
+    exactly when it has no principal projection.
     """
 
     def record(self, record: AuditRecord, /) -> None:
@@ -90,7 +99,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True):
     Absent keys are omitted when encoded: ``tag`` for an unknown capability,
     ``principal`` without a projection, ``input`` unless inputs are recorded.
     ``principal`` is ``None`` (encoded ``null``) when a projection is set but
-    the invocation was refused before its principal was resolved.
+    no principal was resolved (a defect before step 6, a resolver that raised).
 
     >>> import msgspec
     >>> entry = AuditEntry(at=0.0, invocation="call-1", transport="mcp",
@@ -166,6 +175,11 @@ class AuditLog:
         self._clock = clock
 
     @property
+    def records_principal(self) -> bool:
+        """Whether entries keep a principal: exactly when a projection is set."""
+        return self._principal is not None
+
+    @property
     def capacity(self) -> int:
         """How many entries the log keeps before dropping the oldest."""
         maxlen = self._entries.maxlen
@@ -227,9 +241,12 @@ def audit_log(
         capacity: How many entries to keep; the oldest is dropped first. At least 1.
         principal: A projection of the raw principal to what may be recorded
             (``lambda user: user.id``). Without one no principal is recorded:
-            identities carry secrets. An invocation refused before its
-            principal was resolved records ``None`` without calling it; a
-            projection that raises records the entry without a principal.
+            identities carry secrets. With one, a refused invocation still
+            records who tried: the runtime resolves the principal for the
+            record; one that never resolved (a defect before step 6, a
+            resolver that raised) records ``None`` without calling the
+            projection; a projection that raises records the entry without a
+            principal.
         include_input: Record the caller's input, refusals included, as a deep
             snapshot in builtin types. Off by default: it is caller-supplied
             and may carry anything.

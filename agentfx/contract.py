@@ -20,6 +20,7 @@ import msgspec
 
 from .completion import Completion, StateCompletion, check_synchronous
 from .errors import ContractError, Refusal
+from .hints import Hints
 from .invocation import Invocation
 from .naming import check_name, default_name, message_tag
 from .schema import InputCodec, json_schema, project
@@ -104,6 +105,8 @@ class Variant(Generic[M, P, Msg, I]):
     to_message: Callable[[I, InvocationContext[M, P]], Msg] | None = None
     authorize: Authorize[P, I, M] | None = None
     completion: AnyCompletion | None = None
+    title: str | None = None
+    hints: Hints | None = None
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -165,6 +168,8 @@ class Capability(Generic[M, P]):
     authorize: Authorize[P, Any, M] | None
     to_message: Callable[[Any, InvocationContext[M, P]], Any] | None
     completion: AnyCompletion | None
+    title: str | None = None
+    hints: Hints | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -283,6 +288,7 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         raise ContractError(f'Cannot expose "{tag}": {exc}') from None
     check_synchronous(v.available, "available")
     _check_completion(name, v.completion, members)
+    title, hints = _check_presentation(tag, v.title, v.hints)
     return Capability(
         name=name,
         tag=tag,
@@ -295,7 +301,20 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         authorize=v.authorize,
         to_message=v.to_message,
         completion=v.completion,
+        title=title,
+        hints=hints,
     )
+
+
+def _check_presentation(tag: str, title: object, hints: object) -> tuple[str | None, Hints | None]:
+    """The title and hints as a capability keeps them: a blank title is a mistake, unsaid hints are none."""
+    if title is not None and not (isinstance(title, str) and title.strip()):
+        raise ContractError(f'Cannot expose "{tag}": its title must be a non-empty string')
+    if hints is not None and not isinstance(hints, Hints):
+        raise ContractError(f'Cannot expose "{tag}": its hints must be an agentfx.Hints')
+    if hints is not None and not hints.said():
+        hints = None
+    return title, hints
 
 
 class AgentBuilder(Generic[M, P]):
@@ -319,6 +338,8 @@ class AgentBuilder(Generic[M, P]):
         to_message: None = None,
         authorize: Authorize[P, Msg, M] | None = None,
         completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
+        title: str | None = None,
+        hints: Hints | None = None,
     ) -> Variant[M, P, Msg, Msg]: ...
 
     @overload
@@ -333,6 +354,8 @@ class AgentBuilder(Generic[M, P]):
         to_message: Callable[[I, InvocationContext[M, P]], Msg],
         authorize: Authorize[P, I, M] | None = None,
         completion: Completion[I, R] | StateCompletion[M, V, I] | None = None,
+        title: str | None = None,
+        hints: Hints | None = None,
     ) -> Variant[M, P, Msg, I]: ...
 
     @overload
@@ -347,6 +370,8 @@ class AgentBuilder(Generic[M, P]):
         to_message: None = None,
         authorize: Authorize[P, Msg, M] | None = None,
         completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
+        title: str | None = None,
+        hints: Hints | None = None,
     ) -> Variant[M, P, Msg, Msg]: ...
 
     def variant(
@@ -360,6 +385,8 @@ class AgentBuilder(Generic[M, P]):
         to_message: Callable[[Any, InvocationContext[M, P]], Any] | None = None,
         authorize: Authorize[P, Any, M] | None = None,
         completion: AnyCompletion | None = None,
+        title: str | None = None,
+        hints: Hints | None = None,
     ) -> Variant[M, P, Any, Any]:
         """Declare one Message for exposure.
 
@@ -377,6 +404,8 @@ class AgentBuilder(Generic[M, P]):
             to_message: ``to_message(input, ctx) -> Message`` of a mapped variant.
             authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one).
             completion: A :class:`~agentfx.Completion` or :func:`~agentfx.when`.
+            title: A short human-readable name for clients to display.
+            hints: What the capability says about its effect (an :class:`~agentfx.Hints`).
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
@@ -384,7 +413,7 @@ class AgentBuilder(Generic[M, P]):
         >>> variant(Ping, "Ping the app").description
         'Ping the app'
         """
-        return Variant(message, description, name, available, input, to_message, authorize, completion)
+        return Variant(message, description, name, available, input, to_message, authorize, completion, title, hints)
 
     def action(
         self,
@@ -392,8 +421,13 @@ class AgentBuilder(Generic[M, P]):
         *,
         available: Callable[[M], bool] | None = None,
         authorize: Authorize[P, I, M] | None = None,
+        title: str | None = None,
+        hints: Hints | None = None,
     ) -> Variant[M, P, Msg, I]:
-        """Expose an :class:`Action` the application already declared, under that action's name."""
+        """Expose an :class:`Action` the application already declared, under that action's name.
+
+        ``title`` and ``hints`` are as for :meth:`variant`.
+        """
         return Variant(
             action.message,
             action.description,
@@ -402,6 +436,8 @@ class AgentBuilder(Generic[M, P]):
             action.input,
             action.to_message,
             authorize,
+            title=title,
+            hints=hints,
         )
 
     def expose(self, union: object, *variants: Variant[M, P, Any, Any]) -> Exposed[M, P]:
@@ -534,6 +570,8 @@ def variant(
     to_message: None = None,
     authorize: Authorize[Any, Msg, Any] | None = None,
     completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+    title: str | None = None,
+    hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, Msg]: ...
 @overload
 def variant(
@@ -546,6 +584,8 @@ def variant(
     to_message: Callable[[I, InvocationContext[Any, Any]], Msg],
     authorize: Authorize[Any, I, Any] | None = None,
     completion: Completion[I, R] | StateCompletion[Any, V, I] | None = None,
+    title: str | None = None,
+    hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, I]: ...
 @overload
 def variant(
@@ -558,6 +598,8 @@ def variant(
     to_message: None = None,
     authorize: Authorize[Any, Msg, Any] | None = None,
     completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+    title: str | None = None,
+    hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, Msg]: ...
 def variant(
     message: Any,
@@ -569,9 +611,11 @@ def variant(
     to_message: Callable[[Any, InvocationContext[Any, Any]], Any] | None = None,
     authorize: Authorize[Any, Any, Any] | None = None,
     completion: AnyCompletion | None = None,
+    title: str | None = None,
+    hints: Hints | None = None,
 ) -> Variant[Any, Any, Any, Any]:
     """:meth:`AgentBuilder.variant` with ``Any`` Model and principal."""
-    return Variant(message, description, name, available, input, to_message, authorize, completion)
+    return Variant(message, description, name, available, input, to_message, authorize, completion, title, hints)
 
 
 def action(
@@ -579,9 +623,11 @@ def action(
     *,
     available: Callable[[Any], bool] | None = None,
     authorize: Authorize[Any, I, Any] | None = None,
+    title: str | None = None,
+    hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, I]:
     """:meth:`AgentBuilder.action` with ``Any`` Model and principal."""
-    return _untyped.action(action, available=available, authorize=authorize)
+    return _untyped.action(action, available=available, authorize=authorize, title=title, hints=hints)
 
 
 def expose(union: object, *variants: Variant[Any, Any, Any, Any]) -> Exposed[Any, Any]:

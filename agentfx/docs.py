@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .completion import Completion, StateCompletion
+from .hints import Hints
 from .naming import message_tag
+from .schema import json_schema_components
 
 if TYPE_CHECKING:
     from .contract import Capability, Definition
@@ -33,6 +35,7 @@ __all__ = [
     "context_schema",
     "describe",
     "messages",
+    "output_schema",
     "resources",
     "schema",
     "summarize",
@@ -46,7 +49,11 @@ class MessageDescriptor(msgspec.Struct, frozen=True):
 
     ``model_dependent`` says ``available`` was declared; ``requires_authorization``
     that ``authorize`` was; ``completion`` is the manifest's completion dict, or
-    ``None`` without a completion contract.
+    ``None`` without a completion contract. ``title`` and ``hints`` are as
+    declared (``None`` when not). ``output_schema`` is the JSON Schema of the
+    ``data`` of a successful call's reply (see :mod:`agentfx.tools`): the
+    capability, its tag and, with a completion contract, how it settled and
+    with which Message.
     """
 
     name: str
@@ -56,6 +63,9 @@ class MessageDescriptor(msgspec.Struct, frozen=True):
     model_dependent: bool
     requires_authorization: bool
     completion: dict[str, Any] | None = None
+    title: str | None = None
+    hints: Hints | None = None
+    output_schema: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object"})
 
 
 class ResourceDescriptor(msgspec.Struct, frozen=True):
@@ -99,6 +109,63 @@ def _completion(completion: Completion[Any, Any] | StateCompletion[Any, Any, Any
     return None
 
 
+_HINT_KEYS = {"read_only": "readOnly", "destructive": "destructive", "idempotent": "idempotent", "open_world": "openWorld"}
+_HINT_WORDS = {"read_only": "read-only", "destructive": "destructive", "idempotent": "idempotent", "open_world": "open world"}
+
+
+def _const(value: str) -> dict[str, Any]:
+    return {"type": "string", "const": value}
+
+
+def output_schema(capability: Capability[Any, Any]) -> dict[str, Any]:
+    """The JSON Schema of a successful call's reply ``data``, for one capability.
+
+    An object naming the capability and its tag (as constants) and, when the
+    capability declares a completion contract, ``completion``: its ``status``
+    (``"completed"``, or ``"failed"`` when failure Messages are declared) and,
+    for a Message contract, the settling ``message``, one of the declared
+    success and failure Messages as ``msgspec`` encodes them. Shared
+    definitions sit under ``$defs`` of the root.
+
+    >>> import msgspec
+    >>> from agentfx.contract import expose, variant
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> [capability] = expose(Ping, variant(Ping, "Ping the app")).capabilities
+    >>> output_schema(capability)["properties"]
+    {'capability': {'type': 'string', 'const': 'ping'}, 'tag': {'type': 'string', 'const': 'Ping'}}
+    """
+    properties: dict[str, Any] = {"capability": _const(capability.name), "tag": _const(capability.tag)}
+    required = ["capability", "tag"]
+    root: dict[str, Any] = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    completion = capability.completion
+    if completion is None:
+        return root
+    status: dict[str, Any]
+    settled: dict[str, Any] = {"type": "object"}
+    if isinstance(completion, Completion):
+        classes = (*completion.success, *completion.failure)
+        try:
+            refs, defs = json_schema_components(classes)
+        except (TypeError, ValueError, NameError):
+            # A Message msgspec cannot describe still encodes (through the
+            # application's own hooks); promising only an object keeps every
+            # reply valid against the schema.
+            refs, defs = [{"type": "object"} for _ in classes], {}
+        status = {"type": "string", "enum": ["completed", "failed"]} if completion.failure else _const("completed")
+        settled["properties"] = {"status": status, "message": {"anyOf": refs}}
+        settled["required"] = ["status", "message"]
+        if defs:
+            root["$defs"] = defs
+    else:
+        settled["properties"] = {"status": _const("completed")}
+        settled["required"] = ["status"]
+    settled["additionalProperties"] = False
+    properties["completion"] = settled
+    required.append("completion")
+    return root
+
+
 def describe(capability: Capability[Any, Any]) -> MessageDescriptor:
     """The descriptor of one capability; the runtime computes these once, at bind.
 
@@ -119,6 +186,9 @@ def describe(capability: Capability[Any, Any]) -> MessageDescriptor:
         model_dependent=capability.available is not None,
         requires_authorization=capability.authorize is not None,
         completion=_completion(capability.completion),
+        title=capability.title,
+        hints=capability.hints,
+        output_schema=output_schema(capability),
     )
 
 
@@ -195,14 +265,16 @@ def to_manifest(defn: Definition[Any, Any]) -> dict[str, Any]:
     """
     capabilities: list[dict[str, Any]] = []
     for d in messages(defn):
-        entry: dict[str, Any] = {
-            "name": d.name,
-            "tag": d.tag,
-            "description": d.description,
-            "inputSchema": d.input_schema,
-            "modelDependent": d.model_dependent,
-            "requiresAuthorization": d.requires_authorization,
-        }
+        entry: dict[str, Any] = {"name": d.name}
+        if d.title is not None:
+            entry["title"] = d.title
+        entry["tag"] = d.tag
+        entry["description"] = d.description
+        entry["inputSchema"] = d.input_schema
+        entry["modelDependent"] = d.model_dependent
+        entry["requiresAuthorization"] = d.requires_authorization
+        if d.hints is not None:
+            entry["hints"] = {_HINT_KEYS[key]: value for key, value in d.hints.said().items()}
         if d.completion is not None:
             entry["completion"] = d.completion
         capabilities.append(entry)
@@ -243,6 +315,12 @@ def _completion_sentence(completion: dict[str, Any]) -> str:
     return sentence + "."
 
 
+def _hints_line(hints: dict[str, bool]) -> str:
+    """``Hints: destructive, not idempotent`` from the manifest's ``hints``, in field order."""
+    words = {_HINT_KEYS[key]: word for key, word in _HINT_WORDS.items()}
+    return "Hints: " + ", ".join(words[key] if said else f"not {words[key]}" for key, said in hints.items())
+
+
 def to_markdown(defn: Definition[Any, Any]) -> str:
     """The contract as a Markdown document, rendered from :func:`to_manifest`.
 
@@ -281,11 +359,15 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
         blocks.append(table)
         for c in capabilities:
             blocks.append([f"### `{c['name']}`"])
+            if "title" in c:
+                blocks.append([f"Title: {_cell(c['title'])}"])
             blocks.append([c["description"]])
             if c["modelDependent"]:
                 blocks.append(["Available only in some Model states."])
             if c["requiresAuthorization"]:
                 blocks.append(["Runs an authorization check before dispatching."])
+            if "hints" in c:
+                blocks.append([_hints_line(c["hints"])])
             blocks.append(["Input:"])
             blocks.append(_json_block(c["inputSchema"]))
             if "completion" in c:

@@ -89,18 +89,28 @@ class AgentInvalidInputError(_Failure, frozen=True, dict=True):
     """The payload does not match the capability's input schema.
 
     ``path`` is the JSON path of the first problem in msgspec's notation
-    (``$.title``, ``$.todos[0].title``, ``$`` for the root). The decoder's own
+    (``$.title``, ``$.todos[0].title``, ``$`` for the root). ``problem`` says
+    what to fix in one line of agentfx's own words, naming the field and the
+    rule and never the value sent (``"quantity" must be at most 10``); it is
+    ``""`` only in an error encoded before it existed. The decoder's own
     exception is kept on :attr:`cause` for the application; it is never encoded.
+
+    >>> error = AgentInvalidInputError.of("create_todo", "RequestedCreateTodo", "$", problem='"title" is required')
+    >>> error.message, error.problem
+    ('Invalid input for "create_todo"', '"title" is required')
     """
 
     capability: str
     tag: str
     message: str
     path: str = "$"
+    problem: str = ""
 
     @classmethod
-    def of(cls, capability: str, tag: str, path: str, cause: BaseException | None = None) -> AgentInvalidInputError:
-        error = cls(capability, tag, f'Invalid input for "{capability}"', path)
+    def of(
+        cls, capability: str, tag: str, path: str, cause: BaseException | None = None, *, problem: str = ""
+    ) -> AgentInvalidInputError:
+        error = cls(capability, tag, f'Invalid input for "{capability}"', path, problem)
         if cause is not None:
             # Kept in the instance dict, which msgspec never encodes. Its traceback
             # is dropped: the frames it holds reach whoever holds this error, a

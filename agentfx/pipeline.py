@@ -243,7 +243,9 @@ def available_step(env: Env, capability: Capability[Any, Any]) -> AgentCapabilit
 def decode_step(env: Env, capability: Capability[Any, Any]) -> Any:
     decoded = capability.codec.attempt(env.payload)
     if type(decoded) is InvalidPayload:
-        return AgentInvalidInputError.of(capability.name, capability.tag, decoded.path, decoded.cause or decoded)
+        return AgentInvalidInputError.of(
+            capability.name, capability.tag, decoded.path, decoded.cause or decoded, problem=decoded.problem
+        )
     return decoded
 
 

@@ -9,6 +9,7 @@ protocol.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
@@ -40,6 +41,8 @@ M = TypeVar("M")
 P = TypeVar("P")
 
 _DECISIONS = ("refused", "unknown", "dispatched")  # indexed by the pipeline's stage
+
+_logger = logging.getLogger("agentfx.runtime")
 
 
 def _check_host(definition: Definition[Any, Any], host: Host[Any, Any, Any]) -> None:
@@ -248,12 +251,17 @@ class AgentRuntime(Generic[M, P]):
 class _Executor:
     """Runs one invocation of the pipeline with the runtime's audit and tracing around it."""
 
-    __slots__ = ("audit", "bound", "tracer")
+    __slots__ = ("audit", "bound", "tracer", "who_tried")
 
     def __init__(self, bound: Bound[Any, Any], audit: AuditSink | None, tracer: object | None) -> None:
         self.bound = bound
         self.audit = audit
         self.tracer: Any = tracer
+        # Resolve the principal of a refusal for its record only when the sink
+        # keeps principals and the host can name one.
+        self.who_tried = (
+            audit is not None and bound.host.principal is not None and getattr(audit, "records_principal", True) is not False
+        )
 
     async def run(
         self,
@@ -320,19 +328,38 @@ class _Executor:
         else:
             name = outcome.capability if isinstance(outcome, AgentUnknownCapabilityError) else str(env.target)
             tag = None
+        resolved = env.principal_resolved
+        principal: object = env.principal if resolved else None
+        if not resolved and self.who_tried and is_failure(outcome):
+            # A refusal before step 6: who tried is what an audit most needs.
+            # Resolved here, once, after the outcome is known, so the pipeline
+            # never resolves it earlier than step 6 and never for a Model read.
+            principal, resolved = _principal_for_record(env)
         safe_record(
             self.audit,
             AuditRecord(
                 invocation=env.invocation,
                 capability=name,
                 tag=tag,
-                principal=env.principal if env.principal_resolved else None,
+                principal=principal,
                 decision=_DECISIONS[env.stage],
                 outcome=label,
                 input=env.payload,
-                principal_resolved=env.principal_resolved,
+                principal_resolved=resolved,
             ),
         )
+
+
+def _principal_for_record(env: InvocationEnv[Any, Any]) -> tuple[object, bool]:
+    resolver = env.bound.host.principal
+    if resolver is None:  # pragma: no cover - who_tried is off without one
+        return None, False
+    try:
+        return resolver(env.invocation), True
+    except Exception:
+        # The refusal stands and is recorded; only its principal is missing.
+        _logger.exception("host.principal raised while resolving the principal of a refused call for audit")
+        return None, False
 
 
 async def _run_composed(env: InvocationEnv[Any, Any]) -> DispatchResult | DispatchError:

@@ -20,6 +20,7 @@ an agent-facing error is the caller's business.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import types
@@ -31,7 +32,7 @@ import msgspec
 
 from agentfx.errors import AgentProjectionError
 
-__all__ = ["InputCodec", "InvalidPayload", "json_schema", "project"]
+__all__ = ["InputCodec", "InvalidPayload", "json_schema", "json_schema_components", "project"]
 
 T = TypeVar("T")
 
@@ -40,6 +41,9 @@ _REF_PREFIX = "#/$defs/"
 
 # msgspec ends a located error with " - at `$.path`"; a bad mapping key reads
 # " - at `key` in `$.path`". Anything else happened at the root.
+
+NOT_VALID = "the input is not valid"
+"""The problem of a payload refused for a reason agentfx has no words for."""
 
 
 class InvalidPayload(Exception):
@@ -50,12 +54,16 @@ class InvalidPayload(Exception):
             the root, ``$.title``, ``$.todos[0].title``).
         cause: msgspec's own exception, or ``None`` when the codec found the
             problem itself (wrong root type, undeclared top-level field).
+        problem: What to fix, in one line of agentfx's own words: names the
+            field and the rule it breaks, never the value sent and never the
+            decoder's text (``"title" is required``).
     """
 
-    def __init__(self, path: str, cause: BaseException | None = None) -> None:
+    def __init__(self, path: str, cause: BaseException | None = None, problem: str = NOT_VALID) -> None:
         super().__init__(f"Invalid payload at {path}")
         self.path = path
         self.cause = cause
+        self.problem = problem
 
 
 def json_schema(tp: object) -> dict[str, Any]:
@@ -76,6 +84,29 @@ def json_schema(tp: object) -> dict[str, Any]:
         TypeError: when msgspec cannot describe ``tp``.
     """
     return _inline_root(msgspec.json.schema(tp))
+
+
+def json_schema_components(types: tuple[object, ...]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One reference per type and the shared definitions they point into, for embedding.
+
+    ``refs[i]`` describes ``types[i]`` (a ``$ref`` into ``#/$defs`` for a
+    record); ``defs`` is what the embedding schema puts under its root's
+    ``$defs``. JSON types only, set defaults ordered, as :func:`json_schema`.
+
+    >>> import msgspec
+    >>> class Done(msgspec.Struct, tag=True):
+    ...     id: str
+    >>> refs, defs = json_schema_components((Done,))
+    >>> refs, list(defs)
+    ([{'$ref': '#/$defs/Done'}], ['Done'])
+
+    Raises:
+        TypeError: when msgspec cannot describe one of ``types``.
+    """
+    refs, defs = msgspec.json.schema_components(types, ref_template=_REF_PREFIX + "{name}")
+    out = msgspec.json.decode(msgspec.json.encode({"refs": refs, "$defs": defs}), type=dict[str, Any])
+    _sort_set_defaults(out)
+    return cast("list[dict[str, Any]]", out["refs"]), cast("dict[str, Any]", out["$defs"])
 
 
 class InputCodec(Generic[T]):
@@ -143,29 +174,22 @@ class InputCodec(Generic[T]):
         else:
             self.schema = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
         allowed = frozenset(field.encode_name for field in fields)
-        tag_field = config.tag_field
-        fits: Callable[[Any], bool]
-        if not config.forbid_unknown_fields:
-            fits = allowed.issuperset
-        elif tag_field is not None:
-            # msgspec already refuses undeclared keys here, except the tag.
-            fits = lambda payload: tag_field not in payload  # noqa: E731
-        else:
-            fits = _always
+        # Every undeclared top-level key is refused here, before msgspec, so
+        # the problem can name it exactly (the tag key included: it is not an
+        # input field), whatever the Struct's own configuration.
+        fits: Callable[[Any], bool] = allowed.issuperset
         # A second, validating pass is needed only where msgspec would accept
         # an undeclared key below the root.
-        self.attempt, self.decode = _decoder(tp, fits, mirror if _has_open_record(struct) else None)
+        self.attempt, self.decode = _decoder(
+            tp, fits, mirror if _has_open_record(struct) else None, allowed, self.schema
+        )
 
     def __repr__(self) -> str:
         return f"InputCodec({self.type.__qualname__})"
 
 
-def _always(payload: object) -> bool:
-    return True
-
-
 def _decoder(
-    tp: type[T], fits: Callable[[Any], bool], strict: object
+    tp: type[T], fits: Callable[[Any], bool], strict: object, allowed: frozenset[str], schema: dict[str, Any]
 ) -> tuple[Callable[[object], T | InvalidPayload], Callable[[object], T]]:
     # Closures over locals: decoding sits on the dispatch path, where every
     # attribute lookup shows next to a single msgspec.convert. ``str_keys``:
@@ -176,16 +200,19 @@ def _decoder(
     validation_error = msgspec.ValidationError
 
     def attempt(payload: object) -> T | InvalidPayload:
-        if type(payload) is not dict or not fits(payload):
-            return InvalidPayload("$")
+        if type(payload) is not dict:
+            return InvalidPayload("$", None, _NOT_AN_OBJECT)
+        if not fits(payload):
+            return InvalidPayload("$", None, _undeclared_key(cast("dict[object, object]", payload), allowed))
         try:
             if strict is not None:
                 convert(payload, strict, str_keys=True)
             return convert(payload, tp, str_keys=True)
         except validation_error as exc:
-            return InvalidPayload(_error_path(exc), exc)
+            text = str(exc)
+            return InvalidPayload(_error_path(exc), exc, _problem(text, schema))
         except RecursionError as exc:
-            return InvalidPayload("$", exc)
+            return InvalidPayload("$", exc, _TOO_DEEP)
 
     def decode(payload: object) -> T:
         decoded = attempt(payload)
@@ -194,6 +221,300 @@ def _decoder(
         return decoded
 
     return attempt, decode
+
+
+# --- problems: what to fix, in agentfx's own words ---------------------------------
+#
+# msgspec reports a refusal as English text ("Expected `int`, got `str` - at
+# `$.quantity`"). Agents are told something else: one line naming the field and
+# the rule, never the value sent (msgspec quotes an enum value it refused) and
+# never msgspec's wording, which may change between releases. So the text is
+# read here, once, on the refusal path, and every form it can take is mapped;
+# a form this table does not know reads as the generic NOT_VALID.
+
+_NOT_AN_OBJECT = "the input must be an object"
+_TOO_DEEP = "the input is nested too deeply"
+_ECHO_LIMIT = 128
+_MAX_CHOICES = 10
+
+_KINDS = {
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "bool": "a boolean",
+    "null": "null",
+    "array": "an array",
+    "object": "an object",
+    "bytes": "a base64-encoded string",
+    "datetime": "an RFC 3339 date-time",
+    "date": "an RFC 3339 date",
+    "time": "an RFC 3339 time",
+    "duration": "an ISO 8601 duration",
+    "uuid": "a UUID",
+    "decimal": "a decimal number",
+}
+
+_UNITS = {"str": ("character", "characters"), "array": ("item", "items"), "object": ("entry", "entries"), "bytes": ("byte", "bytes")}
+
+_COMPARISONS = {">=": "at least", "<=": "at most", ">": "greater than", "<": "less than"}
+
+_FORMATS = {
+    "Invalid UUID": "a UUID",
+    "Invalid RFC3339 encoded datetime": "an RFC 3339 date-time",
+    "Invalid RFC3339 encoded date": "an RFC 3339 date",
+    "Invalid RFC3339 encoded time": "an RFC 3339 time",
+    "Invalid ISO8601 duration": "an ISO 8601 duration",
+    "Invalid base64 encoded string": "a base64-encoded string",
+    "Invalid decimal string": "a decimal number",
+    "Invalid epoch timestamp": "a valid timestamp",
+    "Expected `datetime` with a timezone component": "a date-time with a timezone",
+    "Expected `datetime` with no timezone component": "a date-time without a timezone",
+    "Expected `time` with a timezone component": "a time with a timezone",
+    "Expected `time` with no timezone component": "a time without a timezone",
+}
+
+
+def _echo(name: str) -> str:
+    """A name the caller sent, bounded: its first 128 characters and an ellipsis."""
+    return name if len(name) <= _ECHO_LIMIT else name[:_ECHO_LIMIT] + "…"
+
+
+def _undeclared_key(payload: dict[object, object], allowed: frozenset[str]) -> str:
+    for key in payload:
+        if key not in allowed:
+            if isinstance(key, str):
+                return f'"{_echo(key)}" is not a field of this input'
+            return "the input's field names must be strings"
+    return NOT_VALID  # pragma: no cover - only called when a key is undeclared
+
+
+def _field_label(location: str) -> str | None:
+    """``$.items[0].sku`` -> ``items[0].sku``; ``None`` for the root."""
+    if location.startswith("$."):
+        return location[2:]
+    if location.startswith("$["):
+        return location[1:]
+    return None
+
+
+def _join(location: str, name: str) -> str:
+    label = _field_label(location)
+    return name if label is None else f"{label}.{name}"
+
+
+def _kinds(expected: str) -> str | None:
+    """msgspec's ``int | null`` as ``an integer or null``; ``None`` for a kind not in the table."""
+    words = [_KINDS.get(kind.strip()) for kind in expected.split("|")]
+    if not words or any(word is None for word in words):
+        return None
+    said = [word for word in words if word is not None]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " or " + said[-1]
+
+
+def _count(number: str, unit: tuple[str, str]) -> str:
+    return f"{number} {unit[0] if number == '1' else unit[1]}"
+
+
+def _problem(text: str, schema: dict[str, Any]) -> str:
+    """agentfx's wording of the msgspec refusal ``text`` of a payload for ``schema``.
+
+    >>> from typing import Literal
+    >>> class Order(msgspec.Struct):
+    ...     title: str
+    ...     priority: Literal["standard", "express"] = "standard"
+    >>> schema = InputCodec(Order).schema
+    >>> _problem("Object missing required field `title`", schema)
+    '"title" is required'
+    >>> _problem("Expected `int` <= 10 - at `$.quantity`", schema)
+    '"quantity" must be at most 10'
+    >>> _problem("Invalid enum value 'rush' - at `$.priority`", schema)
+    '"priority" must be one of "express", "standard"'
+    """
+    location = "$"
+    key = False
+    at = text.rfind(" - at `")
+    if at >= 0 and text.endswith("`"):
+        location = text[at + 7 : -1]
+        if location.startswith("key` in `"):
+            location, key = location[9:], True
+        text = text[:at]
+    field = _field_label(location)
+    if key:
+        kinds = _kinds(text[10 : text.find("`", 10)]) if text.startswith("Expected `") else None
+        owner = "the input" if field is None else f'"{field}"'
+        return f"every key of {owner} must be {kinds}" if kinds else f"a key of {owner} is not valid"
+    if text.startswith("Object missing required field `") and text.endswith("`"):
+        return f'"{_join(location, text[31:-1])}" is required'
+    if text.startswith("Object contains unknown field `") and text.endswith("`"):
+        return f'"{_echo(_join(location, text[31:-1]))}" is not a field of this input'
+    subject = "the input" if field is None else f'"{field}"'
+    if text.startswith(("Invalid enum value", "Invalid value")):
+        choices = _choices(schema, location)
+        if choices is None:
+            return f"{subject} is not one of the allowed values"
+        return f"{subject} must be one of {choices}"
+    format_word = _FORMATS.get(text)
+    if format_word is not None:
+        return f"{subject} must be {format_word}"
+    if not text.startswith("Expected `"):
+        return NOT_VALID if field is None else f"{subject} is not valid"
+    close = text.find("`", 10)
+    expected, rule = text[10:close], text[close + 1 :]
+    if rule.startswith(", got `"):
+        choices = _choices(schema, location)
+        if choices is not None:
+            return f"{subject} must be one of {choices}"
+        kinds = _kinds(expected)
+        return f"{subject} must be {kinds}" if kinds else f"{subject} is not valid"
+    if rule.startswith(" of length "):
+        comparison, _, number = rule[11:].partition(" ")
+        bound = _COMPARISONS.get(comparison)
+        unit = _UNITS.get(expected)
+        exact = comparison.rstrip(",")
+        if exact.isdigit() and unit is not None:
+            # A fixed-length tuple: "of length 2, got 3" (the length sent is not repeated).
+            return f"{subject} must have exactly {_count(exact, unit)}"
+        if bound is not None and unit is not None and number.lstrip("-").isdigit():
+            if expected == "str":
+                return f"{subject} must be {bound} {_count(number, unit)} long"
+            return f"{subject} must have {bound} {_count(number, unit)}"
+    elif rule.startswith(" matching regex "):
+        pattern = _literal(rule[16:])
+        return f"{subject} must match {pattern}" if pattern is not None else f"{subject} must match its declared pattern"
+    elif rule.startswith(" that's a multiple of "):
+        return f"{subject} must be a multiple of {rule[22:]}"
+    else:
+        comparison, _, number = rule.strip().partition(" ")
+        bound = _COMPARISONS.get(comparison)
+        if bound is not None and number:
+            return f"{subject} must be {bound} {number}"
+    return f"{subject} is not valid"
+
+
+def _literal(text: str) -> str | None:
+    # msgspec writes the pattern as a Python string literal (its repr).
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _choices(schema: dict[str, Any], location: str) -> str | None:
+    """The allowed values the schema declares at ``location`` (an enum, a Literal, a tag), rendered."""
+    values: list[Any] = []
+    for node in _nodes_at(schema, location):
+        found = _enum_values(schema, node, 0)
+        if found is None:
+            return None
+        values.extend(value for value in found if value not in values)
+    if not values:
+        return None
+    shown = ", ".join(msgspec.json.encode(value).decode() for value in values[:_MAX_CHOICES])
+    return shown + (", …" if len(values) > _MAX_CHOICES else "")
+
+
+def _enum_values(root: dict[str, Any], node: Any, depth: int) -> list[Any] | None:
+    """Every value ``node`` admits when it admits only listed values (``null`` aside); else ``None``."""
+    if depth > 8 or not isinstance(node, dict):
+        return None
+    mapping = _resolve(root, cast("dict[str, Any]", node))
+    if "enum" in mapping:
+        return list(cast("list[Any]", mapping["enum"]))
+    if "const" in mapping:
+        return [mapping["const"]]
+    alternatives = mapping.get("anyOf") or mapping.get("oneOf")
+    if isinstance(alternatives, list):
+        values: list[Any] = []
+        for alternative in cast("list[Any]", alternatives):
+            if isinstance(alternative, dict) and cast("dict[str, Any]", alternative).get("type") == "null":
+                continue
+            found = _enum_values(root, alternative, depth + 1)
+            if found is None:
+                return None
+            values.extend(found)
+        return values
+    return None
+
+
+def _resolve(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    for _ in range(16):
+        ref = node.get("$ref")
+        if not (isinstance(ref, str) and ref.startswith(_REF_PREFIX)):
+            break
+        defs = cast("dict[str, Any]", root.get("$defs", {}))
+        target = defs.get(ref[len(_REF_PREFIX) :])
+        if not isinstance(target, dict):
+            break
+        node = cast("dict[str, Any]", target)
+    return node
+
+
+def _steps(location: str) -> list[str | int | None] | None:
+    """``$.items[0].sku`` -> ``["items", 0, "sku"]``; a mapping value (``[...]``) is ``None``."""
+    steps: list[str | int | None] = []
+    rest = location[1:] if location.startswith("$") else None
+    if rest is None:
+        return None
+    while rest:
+        if rest.startswith("."):
+            end = min((i for i in (rest.find(".", 1), rest.find("[", 1)) if i > 0), default=len(rest))
+            steps.append(rest[1:end])
+            rest = rest[end:]
+        elif rest.startswith("["):
+            end = rest.find("]")
+            if end < 0:
+                return None
+            inside = rest[1:end]
+            steps.append(int(inside) if inside.isdigit() else None)
+            rest = rest[end + 1 :]
+        else:
+            return None
+    return steps
+
+
+def _nodes_at(schema: dict[str, Any], location: str) -> list[dict[str, Any]]:
+    """The schema nodes that may describe the value at ``location`` (every union member that fits)."""
+    steps = _steps(location)
+    if steps is None:
+        return []
+    nodes: list[dict[str, Any]] = [schema]
+    for step in steps:
+        following: list[dict[str, Any]] = []
+        for node in _flatten(schema, nodes):
+            child: Any = None
+            if isinstance(step, str):
+                properties = node.get("properties")
+                if isinstance(properties, dict):
+                    child = cast("dict[str, Any]", properties).get(step)
+            elif isinstance(step, int):
+                prefix = node.get("prefixItems")
+                if isinstance(prefix, list) and step < len(cast("list[Any]", prefix)):
+                    child = cast("list[Any]", prefix)[step]
+                else:
+                    child = node.get("items")
+            else:
+                child = node.get("additionalProperties")
+            if isinstance(child, dict):
+                following.append(cast("dict[str, Any]", child))
+        nodes = following
+        if not nodes:
+            return []
+    return nodes
+
+
+def _flatten(root: dict[str, Any], nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``nodes`` with references resolved and unions opened into their members."""
+    out: list[dict[str, Any]] = []
+    pending = list(nodes)
+    while pending and len(out) < 64:
+        node = _resolve(root, pending.pop(0))
+        alternatives = node.get("anyOf") or node.get("oneOf")
+        if isinstance(alternatives, list):
+            pending.extend(cast("dict[str, Any]", a) for a in cast("list[Any]", alternatives) if isinstance(a, dict))
+        else:
+            out.append(node)
+    return out
 
 
 def project(schema: object, value: object, what: str) -> object:

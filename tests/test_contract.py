@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -595,3 +595,53 @@ class Unresolvable(msgspec.Struct):
 def test_a_resource_schema_with_an_unresolvable_annotation_is_refused_at_definition() -> None:
     with pytest.raises(ContractError, match=r'^Cannot define the resource "r": its schema cannot be described \('):
         agentfx.resource("r", "R", schema=Unresolvable, read=lambda model: model)
+
+
+# Titles and hints
+
+
+def test_title_and_hints_reach_the_capability_from_every_declaration() -> None:
+    hints = agentfx.Hints(destructive=True)
+    add = Action("add_todo", "Add a todo", DeleteInput, lambda i, ctx: RequestedCreateTodo(title=i.id), message=RequestedCreateTodo)
+    exposed = agentfx.expose(
+        RequestedCreateTodo | RequestedDeleteTodo | ClearedSelection,
+        TodoAgent.variant(RequestedDeleteTodo, "Delete", title="Delete todo", hints=hints),
+        agentfx.variant(ClearedSelection, "Clear", title="Clear selection", hints=agentfx.Hints(idempotent=True)),
+        agentfx.action(add, title="Add todo", hints=agentfx.Hints(read_only=False)),
+    )
+    assert [(c.title, c.hints) for c in exposed.capabilities] == [
+        ("Delete todo", hints),
+        ("Clear selection", agentfx.Hints(idempotent=True)),
+        ("Add todo", agentfx.Hints(read_only=False)),
+    ]
+    built = TodoAgent.action(add, title="Add", hints=hints)
+    assert (built.title, built.hints) == ("Add", hints)
+
+
+def test_without_title_or_hints_there_are_none() -> None:
+    [capability] = agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear")).capabilities
+    assert (capability.title, capability.hints) == (None, None)
+
+
+def test_hints_that_say_nothing_are_no_hints() -> None:
+    [capability] = agentfx.expose(
+        ClearedSelection, agentfx.variant(ClearedSelection, "Clear", hints=agentfx.Hints())
+    ).capabilities
+    assert capability.hints is None
+
+
+@pytest.mark.parametrize("title", ["", "   ", 3])
+def test_a_blank_or_non_string_title_is_refused(title: Any) -> None:
+    with pytest.raises(ContractError, match=re.escape('Cannot expose "ClearedSelection": its title must be a non-empty string')):
+        agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear", title=title))
+
+
+def test_hints_must_be_hints() -> None:
+    with pytest.raises(ContractError, match=re.escape('Cannot expose "ClearedSelection": its hints must be an agentfx.Hints')):
+        agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear", hints=cast(Any, {"destructive": True})))
+
+
+def test_a_hint_is_a_bool_or_unsaid() -> None:
+    with pytest.raises(ContractError, match=re.escape('The hint "destructive" must be True, False or None, got str')):
+        agentfx.Hints(destructive="yes")  # pyright: ignore[reportArgumentType]
+    assert agentfx.Hints(read_only=True, open_world=False).said() == {"read_only": True, "open_world": False}

@@ -28,6 +28,7 @@ from agentfx.docs import (
     to_manifest,
     to_markdown,
 )
+from agentfx.hints import Hints
 from agentfx.invocation import Invocation
 from agentfx.pipeline import DispatchResult
 from tests.support import DeletedTodo, Model, NoInput, Todo, User
@@ -246,7 +247,8 @@ def _hooked() -> Definition[Any, Any]:
 
 
 def test_messages_are_descriptors_in_declaration_order() -> None:
-    assert messages(SMALL) == [
+    # Output schemas have tests of their own (tests/test_tools.py).
+    assert [msgspec.structs.replace(d, output_schema={}) for d in messages(SMALL)] == [
         MessageDescriptor(
             name="create_todo",
             tag="CreateTodo",
@@ -255,6 +257,7 @@ def test_messages_are_descriptors_in_declaration_order() -> None:
             model_dependent=False,
             requires_authorization=False,
             completion=None,
+            output_schema={},
         ),
         MessageDescriptor(
             name="delete_selected",
@@ -264,6 +267,7 @@ def test_messages_are_descriptors_in_declaration_order() -> None:
             model_dependent=True,
             requires_authorization=True,
             completion={"success": ["DeletedTodo"], "failure": ["FailedDeleteTodo"]},
+            output_schema={},
         ),
     ]
 
@@ -499,3 +503,65 @@ def test_summary_names_a_renamed_tag() -> None:
 
 def test_summary_encodes_to_json() -> None:
     assert msgspec.json.encode(summarize(_result(None))) == b'{"ok":true,"text":"Dispatched DeleteTodo"}'
+
+
+# Titles and hints (§9)
+
+
+class Wiped(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Pinged(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+HINTED = define(
+    expose(
+        Wiped | Pinged,
+        variant(
+            Wiped,
+            "Wipe everything",
+            title="Wipe | all",
+            hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
+        ),
+        variant(Pinged, "Ping", hints=Hints(read_only=True)),
+    )
+)
+
+
+def test_manifest_says_title_and_only_the_said_hints() -> None:
+    wipe, ping = to_manifest(HINTED)["capabilities"]
+    assert list(wipe) == [
+        "name",
+        "title",
+        "tag",
+        "description",
+        "inputSchema",
+        "modelDependent",
+        "requiresAuthorization",
+        "hints",
+    ]
+    assert wipe["title"] == "Wipe | all"
+    assert wipe["hints"] == {"readOnly": False, "destructive": True, "idempotent": True, "openWorld": False}
+    assert "title" not in ping
+    assert ping["hints"] == {"readOnly": True}
+
+
+def test_manifest_omits_title_and_hints_when_absent() -> None:
+    for entry in to_manifest(SMALL)["capabilities"]:
+        assert "title" not in entry and "hints" not in entry
+
+
+def test_markdown_has_a_title_and_a_hints_line() -> None:
+    text = to_markdown(HINTED)
+    assert "### `wiped`\n\nTitle: Wipe \\| all\n\nWipe everything\n\nHints: not read-only, destructive, idempotent, not open world\n\nInput:" in text
+    assert "### `pinged`\n\nPing\n\nHints: read-only\n\nInput:" in text
+    assert "Title:" not in to_markdown(SMALL) and "Hints:" not in to_markdown(SMALL)
+
+
+def test_descriptors_carry_title_hints_and_output_schema() -> None:
+    wipe, ping = messages(HINTED)
+    assert (wipe.title, wipe.hints) == ("Wipe | all", Hints(read_only=False, destructive=True, idempotent=True, open_world=False))
+    assert (ping.title, ping.hints) == (None, Hints(read_only=True))
+    assert wipe.output_schema["properties"]["capability"] == {"type": "string", "const": "wiped"}

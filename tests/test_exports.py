@@ -142,3 +142,14 @@ def test_no_core_module_imports_an_adapter() -> None:
         """
     )
     assert out == "[]"
+
+
+def test_the_tool_view_and_reply_are_exported_from_the_core() -> None:
+    import agentfx.tools
+
+    assert sorted(agentfx.tools.__all__) == ["ToolReply", "ToolView", "defect_reply", "reply", "tool_views"]
+    for name in [*agentfx.tools.__all__, "Hints"]:
+        assert name in agentfx.__all__
+    assert agentfx.ToolView is agentfx.tools.ToolView
+    assert agentfx.reply is agentfx.tools.reply
+    assert "agentfx.tools" in _core_modules()

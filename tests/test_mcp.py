@@ -127,7 +127,7 @@ async def test_a_completed_call_names_the_message_that_settled_it(mode: str) -> 
         await c.program.send(Selected("milk"))
         result = await c.client.call_tool("remove_selected", {})
         assert not result.is_error
-        assert text(result) == "Completed: Removed"
+        assert text(result) == 'Completed: Removed\n{"capability":"remove_selected","tag":"RequestedRemove","completion":{"status":"completed","message":{"type":"Removed","item":"milk"}}}'
         assert result.structured_content == {
             "capability": "remove_selected",
             "tag": "RequestedRemove",
@@ -143,7 +143,12 @@ async def test_a_declared_failure_is_an_error_result(mode: str) -> None:
         await c.program.send(Selected("locked"))
         result = await c.client.call_tool("remove_selected", {})
         assert result.is_error
-        assert text(result) == "Failed: RemoveFailed"
+        # The reason reaches a model that reads only text, too.
+        assert text(result) == (
+            "Failed: RemoveFailed\n"
+            '{"capability":"remove_selected","tag":"RequestedRemove","completion":{"status":"failed",'
+            '"message":{"type":"RemoveFailed","item":"locked","reason":"This item is locked"}}}'
+        )
         assert result.structured_content == {
             "capability": "remove_selected",
             "tag": "RequestedRemove",
@@ -183,10 +188,13 @@ async def test_invalid_input_is_an_error_result_carrying_the_failure(mode: str) 
     async with connected(mode) as c:
         wrong_type = await c.client.call_tool("add", {"title": 3})
         unknown_field = await c.client.call_tool("add", {"title": "x", "extra": 1})
-        for result, path in ((wrong_type, "$.title"), (unknown_field, "$")):
+        for result, path, problem in (
+            (wrong_type, "$.title", '"title" must be a string'),
+            (unknown_field, "$", '"extra" is not a field of this input'),
+        ):
             assert result.is_error
-            assert text(result) == 'Invalid input for "add"'
-            assert decoded(result) == agentfx.AgentInvalidInputError("add", "Added", 'Invalid input for "add"', path)
+            assert text(result) == f'Invalid input for "add": {problem}'
+            assert decoded(result) == agentfx.AgentInvalidInputError("add", "Added", 'Invalid input for "add"', path, problem)
         assert c.program.model.items == ()
 
 

@@ -250,7 +250,11 @@ async def test_unavailable_wins_over_a_malformed_payload_and_never_authorizes(pa
 async def test_an_invalid_payload_is_refused_before_the_principal_or_authorize() -> None:
     probe = Probe()
     outcome = await run(probe_runtime(probe), "delete_selected_todo", {"x": 1})
-    assert outcome == Failure(agentfx.AgentInvalidInputError.of("delete_selected_todo", "RequestedDeleteTodo", "$"))
+    assert outcome == Failure(
+        agentfx.AgentInvalidInputError.of(
+            "delete_selected_todo", "RequestedDeleteTodo", "$", problem='"x" is not a field of this input'
+        )
+    )
     assert probe.events == ["model", "available"]
 
 
@@ -282,19 +286,19 @@ async def test_decoding_is_strict_and_reports_the_path(payload: object, path: st
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("payload", "path"),
+    ("payload", "path", "problem"),
     [
-        ({"todos": [{"id": "a", "title": 3}]}, "$.todos[0].title"),
-        ({"todos": [{"id": "a", "title": "b"}, {"id": 2, "title": "c"}]}, "$.todos[1].id"),
-        ({"todos": [{"id": "a"}]}, "$.todos[0]"),
-        ({"todos": [{"id": "a", "title": "b", "x": 1}]}, "$.todos[0]"),
-        ({"todos": {}}, "$.todos"),
+        ({"todos": [{"id": "a", "title": 3}]}, "$.todos[0].title", '"todos[0].title" must be a string'),
+        ({"todos": [{"id": "a", "title": "b"}, {"id": 2, "title": "c"}]}, "$.todos[1].id", '"todos[1].id" must be a string'),
+        ({"todos": [{"id": "a"}]}, "$.todos[0]", '"todos[0].title" is required'),
+        ({"todos": [{"id": "a", "title": "b", "x": 1}]}, "$.todos[0]", '"todos[0].x" is not a field of this input'),
+        ({"todos": {}}, "$.todos", '"todos" must be an array'),
     ],
 )
-async def test_nested_problems_report_their_json_path(payload: object, path: str) -> None:
+async def test_nested_problems_report_their_json_path(payload: object, path: str, problem: str) -> None:
     defn = agentfx.define(agentfx.expose(Message, agentfx.variant(ReceivedTodos, "Receive todos")))
     outcome = await run(agentfx.bind(defn, host=recorder().host), ReceivedTodos, payload)
-    assert outcome == Failure(agentfx.AgentInvalidInputError.of("received_todos", "ReceivedTodos", path))
+    assert outcome == Failure(agentfx.AgentInvalidInputError.of("received_todos", "ReceivedTodos", path, problem=problem))
 
 
 @pytest.mark.anyio

@@ -31,6 +31,7 @@ from tests.support import (
     RequestedDeleteTodo,
     RequestedRenameTodo,
     Todo,
+    TodoAgent,
     User,
     fixed_clock,
     outcome_of,
@@ -361,12 +362,13 @@ async def test_audit_records_every_decision() -> None:
     unset = msgspec.UNSET
     assert rows == [
         ("i1", "in-app", "requested_create_todo", "RequestedCreateTodo", "alice", "dispatched", "dispatched", {"title": "a"}, 1000.0),
-        ("i2", "in-app", "ReceivedTodos", unset, None, "refused", "AgentUnknownCapabilityError", {"todos": []}, 1000.0),
-        ("i3", "in-app", "requested_create_todo", "RequestedCreateTodo", None, "refused", "AgentCancelledError", {"title": "a"}, 1000.0),
-        ("i4", "mcp", "requested_create_todo", "RequestedCreateTodo", None, "refused", "AgentInvalidInputError", {"title": 3}, 1000.0),
+        # Who tried is recorded for every refusal, those before step 6 included.
+        ("i2", "in-app", "ReceivedTodos", unset, "alice", "refused", "AgentUnknownCapabilityError", {"todos": []}, 1000.0),
+        ("i3", "in-app", "requested_create_todo", "RequestedCreateTodo", "alice", "refused", "AgentCancelledError", {"title": "a"}, 1000.0),
+        ("i4", "mcp", "requested_create_todo", "RequestedCreateTodo", "alice", "refused", "AgentInvalidInputError", {"title": 3}, 1000.0),
         ("i5", "in-app", "rename_todo", "RequestedRenameTodo", "alice", "refused", "AgentAuthorizationError", {"id": "t1", "title": "b"}, 1000.0),
         ("i6", "in-app", "delete_selected_todo", "RequestedDeleteTodo", "alice", "dispatched", "completed", {}, 1000.0),
-        ("i7", "in-app", "delete_selected_todo", "RequestedDeleteTodo", None, "refused", "AgentCapabilityUnavailableError", {}, 1000.0),
+        ("i7", "in-app", "delete_selected_todo", "RequestedDeleteTodo", "alice", "refused", "AgentCapabilityUnavailableError", {}, 1000.0),
     ]
 
 
@@ -558,3 +560,112 @@ async def test_outer_cancellation_while_waiting_for_completion_is_interrupted_af
     [entry] = log.entries()
     assert (entry.decision, entry.outcome) == ("dispatched", "interrupted")
     assert rec.listener_count == 0
+
+
+# Who tried (§9): the principal of a refusal before step 6
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("target", "payload", "model", "outcome"),
+    [
+        ("nope", {}, Model(), "AgentUnknownCapabilityError"),
+        ("delete_selected_todo", {}, Model(), "AgentCapabilityUnavailableError"),
+        (RequestedCreateTodo, {"title": 3}, Model(), "AgentInvalidInputError"),
+    ],
+)
+async def test_a_refusal_before_step_6_records_who_tried(target: Any, payload: object, model: Model, outcome: str) -> None:
+    rec = recorder(model, principal=ALICE)
+    log = audited()
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+    refused = await run(runtime, target, payload)
+    assert isinstance(refused, Failure)
+    [entry] = log.entries()
+    assert (entry.principal, entry.decision, entry.outcome) == ("alice", "refused", outcome)
+    # Resolved once, for the record only, after the pipeline had refused.
+    assert rec.principal_calls == 1
+
+
+@pytest.mark.anyio
+async def test_who_tried_is_resolved_without_reading_the_model() -> None:
+    rec = recorder(principal=ALICE)
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=audited())
+    await run(runtime, "nope", {})
+    assert (rec.model_reads, rec.principal_calls) == (0, 1)
+
+
+@pytest.mark.anyio
+async def test_a_refusal_after_step_6_resolves_the_principal_only_once() -> None:
+    rec = recorder(principal=User("bob", can_delete=False))
+    log = audited()
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+    await run(runtime, "delete_selected_todo", {})
+    [entry] = log.entries()
+    assert (entry.principal, entry.outcome, rec.principal_calls) == ("bob", "AgentAuthorizationError", 1)
+
+
+@pytest.mark.anyio
+async def test_without_a_projection_no_principal_is_resolved_for_a_refusal() -> None:
+    rec = recorder(principal=ALICE)
+    log = agentfx.audit_log(clock=fixed_clock)
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+    await run(runtime, "nope", {})
+    [entry] = log.entries()
+    assert (entry.principal, rec.principal_calls) == (msgspec.UNSET, 0)
+    assert not log.records_principal
+
+
+@pytest.mark.anyio
+async def test_a_sink_gets_the_raw_principal_of_a_refusal_unless_it_declines() -> None:
+    class Sink:
+        def __init__(self) -> None:
+            self.records: list[agentfx.AuditRecord] = []
+
+        def record(self, record: agentfx.AuditRecord, /) -> None:
+            self.records.append(record)
+
+    class Declining(Sink):
+        records_principal = False
+
+    rec = recorder(principal=ALICE)
+    sink = Sink()
+    await run(agentfx.bind(AppAgent, host=rec.host, audit=sink), "nope", {})
+    [record] = sink.records
+    assert (record.principal, record.principal_resolved) == (ALICE, True)
+    declining = Declining()
+    await run(agentfx.bind(AppAgent, host=rec.host, audit=declining), "nope", {})
+    [record] = declining.records
+    assert (record.principal, record.principal_resolved, rec.principal_calls) == (None, False, 1)
+
+
+@pytest.mark.anyio
+async def test_a_resolver_that_raises_for_the_record_leaves_the_refusal_standing(caplog: pytest.LogCaptureFixture) -> None:
+    rec = recorder(principal=ALICE)
+    log = audited()
+
+    def resolve(invocation: agentfx.Invocation) -> User:
+        raise RuntimeError("token store down")
+
+    host: agentfx.Host[Model, Any, User] = agentfx.Host(model=rec.model, dispatch=rec.dispatch, principal=resolve, observe=rec.observe)
+    runtime = agentfx.bind(AppAgent, host=host, audit=log)
+    refused = await run(runtime, "nope", {})
+    assert refused == Failure(agentfx.AgentUnknownCapabilityError.of("nope"))
+    [entry] = log.entries()
+    assert (entry.principal, entry.outcome) == (None, "AgentUnknownCapabilityError")
+    assert any("principal of a refused call" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.anyio
+async def test_a_defect_before_step_6_resolves_no_principal() -> None:
+    rec = recorder(principal=ALICE)
+    log = audited()
+
+    def broken(model: Model) -> bool:
+        raise RuntimeError("boom")
+
+    defn = TodoAgent.define(TodoAgent.expose(Message, TodoAgent.variant(ClearedSelection, "Clear", available=broken)))
+    runtime = agentfx.bind(defn, host=rec.host, audit=log)
+    with pytest.raises(RuntimeError):
+        await run(runtime, ClearedSelection, {})
+    [entry] = log.entries()
+    assert (entry.principal, entry.outcome, rec.principal_calls) == (None, "AgentDefect", 0)

@@ -35,6 +35,7 @@ from returns.unsafe import unsafe_perform_io
 
 from .. import __version__
 from ..invocation import AbortController, Invocation, new_invocation_id
+from ..tools import tool_views
 from . import _wire
 
 if TYPE_CHECKING:
@@ -240,8 +241,7 @@ def server(
         ctx: ServerRequestContext[Connection], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         try:
-            descriptors = runtime.messages.available()
-            tools = [_wire.tool(descriptor) for descriptor in descriptors]
+            tools = [_wire.tool(view) for view in tool_views(runtime)]
         except Exception:
             _logger.exception("listing the available capabilities failed")
             raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None

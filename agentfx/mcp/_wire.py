@@ -1,38 +1,43 @@
 """How agentfx values look on the MCP wire.
 
-Pure functions from descriptors, dispatch results and failure values to the
-SDK's result models, so every mapping rule lives in one place and is tested
-without a connection. This module deliberately knows nothing of sessions,
-transports or how a dispatch ran: it is handed an outcome and shapes it.
+Pure functions from :mod:`agentfx.tools` views and replies, and from resource
+descriptors, to the SDK's result models. What an agent is told (the text, the
+structured data, what a refusal says) is decided once, in :mod:`agentfx.tools`,
+for every adapter; this module keeps only MCP's own spelling of it: a
+:class:`~agentfx.ToolView` as a ``Tool`` (``title``, ``ToolAnnotations``,
+``outputSchema``), a :class:`~agentfx.ToolReply` as a ``CallToolResult``
+(``isError`` when not ok), and the one rule MCP adds: an unknown tool is a
+protocol error. It deliberately knows nothing of sessions, transports or how
+a dispatch ran.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import mcp_types as types
 import msgspec
 from mcp.shared.exceptions import MCPError
 
-from ..docs import summarize
 from ..errors import AgentUnknownCapabilityError
+from ..tools import ToolReply, defect_reply, reply
 
 if TYPE_CHECKING:
-    from ..docs import MessageDescriptor, ResourceDescriptor
+    from ..docs import ResourceDescriptor
     from ..errors import DispatchError
     from ..pipeline import DispatchResult
+    from ..tools import ToolView
 
 __all__ = [
     "CONTEXT_URI",
-    "DEFECT_TAG",
     "URI_SCHEME",
     "context_resource",
     "defect",
-    "defect_message",
     "failure",
     "resource",
     "resource_contents",
     "resource_name",
+    "result",
     "success",
     "tool",
     "unknown_resource",
@@ -44,60 +49,56 @@ URI_SCHEME = "app://"
 CONTEXT_URI = "app://context"
 """The context projection, when the contract declares one."""
 
-DEFECT_TAG = "AgentDefect"
-"""The ``_tag`` of the structured content of a call that failed unexpectedly (the audit's outcome name)."""
-
 _JSON = "application/json"
 
 
-def defect_message(capability: str) -> str:
-    """The whole of what a caller learns about a defect.
+def tool(view: ToolView) -> types.Tool:
+    """The MCP tool for one capability: name, title, description, both schemas and its hints.
 
-    >>> defect_message("create_todo")
-    'Capability "create_todo" failed unexpectedly'
+    >>> import agentfx
+    >>> from agentfx.tools import ToolView
+    >>> view = ToolView("wipe", "Wipe", "Wipe it", {"type": "object"}, {"type": "object"},
+    ...                 agentfx.Hints(destructive=True))
+    >>> tool(view).annotations
+    ToolAnnotations(title=None, read_only_hint=None, destructive_hint=True, idempotent_hint=None, open_world_hint=None)
     """
-    return f'Capability "{capability}" failed unexpectedly'
-
-
-def tool(descriptor: MessageDescriptor) -> types.Tool:
-    """The MCP tool for one capability: its name, description and input schema."""
+    hints = view.hints
+    annotations = (
+        None
+        if hints is None
+        else types.ToolAnnotations(
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
+        )
+    )
     return types.Tool(
-        name=descriptor.name,
-        description=descriptor.description,
-        input_schema=dict(descriptor.input_schema),
+        name=view.name,
+        title=view.title,
+        description=view.description,
+        input_schema=view.input_schema,
+        output_schema=view.output_schema,
+        annotations=annotations,
     )
 
 
-def success(result: DispatchResult) -> types.CallToolResult:
-    """A dispatch that reached update.
-
-    The text is :func:`agentfx.summarize`'s; the structured content names the
-    capability, its Message tag and, when the capability declares one, how the
-    completion settled (with the settling Message, encoded). A declared failure
-    Message is a successful dispatch but an unsuccessful call, so it is
-    reported with ``isError``.
-    """
-    summary = summarize(result)
-    structured: dict[str, Any] = {"capability": result.name, "tag": result.tag}
-    outcome = result.completion
-    if outcome is not None:
-        completion: dict[str, Any] = {"status": outcome.status}
-        if outcome.message is not None:
-            completion["message"] = msgspec.to_builtins(outcome.message)
-        structured["completion"] = completion
+def result(answer: ToolReply) -> types.CallToolResult:
+    """A reply as a tool result: its text, its data as structured content, ``isError`` when not ok."""
     return types.CallToolResult(
-        content=[types.TextContent(text=summary.text)],
-        structured_content=structured,
-        is_error=not summary.ok,
+        content=[types.TextContent(text=answer.text)],
+        structured_content=answer.data,
+        is_error=not answer.ok,
     )
+
+
+def success(dispatched: DispatchResult) -> types.CallToolResult:
+    """A dispatch that reached update; a declared failure Message is an ``isError`` result."""
+    return result(reply(dispatched))
 
 
 def failure(error: DispatchError) -> types.CallToolResult:
     """A refused or interrupted dispatch, as an ``isError`` result the agent can read and act on.
-
-    The text is the failure's agent-facing message; the structured content is
-    the failure Struct exactly as ``msgspec.json.encode`` writes it, so a
-    client can decode it back into the same class.
 
     Raises:
         MCPError: ``-32602`` for an unknown tool: the call named nothing this
@@ -105,29 +106,17 @@ def failure(error: DispatchError) -> types.CallToolResult:
     """
     if isinstance(error, AgentUnknownCapabilityError):
         raise MCPError(code=types.INVALID_PARAMS, message=error.message, data=msgspec.to_builtins(error))
-    return types.CallToolResult(
-        content=[types.TextContent(text=error.message)],
-        structured_content=msgspec.to_builtins(error),
-        is_error=True,
-    )
+    return result(reply(error))
 
 
 def defect(capability: str) -> types.CallToolResult:
-    """A call that failed because a hook or the host raised.
+    """A call that failed because a hook or the host raised: only the capability's name is reported.
 
-    Only the capability's name is reported: the exception, its text and its
-    traceback stay on the server.
-
-    >>> result = defect("create_todo")
-    >>> result.is_error, result.structured_content["_tag"]
+    >>> answer = defect("create_todo")
+    >>> answer.is_error, answer.structured_content["_tag"]
     (True, 'AgentDefect')
     """
-    message = defect_message(capability)
-    return types.CallToolResult(
-        content=[types.TextContent(text=message)],
-        structured_content={"_tag": DEFECT_TAG, "capability": capability, "message": message},
-        is_error=True,
-    )
+    return result(defect_reply(capability))
 
 
 def resource(descriptor: ResourceDescriptor) -> types.Resource:

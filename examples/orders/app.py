@@ -25,6 +25,7 @@ from msgspec import Meta
 from agentfx.completion import CallInfo, Completion
 from agentfx.contract import AuthorizationRequest, for_model
 from agentfx.errors import Refusal
+from agentfx.hints import Hints
 from agentfx.program import Command
 
 __all__ = [
@@ -341,6 +342,9 @@ AppAgent = OrdersAgent.define(
             RequestedPlaceOrder,
             "Place an order for the calling customer",
             name="place_order",
+            title="Place order",
+            # Each call places another order, with the warehouse beyond the desk.
+            hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
             input=PlaceOrderInput,
             # The invocation id rides onto the warehouse's answer, so two
             # identical orders placed at once each settle their own call.
@@ -364,6 +368,8 @@ AppAgent = OrdersAgent.define(
             RequestedCancelOrder,
             "Cancel an open order",
             name="cancel_order",
+            title="Cancel order",
+            hints=Hints(read_only=False, destructive=True, idempotent=True),
             available=_has_open_order,
             input=CancelOrderInput,
             to_message=lambda cancel, ctx: RequestedCancelOrder(order_id=cancel.order_id, reason=cancel.reason),
@@ -379,6 +385,8 @@ AppAgent = OrdersAgent.define(
             ChangedPriority,
             "Change how fast an open order ships",
             name="change_priority",
+            title="Change priority",
+            hints=Hints(read_only=False, destructive=False, idempotent=True),
             available=_has_open_order,
             authorize=_may_change_priority,
         ),

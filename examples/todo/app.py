@@ -20,6 +20,7 @@ import msgspec
 from agentfx.app import App
 from agentfx.completion import CallInfo, Completion
 from agentfx.contract import for_model
+from agentfx.hints import Hints
 from agentfx.program import Command
 
 __all__ = [
@@ -236,6 +237,9 @@ AppAgent = TodoAgent.define(
             RequestedCreateTodo,
             "Create a new todo",
             name="create_todo",
+            title="Create todo",
+            # Two calls make two todos.
+            hints=Hints(read_only=False, destructive=False, idempotent=False),
             input=CreateTodoInput,
             # Two todos may share a title, so the invocation id rides onto the
             # CreatedTodo the server answers with and settles exactly this call.
@@ -246,6 +250,8 @@ AppAgent = TodoAgent.define(
             RequestedDeleteTodo,
             "Delete the currently selected todo",
             name="delete_selected_todo",
+            title="Delete selected todo",
+            hints=Hints(read_only=False, destructive=True),
             available=lambda model: model.selected_todo_id is not None,
             input=NoInput,
             to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected_todo_id or ""),
@@ -257,11 +263,19 @@ AppAgent = TodoAgent.define(
                 timeout=10.0,
             ),
         ),
-        TodoAgent.variant(SelectedTodo, "Select a todo by its id", name="select_todo"),
+        TodoAgent.variant(
+            SelectedTodo,
+            "Select a todo by its id",
+            name="select_todo",
+            title="Select todo",
+            hints=Hints(read_only=False, destructive=False, idempotent=True),
+        ),
         TodoAgent.variant(
             ClearedSelection,
             "Clear the current selection",
             available=lambda model: model.selected_todo_id is not None,
+            title="Clear selection",
+            hints=Hints(read_only=False, destructive=False, idempotent=True),
         ),
     ),
     resources=[

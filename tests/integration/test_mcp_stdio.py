@@ -119,7 +119,7 @@ async def test_the_sdk_client_over_stdio(mode: str, tmp_path: Path) -> None:
             await call_changing_tools(client, mode, notifications, "select", {"item": "milk"})
             assert "remove_selected" in [tool.name for tool in (await client.list_tools()).tools]
             completed = await client.call_tool("remove_selected", {})
-            assert text(completed) == "Completed: Removed"
+            assert text(completed).splitlines()[0] == "Completed: Removed"
 
             items = await client.read_resource("app://items")
             assert [getattr(c, "text", None) for c in items.contents] == ["[]"]
@@ -162,11 +162,16 @@ async def test_the_todo_example_served_by_agentfx_serve(mode: str) -> None:
     async with mcp.Client(serve("examples.todo.app:app"), mode=mode, message_handler=handler) as client:
         assert [tool.name for tool in (await client.list_tools()).tools] == ["create_todo", "select_todo"]
         created = await client.call_tool("create_todo", {"title": "Try agentfx"})
-        assert text(created) == "Completed: CreatedTodo"
         assert created.structured_content is not None
-        assert created.structured_content["completion"]["message"]["title"] == "Try agentfx"
+        made = created.structured_content["completion"]["message"]
+        assert made["title"] == "Try agentfx"
+        # A model reading only the text learns the new id too.
+        summary, data = text(created).split("\n")
+        assert summary == "Completed: CreatedTodo"
+        assert json.loads(data) == created.structured_content
+        assert f'"id":"{made["id"]}"' in data
         invalid = await client.call_tool("create_todo", {"title": 42})
-        assert invalid.is_error and text(invalid) == 'Invalid input for "create_todo"'
+        assert invalid.is_error and text(invalid) == 'Invalid input for "create_todo": "title" must be a string'
         unavailable = await client.call_tool("delete_selected_todo", {})
         assert text(unavailable) == 'Capability "delete_selected_todo" is not available right now'
 
