@@ -92,8 +92,22 @@ AuthorizeResult = bool | Refusal
 Authorize = Callable[[AuthorizationRequest[P, I, M]], AuthorizeResult | Awaitable[AuthorizeResult]]
 
 
+class Exposable(Generic[M, P]):
+    """What :func:`expose` takes: a declaration for Model ``M`` and principal ``P``.
+
+    :class:`Variant` is the one kind. ``expose`` is variadic, so its parameter
+    cannot name each variant's Message and input types; typed as
+    ``Variant[M, P, Any, Any]`` it would hand that ``Any`` to every lambda of a
+    ``variant(...)`` written inside the call. This base names only what all
+    variants of one contract share, so each ``variant(...)`` is inferred on its
+    own, inside ``expose`` exactly as outside.
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
-class Variant(Generic[M, P, Msg, I]):
+class Variant(Exposable[M, P], Generic[M, P, Msg, I]):
     """One Message declared for exposure, before :func:`expose` checks it against its union."""
 
     message: type[Msg]
@@ -318,7 +332,7 @@ class AgentBuilder(Generic[M, P]):
         input: None = None,
         to_message: None = None,
         authorize: Authorize[P, Msg, M] | None = None,
-        completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
+        completion: Completion[Msg, R, Msg] | StateCompletion[M, V, Msg] | None = None,
     ) -> Variant[M, P, Msg, Msg]: ...
 
     @overload
@@ -332,7 +346,7 @@ class AgentBuilder(Generic[M, P]):
         input: type[I],
         to_message: Callable[[I, InvocationContext[M, P]], Msg],
         authorize: Authorize[P, I, M] | None = None,
-        completion: Completion[I, R] | StateCompletion[M, V, I] | None = None,
+        completion: Completion[I, R, Msg] | StateCompletion[M, V, I] | None = None,
     ) -> Variant[M, P, Msg, I]: ...
 
     @overload
@@ -346,7 +360,7 @@ class AgentBuilder(Generic[M, P]):
         input: None = None,
         to_message: None = None,
         authorize: Authorize[P, Msg, M] | None = None,
-        completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
+        completion: Completion[Msg, R, Msg] | StateCompletion[M, V, Msg] | None = None,
     ) -> Variant[M, P, Msg, Msg]: ...
 
     def variant(
@@ -404,7 +418,7 @@ class AgentBuilder(Generic[M, P]):
             authorize,
         )
 
-    def expose(self, union: object, *variants: Variant[M, P, Any, Any]) -> Exposed[M, P]:
+    def expose(self, union: object, *variants: Exposable[M, P]) -> Exposed[M, P]:
         """Check variants against their Message union; every definition-time check runs here.
 
         Args:
@@ -430,7 +444,10 @@ class AgentBuilder(Generic[M, P]):
         # A capability can be named by its Message class, so each class is exposed once.
         classes: dict[type[Any], str] = {}
         for v in variants:
-            capability = _capability(v, members)
+            # The annotation promises variants, but untyped callers can pass anything.
+            if not isinstance(cast(object, v), Variant):
+                raise ContractError(f"expose() takes variants made by variant() or action(), got {v!r}")
+            capability = _capability(cast("Variant[Any, Any, Any, Any]", v), members)
             if capability.name in names:
                 raise ContractError(f'Duplicate exposed capability name "{capability.name}"')
             if capability.message in classes:
@@ -533,7 +550,7 @@ def variant(
     input: None = None,
     to_message: None = None,
     authorize: Authorize[Any, Msg, Any] | None = None,
-    completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+    completion: Completion[Msg, R, Msg] | StateCompletion[Any, V, Msg] | None = None,
 ) -> Variant[Any, Any, Msg, Msg]: ...
 @overload
 def variant(
@@ -545,7 +562,7 @@ def variant(
     input: type[I],
     to_message: Callable[[I, InvocationContext[Any, Any]], Msg],
     authorize: Authorize[Any, I, Any] | None = None,
-    completion: Completion[I, R] | StateCompletion[Any, V, I] | None = None,
+    completion: Completion[I, R, Msg] | StateCompletion[Any, V, I] | None = None,
 ) -> Variant[Any, Any, Msg, I]: ...
 @overload
 def variant(
@@ -557,7 +574,7 @@ def variant(
     input: None = None,
     to_message: None = None,
     authorize: Authorize[Any, Msg, Any] | None = None,
-    completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+    completion: Completion[Msg, R, Msg] | StateCompletion[Any, V, Msg] | None = None,
 ) -> Variant[Any, Any, Msg, Msg]: ...
 def variant(
     message: Any,
@@ -584,7 +601,7 @@ def action(
     return _untyped.action(action, available=available, authorize=authorize)
 
 
-def expose(union: object, *variants: Variant[Any, Any, Any, Any]) -> Exposed[Any, Any]:
+def expose(union: object, *variants: Exposable[Any, Any]) -> Exposed[Any, Any]:
     """:meth:`AgentBuilder.expose` with ``Any`` Model and principal."""
     return _untyped.expose(union, *variants)
 

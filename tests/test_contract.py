@@ -116,7 +116,14 @@ def test_something_that_is_not_a_union_is_refused() -> None:
 def test_a_message_that_is_not_a_class_is_refused() -> None:
     untyped: Any = "ClearedSelection"
     with raises("Cannot expose 'ClearedSelection': it is not a Message class"):
-        agentfx.expose(Message, Variant(untyped, "Not a class"))
+        declared: Variant[Any, Any, Any, Any] = Variant(untyped, "Not a class")
+        agentfx.expose(Message, declared)
+
+
+def test_something_that_is_not_a_variant_is_refused() -> None:
+    untyped: Any = ClearedSelection
+    with raises(f"expose() takes variants made by variant() or action(), got {ClearedSelection!r}"):
+        agentfx.expose(Message, untyped)
 
 
 def test_a_message_class_is_exposed_once() -> None:
