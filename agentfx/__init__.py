@@ -3,6 +3,7 @@
 This module only re-exports the public API; see each submodule for its layer.
 """
 
+from ._returns import as_result as as_result
 from .app import App as App
 from .audit import AuditEntry as AuditEntry
 from .audit import AuditLog as AuditLog
@@ -114,6 +115,7 @@ __all__ = (
     "Summary",
     "Variant",
     "action",
+    "as_result",
     "audit_log",
     "bind",
     "context_schema",
