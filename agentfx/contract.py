@@ -1,11 +1,14 @@
 """Declaring a contract: which Messages agents may send, and under what rules.
 
 This module owns the declaration API (:func:`variant`, :func:`action`,
-:func:`expose`, :func:`resource`, :func:`projection`, :func:`define`,
-:func:`for_model`) and every check that can run at definition time, so a
-mistake raises :class:`~agentfx.ContractError` where it was written rather
-than at the first call. It deliberately knows nothing of dispatch, hosts or
-transports: a :class:`Definition` is plain data.
+:func:`expose`, :func:`resource`, :func:`projection`, :func:`define`, and
+:class:`Declarations`, the same methods with the Model and principal types
+bound) and every check that can run at definition time, so a mistake raises
+:class:`~agentfx.ContractError` where it was written rather than at the first
+call. It deliberately knows nothing of dispatch, hosts or transports: a
+:class:`Definition` is plain data, and binding one to a host is
+:mod:`agentfx.runtime`'s (the typed ``for_model`` builder, which offers both,
+lives above both in :mod:`agentfx.builder`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
+from typing import Any, Generic, Protocol, TypeVar, cast, overload
 
 import msgspec
 
@@ -24,17 +27,13 @@ from .invocation import Invocation
 from .naming import check_name, default_name, message_tag
 from .schema import InputCodec, json_schema, project
 
-if TYPE_CHECKING:
-    from .audit import AuditSink
-    from .host import Host
-    from .runtime import AgentRuntime
-
 __all__ = [
     "Action",
-    "AgentBuilder",
     "AuthorizationRequest",
     "Capability",
+    "Declarations",
     "Definition",
+    "Exposable",
     "Exposed",
     "InvocationContext",
     "Projection",
@@ -43,7 +42,6 @@ __all__ = [
     "action",
     "define",
     "expose",
-    "for_model",
     "projection",
     "resource",
     "variant",
@@ -312,10 +310,11 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
     )
 
 
-class AgentBuilder(Generic[M, P]):
-    """Declares contracts with the Model and principal types bound, so inline lambdas are checked.
+class Declarations(Generic[M, P]):
+    """The declaration methods with the Model and principal types bound, so inline lambdas are checked.
 
-    Build one with :func:`for_model`. The module-level :func:`variant`,
+    :func:`~agentfx.for_model` builds an :class:`~agentfx.AgentBuilder`, which
+    is these methods plus ``bind``. The module-level :func:`variant`,
     :func:`expose`, ... are the same methods with ``Any`` Model and principal.
     """
 
@@ -496,48 +495,10 @@ class AgentBuilder(Generic[M, P]):
             names.add(r.name)
         return Definition(messages.union, messages.capabilities, copied, context)
 
-    def bind(
-        self,
-        definition: Definition[M, P],
-        *,
-        host: Host[M, Any, P],
-        audit: AuditSink | None = None,
-        tracer: object | None = None,
-    ) -> AgentRuntime[M, P]:
-        """Bind a contract to a host; see :func:`agentfx.bind`."""
-        from .runtime import bind
-
-        return bind(definition, host=host, audit=audit, tracer=tracer)
-
-
-@overload
-def for_model(model: type[M]) -> AgentBuilder[M, Any]: ...
-@overload
-def for_model(model: type[M], *, principal: type[P]) -> AgentBuilder[M, P]: ...
-def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentBuilder[Any, Any]:
-    """A builder whose methods know the Model and principal types.
-
-    The types only guide the type checker; nothing is checked at runtime.
-    Without ``principal`` the principal is ``Any``, as for the module-level
-    functions.
-
-    Args:
-        model: The application's Model class.
-        principal: The class of what ``host.principal`` resolves.
-
-    >>> import msgspec
-    >>> class Model(msgspec.Struct):
-    ...     count: int = 0
-    >>> Counter = for_model(Model, principal=str)
-    >>> isinstance(Counter, AgentBuilder)
-    True
-    """
-    return AgentBuilder()
-
 
 # The module-level twins are real functions rather than bound methods of an untyped
 # builder, so they are fully typed for checkers and show their own name and docs.
-_untyped: AgentBuilder[Any, Any] = AgentBuilder()
+_untyped: Declarations[Any, Any] = Declarations()
 
 
 @overload
