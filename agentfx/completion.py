@@ -109,6 +109,11 @@ def check_synchronous(hook: object, role: str) -> None:
 class Completion(Generic[Req, Res, Sent]):
     """A Message completion: the capability's work is done when one of these Messages is processed.
 
+    ``Completion[Req, Res, Sent]``: ``correlate`` sees the decoded input
+    (``Req``), a success or failure Message (``Res``) and the dispatched
+    Message as ``call.message`` (``Sent``, ``Any`` when not given). Written
+    inline in ``variant(...)``, all three are inferred from the variant.
+
     Args:
         success: The Message class (or classes) that complete the work.
         failure: The Message class (or classes) that report it failed; a

@@ -376,26 +376,50 @@ class Declarations(Generic[M, P]):
     ) -> Variant[M, P, Any, Any]:
         """Declare one Message for exposure.
 
-        A **direct** variant (no ``input``) takes the Message's own fields as
-        the agent's payload. A **mapped** variant decodes ``input`` and builds
-        the Message with ``to_message(input, ctx)``; ``input`` and
-        ``to_message`` come together.
+        A **direct** variant (no ``input``) takes the Message's own fields as the
+        agent's payload, decoded strictly. A **mapped** variant decodes ``input``
+        and builds the Message with ``to_message(input, ctx)``; ``input`` and
+        ``to_message`` come together (a type error, and a ``ContractError`` at
+        :func:`expose`, otherwise). Through :func:`~agentfx.for_model` every hook
+        is checked against the Model and principal types; the module-level
+        function leaves both ``Any``.
+
+        Nothing is checked here: :func:`expose` checks the variant against its
+        Message union, its name and its completion.
 
         Args:
             message: The Message class (a member of the union given to :func:`expose`).
             description: What the capability does, for the agent.
             name: The protocol-facing name; defaults to the snake-cased tag.
-            available: ``available(model) -> bool``: does the capability exist in this Model?
+            available: ``available(model) -> bool``: does the capability exist in
+                this Model? Runs before decoding; must answer synchronously.
             input: The external input Struct of a mapped variant.
-            to_message: ``to_message(input, ctx) -> Message`` of a mapped variant.
-            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one).
-            completion: A :class:`~agentfx.Completion` or :func:`~agentfx.when`.
+            to_message: ``to_message(input, ctx) -> Message`` of a mapped variant;
+                ``ctx`` is an :class:`InvocationContext` holding the invocation's one
+                Model snapshot, its principal and the invocation.
+            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one),
+                ``req`` an :class:`AuthorizationRequest` whose ``input`` is the
+                decoded input (the Message itself for a direct variant).
+            completion: A :class:`~agentfx.Completion` (``correlate(request, result,
+                call)`` sees the decoded input, a success or failure Message, and
+                ``call.message``, the dispatched Message) or :func:`~agentfx.when`
+                (``predicate(value, request)``).
+
+        Returns:
+            A :class:`Variant`, to pass to :func:`expose`.
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
         ...     pass
         >>> variant(Ping, "Ping the app").description
         'Ping the app'
+        >>> class Renamed(msgspec.Struct, tag=True):
+        ...     title: str
+        >>> class RenameInput(msgspec.Struct):
+        ...     new_title: str
+        >>> rename = variant(Renamed, "Rename", input=RenameInput, to_message=lambda i, ctx: Renamed(title=i.new_title))
+        >>> rename.to_message(RenameInput(new_title="Milk"), None)
+        Renamed(title='Milk')
         """
         return Variant(message, description, name, available, input, to_message, authorize, completion)
 
@@ -406,7 +430,31 @@ class Declarations(Generic[M, P]):
         available: Callable[[M], bool] | None = None,
         authorize: Authorize[P, I, M] | None = None,
     ) -> Variant[M, P, Msg, I]:
-        """Expose an :class:`Action` the application already declared, under that action's name."""
+        """Expose an :class:`Action` the application already declared, under that action's name.
+
+        The action's ``input`` and ``to_message`` make it a mapped variant; its
+        ``message`` must be a member of the union given to :func:`expose`, and a
+        ``to_message`` that makes another Message is refused at dispatch.
+
+        Args:
+            action: The application's :class:`Action`.
+            available: ``available(model) -> bool``, as for :func:`variant`.
+            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of
+                one), ``req.input`` being the action's decoded input.
+
+        Returns:
+            A :class:`Variant`, to pass to :func:`expose`.
+
+        >>> import msgspec
+        >>> class AddedToCart(msgspec.Struct, tag=True):
+        ...     sku: str
+        >>> class AddToCartInput(msgspec.Struct):
+        ...     sku: str
+        >>> add = Action("add_to_cart", "Add an item", AddToCartInput,
+        ...              lambda i, ctx: AddedToCart(sku=i.sku), message=AddedToCart)
+        >>> [c.name for c in expose(AddedToCart, action(add)).capabilities]
+        ['add_to_cart']
+        """
         return Variant(
             action.message,
             action.description,
@@ -420,16 +468,23 @@ class Declarations(Generic[M, P]):
     def expose(self, union: object, *variants: Exposable[M, P]) -> Exposed[M, P]:
         """Check variants against their Message union; every definition-time check runs here.
 
+        Each variant's hooks keep the types :func:`variant` inferred for them:
+        ``variants`` are :class:`Exposable` for the Model and principal only, so a
+        ``variant(...)`` written inside the call is checked exactly as outside it.
+
         Args:
             union: The application's Message union (``A | B``, ``typing.Union``
                 or a ``type`` alias of one), or a single Message class.
             variants: The capabilities, in the order agents will see them.
 
+        Returns:
+            An :class:`Exposed`, to pass to :func:`define`.
+
         Raises:
-            ContractError: A class outside the union, an invalid or duplicate
-                name, a Message class exposed twice, ``input`` without
-                ``to_message`` (or the reverse), a non-Struct input, or a
-                malformed completion.
+            ContractError: Something not made by :func:`variant` or :func:`action`,
+                a class outside the union, an invalid or duplicate name, a Message
+                class exposed twice, ``input`` without ``to_message`` (or the
+                reverse), a non-Struct input, or a malformed completion.
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
@@ -461,8 +516,28 @@ class Declarations(Generic[M, P]):
     def resource(self, name: str, description: str, *, schema: object, read: Callable[[M], object]) -> Resource[M]:
         """A named read-only projection of the Model, encoded through ``schema``.
 
+        Reading encodes ``read(model)`` through ``schema`` with msgspec (undeclared
+        fields dropped); a value that violates the schema is an application bug
+        and raises :class:`~agentfx.AgentProjectionError` when read.
+
+        Args:
+            name: The resource's name (MCP lists it as ``app://<name>``).
+            description: What it holds, for the agent.
+            schema: A type msgspec can encode and describe (a Struct, ``list[Todo]``, ...).
+            read: ``read(model) -> value``.
+
+        Returns:
+            A :class:`Resource`, to pass to :func:`define`.
+
         Raises:
             ContractError: msgspec cannot describe ``schema``.
+
+        >>> import msgspec
+        >>> class Model(msgspec.Struct):
+        ...     todos: list[str] = []
+        >>> todos = resource("todos", "The todos", schema=list[str], read=lambda m: m.todos)
+        >>> todos.encode(Model(todos=["milk"]))
+        ['milk']
         """
         _check_schema(schema, f'Cannot define the resource "{name}"')
         return Resource(name, description, schema, read)
@@ -470,8 +545,25 @@ class Declarations(Generic[M, P]):
     def projection(self, schema: object, read: Callable[[M], object]) -> Projection[M]:
         """The context projected for agents, encoded through ``schema``.
 
+        The same rules as :func:`resource`: ``read(model)`` is encoded through
+        ``schema``, and a value that violates it raises
+        :class:`~agentfx.AgentProjectionError` when read.
+
+        Args:
+            schema: A type msgspec can encode and describe.
+            read: ``read(model) -> value``.
+
+        Returns:
+            A :class:`Projection`, to pass to :func:`define` as ``context``.
+
         Raises:
             ContractError: msgspec cannot describe ``schema``.
+
+        >>> import msgspec
+        >>> class Model(msgspec.Struct):
+        ...     count: int = 0
+        >>> projection(int, lambda m: m.count).encode(Model(count=2))
+        2
         """
         _check_schema(schema, "Cannot define the context projection")
         return Projection(schema, read)
@@ -482,10 +574,30 @@ class Declarations(Generic[M, P]):
         resources: Iterable[Resource[M]] = (),
         context: Projection[M] | None = None,
     ) -> Definition[M, P]:
-        """Assemble a contract. The resource list is copied.
+        """Assemble a contract: the exposed capabilities, resources and context projection.
+
+        The result is plain data: it can be listed and documented
+        (:func:`~agentfx.to_manifest`) without a host, and bound to one with
+        :func:`~agentfx.bind`. The resource list is copied, so later changes to the
+        caller's list do not change the contract.
+
+        Args:
+            messages: The capabilities, from :func:`expose`.
+            resources: The resources, from :func:`resource`.
+            context: The context projection, from :func:`projection`.
+
+        Returns:
+            A :class:`Definition`.
 
         Raises:
             ContractError: Two resources share a name.
+
+        >>> import msgspec
+        >>> class Ping(msgspec.Struct, tag=True):
+        ...     pass
+        >>> contract = define(expose(Ping, variant(Ping, "Ping")), [resource("pings", "Pings", schema=int, read=lambda m: 0)])
+        >>> [c.name for c in contract.capabilities], [r.name for r in contract.resources]
+        (['ping'], ['pings'])
         """
         copied = tuple(resources)
         names: set[str] = set()
@@ -548,7 +660,53 @@ def variant(
     authorize: Authorize[Any, Any, Any] | None = None,
     completion: AnyCompletion | None = None,
 ) -> Variant[Any, Any, Any, Any]:
-    """:meth:`AgentBuilder.variant` with ``Any`` Model and principal."""
+    """Declare one Message for exposure.
+
+    A **direct** variant (no ``input``) takes the Message's own fields as the
+    agent's payload, decoded strictly. A **mapped** variant decodes ``input``
+    and builds the Message with ``to_message(input, ctx)``; ``input`` and
+    ``to_message`` come together (a type error, and a ``ContractError`` at
+    :func:`expose`, otherwise). Through :func:`~agentfx.for_model` every hook
+    is checked against the Model and principal types; the module-level
+    function leaves both ``Any``.
+
+    Nothing is checked here: :func:`expose` checks the variant against its
+    Message union, its name and its completion.
+
+    Args:
+        message: The Message class (a member of the union given to :func:`expose`).
+        description: What the capability does, for the agent.
+        name: The protocol-facing name; defaults to the snake-cased tag.
+        available: ``available(model) -> bool``: does the capability exist in
+            this Model? Runs before decoding; must answer synchronously.
+        input: The external input Struct of a mapped variant.
+        to_message: ``to_message(input, ctx) -> Message`` of a mapped variant;
+            ``ctx`` is an :class:`InvocationContext` holding the invocation's one
+            Model snapshot, its principal and the invocation.
+        authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one),
+            ``req`` an :class:`AuthorizationRequest` whose ``input`` is the
+            decoded input (the Message itself for a direct variant).
+        completion: A :class:`~agentfx.Completion` (``correlate(request, result,
+            call)`` sees the decoded input, a success or failure Message, and
+            ``call.message``, the dispatched Message) or :func:`~agentfx.when`
+            (``predicate(value, request)``).
+
+    Returns:
+        A :class:`Variant`, to pass to :func:`expose`.
+
+    >>> import msgspec
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> variant(Ping, "Ping the app").description
+    'Ping the app'
+    >>> class Renamed(msgspec.Struct, tag=True):
+    ...     title: str
+    >>> class RenameInput(msgspec.Struct):
+    ...     new_title: str
+    >>> rename = variant(Renamed, "Rename", input=RenameInput, to_message=lambda i, ctx: Renamed(title=i.new_title))
+    >>> rename.to_message(RenameInput(new_title="Milk"), None)
+    Renamed(title='Milk')
+    """
     return Variant(message, description, name, available, input, to_message, authorize, completion)
 
 
@@ -558,22 +716,116 @@ def action(
     available: Callable[[Any], bool] | None = None,
     authorize: Authorize[Any, I, Any] | None = None,
 ) -> Variant[Any, Any, Msg, I]:
-    """:meth:`AgentBuilder.action` with ``Any`` Model and principal."""
+    """Expose an :class:`Action` the application already declared, under that action's name.
+
+    The action's ``input`` and ``to_message`` make it a mapped variant; its
+    ``message`` must be a member of the union given to :func:`expose`, and a
+    ``to_message`` that makes another Message is refused at dispatch.
+
+    Args:
+        action: The application's :class:`Action`.
+        available: ``available(model) -> bool``, as for :func:`variant`.
+        authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of
+            one), ``req.input`` being the action's decoded input.
+
+    Returns:
+        A :class:`Variant`, to pass to :func:`expose`.
+
+    >>> import msgspec
+    >>> class AddedToCart(msgspec.Struct, tag=True):
+    ...     sku: str
+    >>> class AddToCartInput(msgspec.Struct):
+    ...     sku: str
+    >>> add = Action("add_to_cart", "Add an item", AddToCartInput,
+    ...              lambda i, ctx: AddedToCart(sku=i.sku), message=AddedToCart)
+    >>> [c.name for c in expose(AddedToCart, action(add)).capabilities]
+    ['add_to_cart']
+    """
     return _untyped.action(action, available=available, authorize=authorize)
 
 
 def expose(union: object, *variants: Exposable[Any, Any]) -> Exposed[Any, Any]:
-    """:meth:`AgentBuilder.expose` with ``Any`` Model and principal."""
+    """Check variants against their Message union; every definition-time check runs here.
+
+    Each variant's hooks keep the types :func:`variant` inferred for them:
+    ``variants`` are :class:`Exposable` for the Model and principal only, so a
+    ``variant(...)`` written inside the call is checked exactly as outside it.
+
+    Args:
+        union: The application's Message union (``A | B``, ``typing.Union``
+            or a ``type`` alias of one), or a single Message class.
+        variants: The capabilities, in the order agents will see them.
+
+    Returns:
+        An :class:`Exposed`, to pass to :func:`define`.
+
+    Raises:
+        ContractError: Something not made by :func:`variant` or :func:`action`,
+            a class outside the union, an invalid or duplicate name, a Message
+            class exposed twice, ``input`` without ``to_message`` (or the
+            reverse), a non-Struct input, or a malformed completion.
+
+    >>> import msgspec
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> [c.name for c in expose(Ping, variant(Ping, "Ping")).capabilities]
+    ['ping']
+    """
     return _untyped.expose(union, *variants)
 
 
 def resource(name: str, description: str, *, schema: object, read: Callable[[Any], object]) -> Resource[Any]:
-    """:meth:`AgentBuilder.resource` with ``Any`` Model."""
+    """A named read-only projection of the Model, encoded through ``schema``.
+
+    Reading encodes ``read(model)`` through ``schema`` with msgspec (undeclared
+    fields dropped); a value that violates the schema is an application bug
+    and raises :class:`~agentfx.AgentProjectionError` when read.
+
+    Args:
+        name: The resource's name (MCP lists it as ``app://<name>``).
+        description: What it holds, for the agent.
+        schema: A type msgspec can encode and describe (a Struct, ``list[Todo]``, ...).
+        read: ``read(model) -> value``.
+
+    Returns:
+        A :class:`Resource`, to pass to :func:`define`.
+
+    Raises:
+        ContractError: msgspec cannot describe ``schema``.
+
+    >>> import msgspec
+    >>> class Model(msgspec.Struct):
+    ...     todos: list[str] = []
+    >>> todos = resource("todos", "The todos", schema=list[str], read=lambda m: m.todos)
+    >>> todos.encode(Model(todos=["milk"]))
+    ['milk']
+    """
     return _untyped.resource(name, description, schema=schema, read=read)
 
 
 def projection(schema: object, read: Callable[[Any], object]) -> Projection[Any]:
-    """:meth:`AgentBuilder.projection` with ``Any`` Model."""
+    """The context projected for agents, encoded through ``schema``.
+
+    The same rules as :func:`resource`: ``read(model)`` is encoded through
+    ``schema``, and a value that violates it raises
+    :class:`~agentfx.AgentProjectionError` when read.
+
+    Args:
+        schema: A type msgspec can encode and describe.
+        read: ``read(model) -> value``.
+
+    Returns:
+        A :class:`Projection`, to pass to :func:`define` as ``context``.
+
+    Raises:
+        ContractError: msgspec cannot describe ``schema``.
+
+    >>> import msgspec
+    >>> class Model(msgspec.Struct):
+    ...     count: int = 0
+    >>> projection(int, lambda m: m.count).encode(Model(count=2))
+    2
+    """
     return _untyped.projection(schema, read)
 
 
@@ -582,5 +834,29 @@ def define(
     resources: Iterable[Resource[Any]] = (),
     context: Projection[Any] | None = None,
 ) -> Definition[Any, Any]:
-    """:meth:`AgentBuilder.define` with ``Any`` Model and principal."""
+    """Assemble a contract: the exposed capabilities, resources and context projection.
+
+    The result is plain data: it can be listed and documented
+    (:func:`~agentfx.to_manifest`) without a host, and bound to one with
+    :func:`~agentfx.bind`. The resource list is copied, so later changes to the
+    caller's list do not change the contract.
+
+    Args:
+        messages: The capabilities, from :func:`expose`.
+        resources: The resources, from :func:`resource`.
+        context: The context projection, from :func:`projection`.
+
+    Returns:
+        A :class:`Definition`.
+
+    Raises:
+        ContractError: Two resources share a name.
+
+    >>> import msgspec
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> contract = define(expose(Ping, variant(Ping, "Ping")), [resource("pings", "Pings", schema=int, read=lambda m: 0)])
+    >>> [c.name for c in contract.capabilities], [r.name for r in contract.resources]
+    (['ping'], ['pings'])
+    """
     return _untyped.define(messages, resources, context)

@@ -12,6 +12,7 @@ import pytest
 
 import agentfx
 from agentfx import Action, AgentBuilder, Completion, ContractError, Variant
+from agentfx.contract import Declarations
 from tests.support import (
     ClearedSelection,
     DeletedTodo,
@@ -602,3 +603,14 @@ class Unresolvable(msgspec.Struct):
 def test_a_resource_schema_with_an_unresolvable_annotation_is_refused_at_definition() -> None:
     with pytest.raises(ContractError, match=r'^Cannot define the resource "r": its schema cannot be described \('):
         agentfx.resource("r", "R", schema=Unresolvable, read=lambda model: model)
+
+
+@pytest.mark.parametrize("name", ["variant", "action", "expose", "resource", "projection", "define"])
+def test_the_module_functions_carry_the_full_documentation(name: str) -> None:
+    function = getattr(agentfx, name)
+    own = inspect.getdoc(function)  # what help() shows
+    assert own is not None and own == inspect.getdoc(getattr(Declarations, name))
+    # Every parameter is described, and there is a worked example.
+    for parameter in inspect.signature(function).parameters:
+        assert re.search(rf"^    {parameter}: \S", own, re.MULTILINE), parameter
+    assert "\n>>> " in own and "Returns:\n" in own
