@@ -117,6 +117,11 @@ class Variant(Exposable[M, P], Generic[M, P, Msg, I]):
     authorize: Authorize[P, I, M] | None = None
     completion: AnyCompletion | None = None
 
+    @property
+    def input_type(self) -> type[Any]:
+        """What the agent's payload decodes to: ``input``, or the Message class itself for a direct variant."""
+        return self.input if self.input is not None else self.message
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class Action(Generic[I, Msg]):
@@ -286,7 +291,7 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
     if v.to_message is not None and v.input is None:
         raise ContractError(f'Cannot expose "{tag}": "to_message" was provided without "input"')
     name = check_name(tag, v.name if v.name is not None else default_name(tag))
-    input_type: type[Any] = v.input if v.input is not None else cls
+    input_type = v.input_type
     if not (isinstance(cast(object, input_type), type) and issubclass(input_type, msgspec.Struct)):
         raise ContractError(f'Cannot expose "{tag}": its input must be a msgspec Struct type')
     try:
