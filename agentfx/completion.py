@@ -244,9 +244,9 @@ class Pending:
 
     __slots__ = ("_event", "call", "defect", "key", "outcome", "request")
 
-    def __init__(self, request: object, call: CallInfo) -> None:
-        self.request = request
-        self.call = call
+    def __init__(self, request: object, call: CallInfo[Any]) -> None:
+        self.request: object = request
+        self.call: CallInfo[Any] = call
         self.outcome: CompletionOutcome | None = None
         self.defect: BaseException | None = None
         self.key: Hashable = None
