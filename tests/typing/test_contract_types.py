@@ -559,3 +559,23 @@ def test_inside_define_a_typo_is_a_type_error() -> None:
 
 def test_inside_the_module_expose_a_typo_is_a_type_error() -> None:
     agentfx.define(agentfx.expose(Message, agentfx.variant(RequestedCreateTodo, "Create", input=DeleteInput, to_message=lambda new, ctx: RequestedCreateTodo(title=new.titel))))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_an_authorize_principal_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=make_delete, authorize=lambda req: req.principal.is_admin))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_a_state_projection_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedCreateTodo, "Create", completion=agentfx.when(projection=lambda model: model.todo_list, predicate=lambda todos, request: todos is not None)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_a_state_request_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=make_delete, completion=agentfx.when(projection=lambda model: model.todos, predicate=lambda todos, request: request.todo_id not in todos)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+
+def test_inside_define_a_typo_in_a_resource_or_the_context_is_a_type_error() -> None:
+    TodoAgent.define(
+        messages=TodoAgent.expose(Message),
+        resources=[TodoAgent.resource("todos", "The todos", schema=list[Todo], read=lambda m: m.todo_list)],  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+        context=TodoAgent.projection(AgentView, lambda m: AgentView(todos=m.todo_list)),  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
+    )
