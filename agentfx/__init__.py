@@ -3,12 +3,15 @@
 This module only re-exports the public API; see each submodule for its layer.
 """
 
+from ._returns import as_result as as_result
 from .app import App as App
 from .audit import AuditEntry as AuditEntry
 from .audit import AuditLog as AuditLog
 from .audit import AuditRecord as AuditRecord
 from .audit import AuditSink as AuditSink
 from .audit import audit_log as audit_log
+from .builder import AgentBuilder as AgentBuilder
+from .builder import for_model as for_model
 from .completion import CallInfo as CallInfo
 from .completion import Completion as Completion
 from .completion import CompletionOutcome as CompletionOutcome
@@ -16,7 +19,6 @@ from .completion import Source as Source
 from .completion import StateCompletion as StateCompletion
 from .completion import when as when
 from .contract import Action as Action
-from .contract import AgentBuilder as AgentBuilder
 from .contract import AuthorizationRequest as AuthorizationRequest
 from .contract import Capability as Capability
 from .contract import Definition as Definition
@@ -28,7 +30,6 @@ from .contract import Variant as Variant
 from .contract import action as action
 from .contract import define as define
 from .contract import expose as expose
-from .contract import for_model as for_model
 from .contract import projection as projection
 from .contract import resource as resource
 from .contract import variant as variant
@@ -123,6 +124,7 @@ __all__ = (
     "ToolView",
     "Variant",
     "action",
+    "as_result",
     "audit_log",
     "bind",
     "context_schema",

@@ -13,10 +13,13 @@ import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, cast
 
 import anyio
 import msgspec
+
+# ``TypeVar(default=...)`` (PEP 696) is in ``typing`` from Python 3.13 only.
+from typing_extensions import TypeVar
 
 from .errors import ContractError
 from .host import Unsubscribe
@@ -38,6 +41,9 @@ Req = TypeVar("Req")
 Res = TypeVar("Res")
 V = TypeVar("V")
 M = TypeVar("M")
+# The dispatched Message; it defaults to ``Any`` so ``CallInfo`` and ``Completion[Req, Res]``
+# written without it keep their meaning.
+Sent = TypeVar("Sent", default=Any)
 
 _DEFAULT_TIMEOUT = 30.0
 
@@ -50,11 +56,14 @@ def _seconds(timeout: float | timedelta) -> float:
     return seconds
 
 
-class CallInfo(msgspec.Struct, frozen=True):
-    """What ``correlate`` learns about the call: its invocation and the Message it dispatched."""
+class CallInfo(msgspec.Struct, Generic[Sent], frozen=True):
+    """What ``correlate`` learns about the call: its invocation and the Message it dispatched.
+
+    Inside a ``variant(...)`` call, ``message`` is typed as the variant's Message class.
+    """
 
     invocation: Invocation
-    message: Any
+    message: Sent
 
 
 def _classes(value: object, role: str) -> tuple[type[Any], ...]:
@@ -97,8 +106,13 @@ def check_synchronous(hook: object, role: str) -> None:
 # No slots on the generic declarations: ``Completion[Req, Res](...)`` sets ``__orig_class__``,
 # which a slotted frozen dataclass refuses with a TypeError instead of the expected AttributeError.
 @dataclass(frozen=True, init=False)
-class Completion(Generic[Req, Res]):
+class Completion(Generic[Req, Res, Sent]):
     """A Message completion: the capability's work is done when one of these Messages is processed.
+
+    ``Completion[Req, Res, Sent]``: ``correlate`` sees the decoded input
+    (``Req``), a success or failure Message (``Res``) and the dispatched
+    Message as ``call.message`` (``Sent``, ``Any`` when not given). Written
+    inline in ``variant(...)``, all three are inferred from the variant.
 
     Args:
         success: The Message class (or classes) that complete the work.
@@ -124,18 +138,18 @@ class Completion(Generic[Req, Res]):
 
     success: tuple[type[Res], ...]
     failure: tuple[type[Res], ...]
-    correlate: Callable[[Req, Res, CallInfo], bool] | None
-    correlate_key: tuple[Callable[[Req, CallInfo], Hashable], Callable[[Res], Hashable]] | None
+    correlate: Callable[[Req, Res, CallInfo[Sent]], bool] | None
+    correlate_key: tuple[Callable[[Req, CallInfo[Sent]], Hashable], Callable[[Res], Hashable]] | None
     timeout: float
 
     def __init__(
         self,
         success: type[Res] | tuple[type[Res], ...],
         failure: type[Res] | tuple[type[Res], ...] = (),
-        correlate: Callable[[Req, Res, CallInfo], bool] | None = None,
+        correlate: Callable[[Req, Res, CallInfo[Sent]], bool] | None = None,
         timeout: float | timedelta = _DEFAULT_TIMEOUT,
         *,
-        correlate_key: tuple[Callable[[Req, CallInfo], Hashable], Callable[[Res], Hashable]] | None = None,
+        correlate_key: tuple[Callable[[Req, CallInfo[Sent]], Hashable], Callable[[Res], Hashable]] | None = None,
     ) -> None:
         if correlate is not None and correlate_key is not None:
             raise ContractError('Give a completion either "correlate" or "correlate_key", not both')
@@ -230,9 +244,9 @@ class Pending:
 
     __slots__ = ("_event", "call", "defect", "key", "outcome", "request")
 
-    def __init__(self, request: object, call: CallInfo) -> None:
-        self.request = request
-        self.call = call
+    def __init__(self, request: object, call: CallInfo[Any]) -> None:
+        self.request: object = request
+        self.call: CallInfo[Any] = call
         self.outcome: CompletionOutcome | None = None
         self.defect: BaseException | None = None
         self.key: Hashable = None

@@ -1,11 +1,14 @@
 """Declaring a contract: which Messages agents may send, and under what rules.
 
 This module owns the declaration API (:func:`variant`, :func:`action`,
-:func:`expose`, :func:`resource`, :func:`projection`, :func:`define`,
-:func:`for_model`) and every check that can run at definition time, so a
-mistake raises :class:`~agentfx.ContractError` where it was written rather
-than at the first call. It deliberately knows nothing of dispatch, hosts or
-transports: a :class:`Definition` is plain data.
+:func:`expose`, :func:`resource`, :func:`projection`, :func:`define`, and
+:class:`Declarations`, the same methods with the Model and principal types
+bound) and every check that can run at definition time, so a mistake raises
+:class:`~agentfx.ContractError` where it was written rather than at the first
+call. It deliberately knows nothing of dispatch, hosts or transports: a
+:class:`Definition` is plain data, and binding one to a host is
+:mod:`agentfx.runtime`'s (the typed ``for_model`` builder, which offers both,
+lives above both in :mod:`agentfx.builder`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
+from typing import Any, Generic, Protocol, TypeVar, cast, overload
 
 import msgspec
 
@@ -25,17 +28,13 @@ from .invocation import Invocation
 from .naming import check_name, default_name, message_tag
 from .schema import InputCodec, json_schema, project
 
-if TYPE_CHECKING:
-    from .audit import AuditSink
-    from .host import Host
-    from .runtime import AgentRuntime
-
 __all__ = [
     "Action",
-    "AgentBuilder",
     "AuthorizationRequest",
     "Capability",
+    "Declarations",
     "Definition",
+    "Exposable",
     "Exposed",
     "InvocationContext",
     "Projection",
@@ -44,7 +43,6 @@ __all__ = [
     "action",
     "define",
     "expose",
-    "for_model",
     "projection",
     "resource",
     "variant",
@@ -93,8 +91,22 @@ AuthorizeResult = bool | Refusal
 Authorize = Callable[[AuthorizationRequest[P, I, M]], AuthorizeResult | Awaitable[AuthorizeResult]]
 
 
+class Exposable(Generic[M, P]):
+    """What :func:`expose` takes: a declaration for Model ``M`` and principal ``P``.
+
+    :class:`Variant` is the one kind. ``expose`` is variadic, so its parameter
+    cannot name each variant's Message and input types; typed as
+    ``Variant[M, P, Any, Any]`` it would hand that ``Any`` to every lambda of a
+    ``variant(...)`` written inside the call. This base names only what all
+    variants of one contract share, so each ``variant(...)`` is inferred on its
+    own, inside ``expose`` exactly as outside.
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
-class Variant(Generic[M, P, Msg, I]):
+class Variant(Exposable[M, P], Generic[M, P, Msg, I]):
     """One Message declared for exposure, before :func:`expose` checks it against its union."""
 
     message: type[Msg]
@@ -107,6 +119,11 @@ class Variant(Generic[M, P, Msg, I]):
     completion: AnyCompletion | None = None
     title: str | None = None
     hints: Hints | None = None
+
+    @property
+    def input_type(self) -> type[Any]:
+        """What the agent's payload decodes to: ``input``, or the Message class itself for a direct variant."""
+        return self.input if self.input is not None else self.message
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -279,7 +296,7 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
     if v.to_message is not None and v.input is None:
         raise ContractError(f'Cannot expose "{tag}": "to_message" was provided without "input"')
     name = check_name(tag, v.name if v.name is not None else default_name(tag))
-    input_type: type[Any] = v.input if v.input is not None else cls
+    input_type = v.input_type
     if not (isinstance(cast(object, input_type), type) and issubclass(input_type, msgspec.Struct)):
         raise ContractError(f'Cannot expose "{tag}": its input must be a msgspec Struct type')
     try:
@@ -317,10 +334,11 @@ def _check_presentation(tag: str, title: object, hints: object) -> tuple[str | N
     return title, hints
 
 
-class AgentBuilder(Generic[M, P]):
-    """Declares contracts with the Model and principal types bound, so inline lambdas are checked.
+class Declarations(Generic[M, P]):
+    """The declaration methods with the Model and principal types bound, so inline lambdas are checked.
 
-    Build one with :func:`for_model`. The module-level :func:`variant`,
+    :func:`~agentfx.for_model` builds an :class:`~agentfx.AgentBuilder`, which
+    is these methods plus ``bind``. The module-level :func:`variant`,
     :func:`expose`, ... are the same methods with ``Any`` Model and principal.
     """
 
@@ -337,7 +355,7 @@ class AgentBuilder(Generic[M, P]):
         input: None = None,
         to_message: None = None,
         authorize: Authorize[P, Msg, M] | None = None,
-        completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
+        completion: Completion[Msg, R, Msg] | StateCompletion[M, V, Msg] | None = None,
         title: str | None = None,
         hints: Hints | None = None,
     ) -> Variant[M, P, Msg, Msg]: ...
@@ -353,7 +371,7 @@ class AgentBuilder(Generic[M, P]):
         input: type[I],
         to_message: Callable[[I, InvocationContext[M, P]], Msg],
         authorize: Authorize[P, I, M] | None = None,
-        completion: Completion[I, R] | StateCompletion[M, V, I] | None = None,
+        completion: Completion[I, R, Msg] | StateCompletion[M, V, I] | None = None,
         title: str | None = None,
         hints: Hints | None = None,
     ) -> Variant[M, P, Msg, I]: ...
@@ -369,7 +387,7 @@ class AgentBuilder(Generic[M, P]):
         input: None = None,
         to_message: None = None,
         authorize: Authorize[P, Msg, M] | None = None,
-        completion: Completion[Msg, R] | StateCompletion[M, V, Msg] | None = None,
+        completion: Completion[Msg, R, Msg] | StateCompletion[M, V, Msg] | None = None,
         title: str | None = None,
         hints: Hints | None = None,
     ) -> Variant[M, P, Msg, Msg]: ...
@@ -390,28 +408,52 @@ class AgentBuilder(Generic[M, P]):
     ) -> Variant[M, P, Any, Any]:
         """Declare one Message for exposure.
 
-        A **direct** variant (no ``input``) takes the Message's own fields as
-        the agent's payload. A **mapped** variant decodes ``input`` and builds
-        the Message with ``to_message(input, ctx)``; ``input`` and
-        ``to_message`` come together.
+        A **direct** variant (no ``input``) takes the Message's own fields as the
+        agent's payload, decoded strictly. A **mapped** variant decodes ``input``
+        and builds the Message with ``to_message(input, ctx)``; ``input`` and
+        ``to_message`` come together (a type error, and a ``ContractError`` at
+        :func:`expose`, otherwise). Through :func:`~agentfx.for_model` every hook
+        is checked against the Model and principal types; the module-level
+        function leaves both ``Any``.
+
+        Nothing is checked here: :func:`expose` checks the variant against its
+        Message union, its name and its completion.
 
         Args:
             message: The Message class (a member of the union given to :func:`expose`).
             description: What the capability does, for the agent.
             name: The protocol-facing name; defaults to the snake-cased tag.
-            available: ``available(model) -> bool``: does the capability exist in this Model?
+            available: ``available(model) -> bool``: does the capability exist in
+                this Model? Runs before decoding; must answer synchronously.
             input: The external input Struct of a mapped variant.
-            to_message: ``to_message(input, ctx) -> Message`` of a mapped variant.
-            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one).
-            completion: A :class:`~agentfx.Completion` or :func:`~agentfx.when`.
+            to_message: ``to_message(input, ctx) -> Message`` of a mapped variant;
+                ``ctx`` is an :class:`InvocationContext` holding the invocation's one
+                Model snapshot, its principal and the invocation.
+            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one),
+                ``req`` an :class:`AuthorizationRequest` whose ``input`` is the
+                decoded input (the Message itself for a direct variant).
+            completion: A :class:`~agentfx.Completion` (``correlate(request, result,
+                call)`` sees the decoded input, a success or failure Message, and
+                ``call.message``, the dispatched Message) or :func:`~agentfx.when`
+                (``predicate(value, request)``).
             title: A short human-readable name for clients to display.
             hints: What the capability says about its effect (an :class:`~agentfx.Hints`).
+
+        Returns:
+            A :class:`Variant`, to pass to :func:`expose`.
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
         ...     pass
         >>> variant(Ping, "Ping the app").description
         'Ping the app'
+        >>> class Renamed(msgspec.Struct, tag=True):
+        ...     title: str
+        >>> class RenameInput(msgspec.Struct):
+        ...     new_title: str
+        >>> rename = variant(Renamed, "Rename", input=RenameInput, to_message=lambda i, ctx: Renamed(title=i.new_title))
+        >>> rename.to_message(RenameInput(new_title="Milk"), None)
+        Renamed(title='Milk')
         """
         return Variant(message, description, name, available, input, to_message, authorize, completion, title, hints)
 
@@ -426,7 +468,30 @@ class AgentBuilder(Generic[M, P]):
     ) -> Variant[M, P, Msg, I]:
         """Expose an :class:`Action` the application already declared, under that action's name.
 
-        ``title`` and ``hints`` are as for :meth:`variant`.
+        The action's ``input`` and ``to_message`` make it a mapped variant; its
+        ``message`` must be a member of the union given to :func:`expose`, and a
+        ``to_message`` that makes another Message is refused at dispatch.
+
+        Args:
+            action: The application's :class:`Action`.
+            available: ``available(model) -> bool``, as for :func:`variant`.
+            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of
+                one), ``req.input`` being the action's decoded input.
+            title: A short human-readable name, as for :func:`variant`.
+            hints: What the capability says about its effect, as for :func:`variant`.
+
+        Returns:
+            A :class:`Variant`, to pass to :func:`expose`.
+
+        >>> import msgspec
+        >>> class AddedToCart(msgspec.Struct, tag=True):
+        ...     sku: str
+        >>> class AddToCartInput(msgspec.Struct):
+        ...     sku: str
+        >>> add = Action("add_to_cart", "Add an item", AddToCartInput,
+        ...              lambda i, ctx: AddedToCart(sku=i.sku), message=AddedToCart)
+        >>> [c.name for c in expose(AddedToCart, action(add)).capabilities]
+        ['add_to_cart']
         """
         return Variant(
             action.message,
@@ -440,19 +505,26 @@ class AgentBuilder(Generic[M, P]):
             hints=hints,
         )
 
-    def expose(self, union: object, *variants: Variant[M, P, Any, Any]) -> Exposed[M, P]:
+    def expose(self, union: object, *variants: Exposable[M, P]) -> Exposed[M, P]:
         """Check variants against their Message union; every definition-time check runs here.
+
+        Each variant's hooks keep the types :func:`variant` inferred for them:
+        ``variants`` are :class:`Exposable` for the Model and principal only, so a
+        ``variant(...)`` written inside the call is checked exactly as outside it.
 
         Args:
             union: The application's Message union (``A | B``, ``typing.Union``
                 or a ``type`` alias of one), or a single Message class.
             variants: The capabilities, in the order agents will see them.
 
+        Returns:
+            An :class:`Exposed`, to pass to :func:`define`.
+
         Raises:
-            ContractError: A class outside the union, an invalid or duplicate
-                name, a Message class exposed twice, ``input`` without
-                ``to_message`` (or the reverse), a non-Struct input, or a
-                malformed completion.
+            ContractError: Something not made by :func:`variant` or :func:`action`,
+                a class outside the union, an invalid or duplicate name, a Message
+                class exposed twice, ``input`` without ``to_message`` (or the
+                reverse), a non-Struct input, or a malformed completion.
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
@@ -466,7 +538,10 @@ class AgentBuilder(Generic[M, P]):
         # A capability can be named by its Message class, so each class is exposed once.
         classes: dict[type[Any], str] = {}
         for v in variants:
-            capability = _capability(v, members)
+            # The annotation promises variants, but untyped callers can pass anything.
+            if not isinstance(cast(object, v), Variant):
+                raise ContractError(f"expose() takes variants made by variant() or action(), got {v!r}")
+            capability = _capability(cast("Variant[Any, Any, Any, Any]", v), members)
             if capability.name in names:
                 raise ContractError(f'Duplicate exposed capability name "{capability.name}"')
             if capability.message in classes:
@@ -481,8 +556,28 @@ class AgentBuilder(Generic[M, P]):
     def resource(self, name: str, description: str, *, schema: object, read: Callable[[M], object]) -> Resource[M]:
         """A named read-only projection of the Model, encoded through ``schema``.
 
+        Reading encodes ``read(model)`` through ``schema`` with msgspec (undeclared
+        fields dropped); a value that violates the schema is an application bug
+        and raises :class:`~agentfx.AgentProjectionError` when read.
+
+        Args:
+            name: The resource's name (MCP lists it as ``app://<name>``).
+            description: What it holds, for the agent.
+            schema: A type msgspec can encode and describe (a Struct, ``list[Todo]``, ...).
+            read: ``read(model) -> value``.
+
+        Returns:
+            A :class:`Resource`, to pass to :func:`define`.
+
         Raises:
             ContractError: msgspec cannot describe ``schema``.
+
+        >>> import msgspec
+        >>> class Model(msgspec.Struct):
+        ...     todos: list[str] = []
+        >>> todos = resource("todos", "The todos", schema=list[str], read=lambda m: m.todos)
+        >>> todos.encode(Model(todos=["milk"]))
+        ['milk']
         """
         _check_schema(schema, f'Cannot define the resource "{name}"')
         return Resource(name, description, schema, read)
@@ -490,8 +585,25 @@ class AgentBuilder(Generic[M, P]):
     def projection(self, schema: object, read: Callable[[M], object]) -> Projection[M]:
         """The context projected for agents, encoded through ``schema``.
 
+        The same rules as :func:`resource`: ``read(model)`` is encoded through
+        ``schema``, and a value that violates it raises
+        :class:`~agentfx.AgentProjectionError` when read.
+
+        Args:
+            schema: A type msgspec can encode and describe.
+            read: ``read(model) -> value``.
+
+        Returns:
+            A :class:`Projection`, to pass to :func:`define` as ``context``.
+
         Raises:
             ContractError: msgspec cannot describe ``schema``.
+
+        >>> import msgspec
+        >>> class Model(msgspec.Struct):
+        ...     count: int = 0
+        >>> projection(int, lambda m: m.count).encode(Model(count=2))
+        2
         """
         _check_schema(schema, "Cannot define the context projection")
         return Projection(schema, read)
@@ -502,10 +614,30 @@ class AgentBuilder(Generic[M, P]):
         resources: Iterable[Resource[M]] = (),
         context: Projection[M] | None = None,
     ) -> Definition[M, P]:
-        """Assemble a contract. The resource list is copied.
+        """Assemble a contract: the exposed capabilities, resources and context projection.
+
+        The result is plain data: it can be listed and documented
+        (:func:`~agentfx.to_manifest`) without a host, and bound to one with
+        :func:`~agentfx.bind`. The resource list is copied, so later changes to the
+        caller's list do not change the contract.
+
+        Args:
+            messages: The capabilities, from :func:`expose`.
+            resources: The resources, from :func:`resource`.
+            context: The context projection, from :func:`projection`.
+
+        Returns:
+            A :class:`Definition`.
 
         Raises:
             ContractError: Two resources share a name.
+
+        >>> import msgspec
+        >>> class Ping(msgspec.Struct, tag=True):
+        ...     pass
+        >>> contract = define(expose(Ping, variant(Ping, "Ping")), [resource("pings", "Pings", schema=int, read=lambda m: 0)])
+        >>> [c.name for c in contract.capabilities], [r.name for r in contract.resources]
+        (['ping'], ['pings'])
         """
         copied = tuple(resources)
         names: set[str] = set()
@@ -515,48 +647,10 @@ class AgentBuilder(Generic[M, P]):
             names.add(r.name)
         return Definition(messages.union, messages.capabilities, copied, context)
 
-    def bind(
-        self,
-        definition: Definition[M, P],
-        *,
-        host: Host[M, Any, P],
-        audit: AuditSink | None = None,
-        tracer: object | None = None,
-    ) -> AgentRuntime[M, P]:
-        """Bind a contract to a host; see :func:`agentfx.bind`."""
-        from .runtime import bind
-
-        return bind(definition, host=host, audit=audit, tracer=tracer)
-
-
-@overload
-def for_model(model: type[M]) -> AgentBuilder[M, Any]: ...
-@overload
-def for_model(model: type[M], *, principal: type[P]) -> AgentBuilder[M, P]: ...
-def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentBuilder[Any, Any]:
-    """A builder whose methods know the Model and principal types.
-
-    The types only guide the type checker; nothing is checked at runtime.
-    Without ``principal`` the principal is ``Any``, as for the module-level
-    functions.
-
-    Args:
-        model: The application's Model class.
-        principal: The class of what ``host.principal`` resolves.
-
-    >>> import msgspec
-    >>> class Model(msgspec.Struct):
-    ...     count: int = 0
-    >>> Counter = for_model(Model, principal=str)
-    >>> isinstance(Counter, AgentBuilder)
-    True
-    """
-    return AgentBuilder()
-
 
 # The module-level twins are real functions rather than bound methods of an untyped
 # builder, so they are fully typed for checkers and show their own name and docs.
-_untyped: AgentBuilder[Any, Any] = AgentBuilder()
+_untyped: Declarations[Any, Any] = Declarations()
 
 
 @overload
@@ -569,7 +663,7 @@ def variant(
     input: None = None,
     to_message: None = None,
     authorize: Authorize[Any, Msg, Any] | None = None,
-    completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+    completion: Completion[Msg, R, Msg] | StateCompletion[Any, V, Msg] | None = None,
     title: str | None = None,
     hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, Msg]: ...
@@ -583,7 +677,7 @@ def variant(
     input: type[I],
     to_message: Callable[[I, InvocationContext[Any, Any]], Msg],
     authorize: Authorize[Any, I, Any] | None = None,
-    completion: Completion[I, R] | StateCompletion[Any, V, I] | None = None,
+    completion: Completion[I, R, Msg] | StateCompletion[Any, V, I] | None = None,
     title: str | None = None,
     hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, I]: ...
@@ -597,7 +691,7 @@ def variant(
     input: None = None,
     to_message: None = None,
     authorize: Authorize[Any, Msg, Any] | None = None,
-    completion: Completion[Msg, R] | StateCompletion[Any, V, Msg] | None = None,
+    completion: Completion[Msg, R, Msg] | StateCompletion[Any, V, Msg] | None = None,
     title: str | None = None,
     hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, Msg]: ...
@@ -614,7 +708,55 @@ def variant(
     title: str | None = None,
     hints: Hints | None = None,
 ) -> Variant[Any, Any, Any, Any]:
-    """:meth:`AgentBuilder.variant` with ``Any`` Model and principal."""
+    """Declare one Message for exposure.
+
+    A **direct** variant (no ``input``) takes the Message's own fields as the
+    agent's payload, decoded strictly. A **mapped** variant decodes ``input``
+    and builds the Message with ``to_message(input, ctx)``; ``input`` and
+    ``to_message`` come together (a type error, and a ``ContractError`` at
+    :func:`expose`, otherwise). Through :func:`~agentfx.for_model` every hook
+    is checked against the Model and principal types; the module-level
+    function leaves both ``Any``.
+
+    Nothing is checked here: :func:`expose` checks the variant against its
+    Message union, its name and its completion.
+
+    Args:
+        message: The Message class (a member of the union given to :func:`expose`).
+        description: What the capability does, for the agent.
+        name: The protocol-facing name; defaults to the snake-cased tag.
+        available: ``available(model) -> bool``: does the capability exist in
+            this Model? Runs before decoding; must answer synchronously.
+        input: The external input Struct of a mapped variant.
+        to_message: ``to_message(input, ctx) -> Message`` of a mapped variant;
+            ``ctx`` is an :class:`InvocationContext` holding the invocation's one
+            Model snapshot, its principal and the invocation.
+        authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one),
+            ``req`` an :class:`AuthorizationRequest` whose ``input`` is the
+            decoded input (the Message itself for a direct variant).
+        completion: A :class:`~agentfx.Completion` (``correlate(request, result,
+            call)`` sees the decoded input, a success or failure Message, and
+            ``call.message``, the dispatched Message) or :func:`~agentfx.when`
+            (``predicate(value, request)``).
+        title: A short human-readable name for clients to display.
+        hints: What the capability says about its effect (an :class:`~agentfx.Hints`).
+
+    Returns:
+        A :class:`Variant`, to pass to :func:`expose`.
+
+    >>> import msgspec
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> variant(Ping, "Ping the app").description
+    'Ping the app'
+    >>> class Renamed(msgspec.Struct, tag=True):
+    ...     title: str
+    >>> class RenameInput(msgspec.Struct):
+    ...     new_title: str
+    >>> rename = variant(Renamed, "Rename", input=RenameInput, to_message=lambda i, ctx: Renamed(title=i.new_title))
+    >>> rename.to_message(RenameInput(new_title="Milk"), None)
+    Renamed(title='Milk')
+    """
     return Variant(message, description, name, available, input, to_message, authorize, completion, title, hints)
 
 
@@ -626,22 +768,118 @@ def action(
     title: str | None = None,
     hints: Hints | None = None,
 ) -> Variant[Any, Any, Msg, I]:
-    """:meth:`AgentBuilder.action` with ``Any`` Model and principal."""
+    """Expose an :class:`Action` the application already declared, under that action's name.
+
+    The action's ``input`` and ``to_message`` make it a mapped variant; its
+    ``message`` must be a member of the union given to :func:`expose`, and a
+    ``to_message`` that makes another Message is refused at dispatch.
+
+    Args:
+        action: The application's :class:`Action`.
+        available: ``available(model) -> bool``, as for :func:`variant`.
+        authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of
+            one), ``req.input`` being the action's decoded input.
+        title: A short human-readable name, as for :func:`variant`.
+        hints: What the capability says about its effect, as for :func:`variant`.
+
+    Returns:
+        A :class:`Variant`, to pass to :func:`expose`.
+
+    >>> import msgspec
+    >>> class AddedToCart(msgspec.Struct, tag=True):
+    ...     sku: str
+    >>> class AddToCartInput(msgspec.Struct):
+    ...     sku: str
+    >>> add = Action("add_to_cart", "Add an item", AddToCartInput,
+    ...              lambda i, ctx: AddedToCart(sku=i.sku), message=AddedToCart)
+    >>> [c.name for c in expose(AddedToCart, action(add)).capabilities]
+    ['add_to_cart']
+    """
     return _untyped.action(action, available=available, authorize=authorize, title=title, hints=hints)
 
 
-def expose(union: object, *variants: Variant[Any, Any, Any, Any]) -> Exposed[Any, Any]:
-    """:meth:`AgentBuilder.expose` with ``Any`` Model and principal."""
+def expose(union: object, *variants: Exposable[Any, Any]) -> Exposed[Any, Any]:
+    """Check variants against their Message union; every definition-time check runs here.
+
+    Each variant's hooks keep the types :func:`variant` inferred for them:
+    ``variants`` are :class:`Exposable` for the Model and principal only, so a
+    ``variant(...)`` written inside the call is checked exactly as outside it.
+
+    Args:
+        union: The application's Message union (``A | B``, ``typing.Union``
+            or a ``type`` alias of one), or a single Message class.
+        variants: The capabilities, in the order agents will see them.
+
+    Returns:
+        An :class:`Exposed`, to pass to :func:`define`.
+
+    Raises:
+        ContractError: Something not made by :func:`variant` or :func:`action`,
+            a class outside the union, an invalid or duplicate name, a Message
+            class exposed twice, ``input`` without ``to_message`` (or the
+            reverse), a non-Struct input, or a malformed completion.
+
+    >>> import msgspec
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> [c.name for c in expose(Ping, variant(Ping, "Ping")).capabilities]
+    ['ping']
+    """
     return _untyped.expose(union, *variants)
 
 
 def resource(name: str, description: str, *, schema: object, read: Callable[[Any], object]) -> Resource[Any]:
-    """:meth:`AgentBuilder.resource` with ``Any`` Model."""
+    """A named read-only projection of the Model, encoded through ``schema``.
+
+    Reading encodes ``read(model)`` through ``schema`` with msgspec (undeclared
+    fields dropped); a value that violates the schema is an application bug
+    and raises :class:`~agentfx.AgentProjectionError` when read.
+
+    Args:
+        name: The resource's name (MCP lists it as ``app://<name>``).
+        description: What it holds, for the agent.
+        schema: A type msgspec can encode and describe (a Struct, ``list[Todo]``, ...).
+        read: ``read(model) -> value``.
+
+    Returns:
+        A :class:`Resource`, to pass to :func:`define`.
+
+    Raises:
+        ContractError: msgspec cannot describe ``schema``.
+
+    >>> import msgspec
+    >>> class Model(msgspec.Struct):
+    ...     todos: list[str] = []
+    >>> todos = resource("todos", "The todos", schema=list[str], read=lambda m: m.todos)
+    >>> todos.encode(Model(todos=["milk"]))
+    ['milk']
+    """
     return _untyped.resource(name, description, schema=schema, read=read)
 
 
 def projection(schema: object, read: Callable[[Any], object]) -> Projection[Any]:
-    """:meth:`AgentBuilder.projection` with ``Any`` Model."""
+    """The context projected for agents, encoded through ``schema``.
+
+    The same rules as :func:`resource`: ``read(model)`` is encoded through
+    ``schema``, and a value that violates it raises
+    :class:`~agentfx.AgentProjectionError` when read.
+
+    Args:
+        schema: A type msgspec can encode and describe.
+        read: ``read(model) -> value``.
+
+    Returns:
+        A :class:`Projection`, to pass to :func:`define` as ``context``.
+
+    Raises:
+        ContractError: msgspec cannot describe ``schema``.
+
+    >>> import msgspec
+    >>> class Model(msgspec.Struct):
+    ...     count: int = 0
+    >>> projection(int, lambda m: m.count).encode(Model(count=2))
+    2
+    """
     return _untyped.projection(schema, read)
 
 
@@ -650,5 +888,29 @@ def define(
     resources: Iterable[Resource[Any]] = (),
     context: Projection[Any] | None = None,
 ) -> Definition[Any, Any]:
-    """:meth:`AgentBuilder.define` with ``Any`` Model and principal."""
+    """Assemble a contract: the exposed capabilities, resources and context projection.
+
+    The result is plain data: it can be listed and documented
+    (:func:`~agentfx.to_manifest`) without a host, and bound to one with
+    :func:`~agentfx.bind`. The resource list is copied, so later changes to the
+    caller's list do not change the contract.
+
+    Args:
+        messages: The capabilities, from :func:`expose`.
+        resources: The resources, from :func:`resource`.
+        context: The context projection, from :func:`projection`.
+
+    Returns:
+        A :class:`Definition`.
+
+    Raises:
+        ContractError: Two resources share a name.
+
+    >>> import msgspec
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> contract = define(expose(Ping, variant(Ping, "Ping")), [resource("pings", "Pings", schema=int, read=lambda m: 0)])
+    >>> [c.name for c in contract.capabilities], [r.name for r in contract.resources]
+    (['ping'], ['pings'])
+    """
     return _untyped.define(messages, resources, context)

@@ -177,8 +177,8 @@ def recorder(
 
 
 def outcome_of(io: IOResult[T, E]) -> Result[T, E]:
-    """The ``Result`` inside an awaited dispatch's ``IOResult`` (``unsafe_perform_io``, typed)."""
-    return io._inner_value
+    """The ``Result`` inside an awaited dispatch's ``IOResult``."""
+    return agentfx.as_result(io)
 
 
 async def run(

@@ -12,6 +12,7 @@ import pytest
 
 import agentfx
 from agentfx import Action, AgentBuilder, Completion, ContractError, Variant
+from agentfx.contract import Declarations
 from tests.support import (
     ClearedSelection,
     DeletedTodo,
@@ -116,7 +117,14 @@ def test_something_that_is_not_a_union_is_refused() -> None:
 def test_a_message_that_is_not_a_class_is_refused() -> None:
     untyped: Any = "ClearedSelection"
     with raises("Cannot expose 'ClearedSelection': it is not a Message class"):
-        agentfx.expose(Message, Variant(untyped, "Not a class"))
+        declared: Variant[Any, Any, Any, Any] = Variant(untyped, "Not a class")
+        agentfx.expose(Message, declared)
+
+
+def test_something_that_is_not_a_variant_is_refused() -> None:
+    untyped: Any = ClearedSelection
+    with raises(f"expose() takes variants made by variant() or action(), got {ClearedSelection!r}"):
+        agentfx.expose(Message, untyped)
 
 
 def test_a_message_class_is_exposed_once() -> None:
@@ -645,3 +653,14 @@ def test_a_hint_is_a_bool_or_unsaid() -> None:
     with pytest.raises(ContractError, match=re.escape('The hint "destructive" must be True, False or None, got str')):
         agentfx.Hints(destructive="yes")  # pyright: ignore[reportArgumentType]
     assert agentfx.Hints(read_only=True, open_world=False).said() == {"read_only": True, "open_world": False}
+
+
+@pytest.mark.parametrize("name", ["variant", "action", "expose", "resource", "projection", "define"])
+def test_the_module_functions_carry_the_full_documentation(name: str) -> None:
+    function = getattr(agentfx, name)
+    own = inspect.getdoc(function)  # what help() shows
+    assert own is not None and own == inspect.getdoc(getattr(Declarations, name))
+    # Every parameter is described, and there is a worked example.
+    for parameter in inspect.signature(function).parameters:
+        assert re.search(rf"^    {parameter}: \S", own, re.MULTILINE), parameter
+    assert "\n>>> " in own and "Returns:\n" in own

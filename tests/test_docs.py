@@ -13,7 +13,8 @@ import msgspec
 import pytest
 
 from agentfx.completion import Completion, CompletionOutcome, Source, when
-from agentfx.contract import Definition, define, expose, for_model, projection, resource, variant
+from agentfx.builder import for_model
+from agentfx.contract import Definition, define, expose, projection, resource, variant
 from agentfx.docs import (
     AgentSchema,
     MessageDescriptor,

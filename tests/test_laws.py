@@ -454,7 +454,7 @@ def test_the_expected_calls_follow_the_pipeline_table() -> None:
 
 
 def _outcome(io: IOResult[Any, Any]) -> Result[Any, Any]:
-    return io._inner_value
+    return agentfx.as_result(io)
 
 
 @pytest.mark.anyio

@@ -571,12 +571,14 @@ async def test_snapshot_rule_a_model_change_during_async_authorize_does_not_reta
 
 @pytest.mark.anyio
 async def test_to_message_making_another_message_is_refused_and_nothing_is_dispatched() -> None:
+    # Typed, this hook would not check; untyped code can still declare it.
+    def makes_another(_: NoInput, ctx: object) -> Any:
+        return ClearedSelection()
+
     defn = agentfx.define(
         agentfx.expose(
             Message,
-            agentfx.variant(
-                RequestedDeleteTodo, "Delete", name="delete_todo", input=NoInput, to_message=lambda _, ctx: ClearedSelection()
-            ),
+            agentfx.variant(RequestedDeleteTodo, "Delete", name="delete_todo", input=NoInput, to_message=makes_another),
         )
     )
     rec = recorder()

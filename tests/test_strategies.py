@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
+import agentfx
 from agentfx.testing import InvalidPayload, invalid_payloads, valid_payloads
 
 FEW = settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,6 +147,39 @@ def test_an_unsatisfiable_optional_field_is_left_out_or_null(payload: dict[str, 
 def test_a_capability_is_read_through_its_input_type(payload: dict[str, Any], invalid: InvalidPayload) -> None:
     assert isinstance(msgspec.convert(payload, Todo, strict=True), Todo)
     assert invalid.reason.startswith("$")
+
+
+class RenameInput(msgspec.Struct):
+    new_title: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+DIRECT = agentfx.variant(RequestedCreateTodo, "Create")
+MAPPED = agentfx.variant(
+    RequestedCreateTodo, "Create", name="create_named", input=RenameInput, to_message=lambda i, ctx: RequestedCreateTodo(title=i.new_title)
+)
+ACTION = agentfx.action(
+    agentfx.Action("rename", "Rename", RenameInput, lambda i, ctx: RequestedCreateTodo(title=i.new_title), message=RequestedCreateTodo)
+)
+[CAPABILITY] = agentfx.expose(RequestedCreateTodo, MAPPED).capabilities
+
+
+@pytest.mark.parametrize(
+    ("target", "decodes_to"),
+    [(DIRECT, RequestedCreateTodo), (MAPPED, RenameInput), (ACTION, RenameInput), (CAPABILITY, RenameInput), (RenameInput, RenameInput)],
+    ids=["direct-variant", "mapped-variant", "action", "capability", "struct"],
+)
+def test_a_variant_a_capability_or_a_struct_is_a_target(target: Any, decodes_to: type[Any]) -> None:
+    @FEW
+    @given(valid_payloads(target), invalid_payloads(target))
+    def check(payload: dict[str, Any], invalid: InvalidPayload) -> None:
+        # A direct variant's payload is its Message's fields, without the tag key.
+        assert "type" not in payload
+        assert isinstance(msgspec.convert(payload, decodes_to, strict=True), decodes_to)
+        assert invalid.reason.startswith("$")
+
+    check()
+    # Each target has one required field, so the empty object is among its invalid payloads.
+    assert find(invalid_payloads(target), lambda i: i.payload == {}, settings=FIRST).payload == {}
 
 
 def test_invalid_payload_is_a_frozen_value() -> None:

@@ -13,8 +13,8 @@ is an object; unknown keys are refused at every nesting level, the root
 Struct's own tag key included; types are strict (``"3"`` is not an int, ``1``
 is a float); datetimes, dates, times, durations, UUIDs, decimals and bytes
 travel as their JSON strings; object keys are strings. It deliberately knows
-nothing of capabilities beyond their ``input_type`` attribute, of JSON Schema,
-or of the runtime.
+nothing of variants and capabilities beyond their ``input_type`` attribute,
+of JSON Schema, or of the runtime.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class InvalidPayload:
 
 
 class HasInputType(Protocol):
-    """Anything carrying the Struct type its payloads decode to (a capability)."""
+    """Anything carrying the Struct type its payloads decode to: a variant or a capability."""
 
     @property
     def input_type(self) -> type[Any]: ...
@@ -99,8 +99,11 @@ def valid_payloads(target: type[Any] | HasInputType) -> SearchStrategy[dict[str,
     ``Enum``, unions, nested Structs and collections are honoured.
 
     Args:
-        target: A msgspec Struct type, or an object with an ``input_type``
-            attribute naming one (an ``agentfx`` capability).
+        target: A variant (what ``variant(...)`` or ``action(...)`` returns),
+            a capability (an entry of a definition's ``capabilities``), or a
+            msgspec Struct type: anything with an ``input_type`` naming the
+            Struct its payloads decode to. A direct variant's payload is its
+            Message without the tag; a mapped one's is its ``input``.
 
     Returns:
         A hypothesis strategy of payloads.
@@ -130,8 +133,8 @@ def invalid_payloads(target: type[Any] | HasInputType) -> SearchStrategy[Invalid
     for datetimes, UUIDs and the like, and unknown tag values.
 
     Args:
-        target: A msgspec Struct type, or an object with an ``input_type``
-            attribute naming one.
+        target: A variant, a capability or a msgspec Struct type, as for
+            :func:`valid_payloads`.
 
     Returns:
         A hypothesis strategy of :class:`InvalidPayload`.
@@ -153,7 +156,7 @@ def _input_struct(target: type[Any] | HasInputType) -> mi.StructType:
     cls: object = target if isinstance(target, type) else getattr(target, "input_type", target)
     info = mi.type_info(cls) if isinstance(cls, type) and issubclass(cls, msgspec.Struct) else None
     if not isinstance(info, mi.StructType):
-        raise TypeError(f"Payload strategies need a msgspec Struct type or an object with an input_type, got {cls!r}")
+        raise TypeError(f"Payload strategies need a variant, a capability or a msgspec Struct type, got {cls!r}")
     if info.array_like:
         raise TypeError(f"Cannot derive payloads for {info.cls.__qualname__}: array_like Structs are not JSON objects")
     return info

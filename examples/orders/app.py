@@ -23,7 +23,8 @@ import msgspec
 from msgspec import Meta
 
 from agentfx.completion import CallInfo, Completion
-from agentfx.contract import AuthorizationRequest, for_model
+from agentfx.builder import for_model
+from agentfx.contract import AuthorizationRequest
 from agentfx.errors import Refusal
 from agentfx.hints import Hints
 from agentfx.program import Command

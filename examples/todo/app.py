@@ -18,8 +18,8 @@ import itertools
 import msgspec
 
 from agentfx.app import App
+from agentfx.builder import for_model
 from agentfx.completion import CallInfo, Completion
-from agentfx.contract import for_model
 from agentfx.hints import Hints
 from agentfx.program import Command
 

@@ -153,7 +153,7 @@ FAILURES = (
 
 
 def _outcome(io: IOResult[Any, Any]) -> Result[Any, Any]:
-    return io._inner_value
+    return agentfx.as_result(io)
 
 
 async def _fuzz_once(case: Case, name: object, payload: object, model: object, principal: object) -> None:

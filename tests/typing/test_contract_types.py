@@ -16,8 +16,11 @@ Known limits, by design of the Python type system rather than of agentfx:
 - A :class:`~agentfx.Completion` or :func:`~agentfx.when` built outside the
   ``variant`` call has nothing to infer its ``request`` type from: annotate
   the variable (``Completion[DeleteInput, DeletedTodo]``) or write it inline.
-- ``call.message`` in ``correlate`` is ``Any``: :class:`~agentfx.CallInfo` is
-  not generic in the dispatched Message.
+
+Every hook is inferred the same inside ``expose(...)`` and ``define(...)`` as
+outside them: ``expose`` takes :class:`~agentfx.contract.Exposable` variants,
+which fix only the Model and principal, so nothing in the call hands ``Any``
+to a lambda.
 """
 
 from __future__ import annotations
@@ -150,7 +153,7 @@ def test_a_mapped_variant_infers_input_context_and_request() -> None:
             correlate=lambda request, result, call: (
                 assert_type(request, NoInput) == NoInput()
                 and assert_type(result, DeletedTodo | FailedDeleteTodo).id == call.message.id
-                and assert_type(call, CallInfo).invocation.id is not None
+                and assert_type(call, CallInfo[RequestedDeleteTodo]).invocation.id is not None
             ),
             timeout=10.0,
         ),
@@ -301,6 +304,138 @@ def test_the_module_functions_are_untyped_in_model_and_principal() -> None:
     TodoAgent.expose(Message, create)
 
 
+# --- positive: inside expose(...) and define(...), every hook is inferred as outside -----------
+
+
+class OrderInput(msgspec.Struct, frozen=True):
+    order_id: str
+
+
+class RequestedCancelOrder(msgspec.Struct, frozen=True, tag=True):
+    order_ref: str
+
+
+class CancelledOrder(msgspec.Struct, frozen=True, tag=True):
+    order_ref: str
+
+
+class RefusedCancelOrder(msgspec.Struct, frozen=True, tag=True):
+    order_ref: str
+    reason: str
+
+
+OrderMessage = RequestedCancelOrder | CancelledOrder | RefusedCancelOrder | Message
+
+
+def test_every_hook_is_inferred_inside_define_and_expose() -> None:
+    definition = TodoAgent.define(
+        messages=TodoAgent.expose(
+            OrderMessage,
+            TodoAgent.variant(
+                RequestedCancelOrder,
+                "Cancel an order",
+                available=lambda model: _is_model(assert_type(model, Model)),
+                input=OrderInput,
+                to_message=lambda input, ctx: RequestedCancelOrder(
+                    order_ref=assert_type(input, OrderInput).order_id + assert_type(ctx, InvocationContext[Model, User]).principal.name[:0]
+                ),
+                authorize=lambda req: assert_type(req, AuthorizationRequest[User, OrderInput, Model]).input.order_id != ""
+                and req.principal.can_delete,
+                completion=Completion(
+                    success=CancelledOrder,
+                    failure=RefusedCancelOrder,
+                    correlate=lambda request, result, call: (
+                        assert_type(request, OrderInput).order_id
+                        == assert_type(result, CancelledOrder | RefusedCancelOrder).order_ref
+                        == assert_type(call, CallInfo[RequestedCancelOrder]).message.order_ref
+                    ),
+                ),
+            ),
+            TodoAgent.variant(
+                RequestedDeleteTodo,
+                "Delete a todo",
+                input=DeleteInput,
+                to_message=lambda input, ctx: RequestedDeleteTodo(id=assert_type(input, DeleteInput).id),
+                completion=Completion(
+                    success=DeletedTodo,
+                    correlate_key=(
+                        lambda request, call: (assert_type(request, DeleteInput).id, assert_type(call.message, RequestedDeleteTodo).id),
+                        lambda result: (assert_type(result, DeletedTodo).id, result.id),
+                    ),
+                ),
+            ),
+            TodoAgent.variant(
+                RequestedCreateTodo,
+                "Create a todo",
+                authorize=lambda req: assert_type(req.input, RequestedCreateTodo).title != "",
+                completion=agentfx.when(
+                    projection=lambda model: assert_type(model, Model).todos,
+                    predicate=lambda todos, request: any(
+                        t.title == assert_type(request, RequestedCreateTodo).title for t in assert_type(todos, tuple[Todo, ...])
+                    ),
+                ),
+            ),
+        ),
+    )
+    assert_type(definition, agentfx.Definition[Model, User])
+
+    # The runtime runs each hook on the values its types promise.
+    cancel, delete, create = definition.capabilities
+    assert cancel.to_message is not None and delete.to_message is not None
+    sent = cancel.to_message(OrderInput(order_id="o1"), CONTEXT)
+    assert sent == RequestedCancelOrder(order_ref="o1")
+    assert cancel.authorize is not None
+    assert cancel.authorize(AuthorizationRequest(ALICE, OrderInput(order_id="o1"), MODEL, "mcp")) is True
+    assert isinstance(cancel.completion, Completion)
+    correlate = cancel.completion.correlate
+    assert correlate is not None
+    assert correlate(OrderInput(order_id="o1"), CancelledOrder(order_ref="o1"), CallInfo(INVOCATION, sent))
+    assert not correlate(OrderInput(order_id="o1"), RefusedCancelOrder(order_ref="o2", reason="late"), CallInfo(INVOCATION, sent))
+    assert isinstance(delete.completion, Completion) and delete.completion.correlate_key is not None
+    request_key, result_key = delete.completion.correlate_key
+    removal = delete.to_message(DeleteInput(id="t1"), CONTEXT)
+    assert request_key(DeleteInput(id="t1"), CallInfo(INVOCATION, removal)) == result_key(DeletedTodo(id="t1"))
+    assert isinstance(create.completion, agentfx.StateCompletion)
+    assert create.completion.predicate(MODEL.todos, RequestedCreateTodo(title="Buy milk"))
+
+
+def test_an_action_is_inferred_inside_expose() -> None:
+    [capability] = TodoAgent.expose(
+        Message,
+        TodoAgent.action(
+            Action("delete_by_id", "Delete by id", DeleteInput, make_delete, message=RequestedDeleteTodo),
+            available=lambda model: _is_model(assert_type(model, Model)),
+            authorize=lambda req: assert_type(req, AuthorizationRequest[User, DeleteInput, Model]).input.id != "",
+        ),
+    ).capabilities
+    assert capability.authorize is not None
+    assert capability.authorize(AuthorizationRequest(ALICE, DeleteInput(id="t1"), MODEL, "mcp")) is True
+
+
+def test_the_module_functions_infer_inside_define_and_expose() -> None:
+    definition = agentfx.define(
+        agentfx.expose(
+            Message,
+            agentfx.variant(
+                RequestedDeleteTodo,
+                "Delete a todo",
+                input=DeleteInput,
+                to_message=lambda input, ctx: RequestedDeleteTodo(id=assert_type(input, DeleteInput).id),
+                authorize=lambda req: assert_type(req.input, DeleteInput).id != "",
+                completion=Completion(
+                    success=DeletedTodo,
+                    correlate=lambda request, result, call: assert_type(request, DeleteInput).id
+                    == assert_type(result, DeletedTodo).id
+                    == assert_type(call.message, RequestedDeleteTodo).id,
+                ),
+            ),
+        )
+    )
+    [capability] = definition.capabilities
+    assert capability.to_message is not None
+    assert capability.to_message(DeleteInput(id="t1"), CONTEXT) == RequestedDeleteTodo(id="t1")
+
+
 # --- negative: each line below is a type error, and the runtime agrees where it can ----------
 
 
@@ -362,3 +497,85 @@ def test_awaitable_authorize_must_still_answer_a_bool_or_a_refusal() -> None:
 def test_the_module_functions_have_the_same_overloads() -> None:
     agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput)  # pyright: ignore[reportCallIssue, reportArgumentType]
     agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=lambda i, ctx: RequestedCreateTodo(title=i.id))  # pyright: ignore[reportCallIssue, reportArgumentType]
+
+
+# --- negative, inside expose(...): a typo in each hook is a type error ----------------------
+#
+# Each line would pass with ``Any`` parameters and crash at run time; the pinned ignore fails
+# the type check the day the error disappears.
+
+
+def test_inside_expose_a_typo_in_to_message_input_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedCreateTodo, "Create", input=DeleteInput, to_message=lambda new, ctx: RequestedCreateTodo(title=new.titel)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_to_message_context_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedDeleteTodo, "Delete", input=NoInput, to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected_id or "")))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownMemberType]
+
+
+def test_inside_expose_to_message_making_another_message_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=lambda i, ctx: RequestedCreateTodo(title=i.id)))  # pyright: ignore[reportArgumentType, reportCallIssue, reportUnknownArgumentType]
+
+
+def test_inside_expose_a_correlate_request_read_as_the_message_is_a_type_error() -> None:
+    TodoAgent.expose(OrderMessage, TodoAgent.variant(RequestedCancelOrder, "Cancel", input=OrderInput, to_message=lambda i, ctx: RequestedCancelOrder(order_ref=i.order_id), completion=Completion(success=CancelledOrder, correlate=lambda request, result, call: request.order_ref == result.order_ref)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_correlate_result_outside_the_completion_is_a_type_error() -> None:
+    TodoAgent.expose(OrderMessage, TodoAgent.variant(RequestedCancelOrder, "Cancel", completion=Completion(success=CancelledOrder, correlate=lambda request, result, call: result.reason == "")))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_call_message_is_a_type_error() -> None:
+    TodoAgent.expose(OrderMessage, TodoAgent.variant(RequestedCancelOrder, "Cancel", input=OrderInput, to_message=lambda i, ctx: RequestedCancelOrder(order_ref=i.order_id), completion=Completion(success=CancelledOrder, correlate=lambda request, result, call: call.message.order_id == result.order_ref)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_a_request_key_is_a_type_error() -> None:
+    TodoAgent.expose(OrderMessage, TodoAgent.variant(RequestedCancelOrder, "Cancel", input=OrderInput, to_message=lambda i, ctx: RequestedCancelOrder(order_ref=i.order_id), completion=Completion(success=CancelledOrder, correlate_key=(lambda request, call: request.order_ref, lambda result: result.order_ref))))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_authorize_input_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=make_delete, authorize=lambda req: req.input.todo_id != ""))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_a_direct_authorize_input_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedCreateTodo, "Create", authorize=lambda req: req.input.name != ""))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_available_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedCreateTodo, "Create", available=lambda model: model.selected is None))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_a_state_predicate_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedCreateTodo, "Create", completion=agentfx.when(projection=lambda model: model.todos, predicate=lambda todos, request: len(todos.todos) > 0)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_an_action_authorize_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.action(Action("delete", "Delete", DeleteInput, make_delete, message=RequestedDeleteTodo), authorize=lambda req: req.input.todo_id != ""))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_define_a_typo_is_a_type_error() -> None:
+    TodoAgent.define(messages=TodoAgent.expose(Message, TodoAgent.variant(RequestedCreateTodo, "Create", input=DeleteInput, to_message=lambda new, ctx: RequestedCreateTodo(title=new.titel))))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownMemberType]
+
+
+def test_inside_the_module_expose_a_typo_is_a_type_error() -> None:
+    agentfx.define(agentfx.expose(Message, agentfx.variant(RequestedCreateTodo, "Create", input=DeleteInput, to_message=lambda new, ctx: RequestedCreateTodo(title=new.titel))))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_an_authorize_principal_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=make_delete, authorize=lambda req: req.principal.is_admin))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_a_state_projection_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedCreateTodo, "Create", completion=agentfx.when(projection=lambda model: model.todo_list, predicate=lambda todos, request: todos is not None)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType, reportUnknownLambdaType, reportUnknownMemberType]
+
+
+def test_inside_expose_a_typo_in_a_state_request_is_a_type_error() -> None:
+    TodoAgent.expose(Message, TodoAgent.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=make_delete, completion=agentfx.when(projection=lambda model: model.todos, predicate=lambda todos, request: request.todo_id not in todos)))  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+
+def test_inside_define_a_typo_in_a_resource_or_the_context_is_a_type_error() -> None:
+    TodoAgent.define(
+        messages=TodoAgent.expose(Message),
+        resources=[TodoAgent.resource("todos", "The todos", schema=list[Todo], read=lambda m: m.todo_list)],  # pyright: ignore[reportAttributeAccessIssue, reportUnknownLambdaType, reportUnknownMemberType]
+        context=TodoAgent.projection(AgentView, lambda m: AgentView(todos=m.todo_list)),  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
+    )
