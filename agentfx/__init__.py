@@ -18,6 +18,8 @@ from .completion import CompletionOutcome as CompletionOutcome
 from .completion import Source as Source
 from .completion import StateCompletion as StateCompletion
 from .completion import when as when
+from .confirm import Confirm as Confirm
+from .confirm import ConfirmationRequest as ConfirmationRequest
 from .contract import Action as Action
 from .contract import AuthorizationRequest as AuthorizationRequest
 from .contract import Capability as Capability
@@ -48,6 +50,7 @@ from .errors import AgentAuthorizationError as AgentAuthorizationError
 from .errors import AgentCancelledError as AgentCancelledError
 from .errors import AgentCapabilityUnavailableError as AgentCapabilityUnavailableError
 from .errors import AgentCompletionTimeoutError as AgentCompletionTimeoutError
+from .errors import AgentConfirmationRequiredError as AgentConfirmationRequiredError
 from .errors import AgentInvalidInputError as AgentInvalidInputError
 from .errors import AgentProjectionError as AgentProjectionError
 from .errors import AgentResourceError as AgentResourceError
@@ -84,6 +87,7 @@ __all__ = (
     "AgentCancelledError",
     "AgentCapabilityUnavailableError",
     "AgentCompletionTimeoutError",
+    "AgentConfirmationRequiredError",
     "AgentInvalidInputError",
     "AgentProjectionError",
     "AgentResourceError",
@@ -100,6 +104,8 @@ __all__ = (
     "Capability",
     "Completion",
     "CompletionOutcome",
+    "Confirm",
+    "ConfirmationRequest",
     "ContractError",
     "Definition",
     "DispatchError",

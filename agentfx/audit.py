@@ -63,6 +63,8 @@ class AuditRecord(msgspec.Struct, frozen=True):
             principals, or a resolver that raised when asked for the record.
             A refusal before step 6 otherwise carries the principal, resolved
             for the record once the outcome is known.
+        confirmed: ``True`` when the Message went to the host on a person's
+            confirmation (``authorize`` answered ``Confirm``).
     """
 
     invocation: Invocation
@@ -73,6 +75,7 @@ class AuditRecord(msgspec.Struct, frozen=True):
     outcome: str
     input: object
     principal_resolved: bool = True
+    confirmed: bool = False
 
 
 class AuditSink(Protocol):
@@ -100,6 +103,8 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True):
     ``principal`` without a projection, ``input`` unless inputs are recorded.
     ``principal`` is ``None`` (encoded ``null``) when a projection is set but
     no principal was resolved (a defect before step 6, a resolver that raised).
+    ``confirmed`` is present, and ``true``, only when the Message went to the
+    host on a person's confirmation.
 
     >>> import msgspec
     >>> entry = AuditEntry(at=0.0, invocation="call-1", transport="mcp",
@@ -117,6 +122,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True):
     principal: Any = UNSET
     decision: Decision
     outcome: str
+    confirmed: bool | UnsetType = UNSET
     input: Any = UNSET
 
 
@@ -212,6 +218,7 @@ class AuditLog:
                 principal=principal,
                 decision=record.decision,
                 outcome=record.outcome,
+                confirmed=True if record.confirmed else UNSET,
                 input=_snapshot(record.input, self._redact) if self._include_input else UNSET,
             )
         )

@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast, overload
 import msgspec
 
 from .completion import Completion, StateCompletion, check_synchronous
+from .confirm import Confirm
 from .errors import ContractError, Refusal
 from .hints import Hints
 from .invocation import Invocation
@@ -87,7 +88,7 @@ class AuthorizationRequest(msgspec.Struct, Generic[P, I, M], frozen=True):
     transport: str
 
 
-AuthorizeResult = bool | Refusal
+AuthorizeResult = bool | Refusal | Confirm
 Authorize = Callable[[AuthorizationRequest[P, I, M]], AuthorizeResult | Awaitable[AuthorizeResult]]
 
 
@@ -119,6 +120,7 @@ class Variant(Exposable[M, P], Generic[M, P, Msg, I]):
     completion: AnyCompletion | None = None
     title: str | None = None
     hints: Hints | None = None
+    may_confirm: bool = False
 
     @property
     def input_type(self) -> type[Any]:
@@ -187,6 +189,7 @@ class Capability(Generic[M, P]):
     completion: AnyCompletion | None
     title: str | None = None
     hints: Hints | None = None
+    may_confirm: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -306,6 +309,8 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
     check_synchronous(v.available, "available")
     _check_completion(name, v.completion, members)
     title, hints = _check_presentation(tag, v.title, v.hints)
+    if v.may_confirm and v.authorize is None:
+        raise ContractError(f'Cannot expose "{tag}": "may_confirm" was declared without "authorize", which asks for it')
     return Capability(
         name=name,
         tag=tag,
@@ -320,6 +325,7 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         completion=v.completion,
         title=title,
         hints=hints,
+        may_confirm=v.may_confirm,
     )
 
 
@@ -358,6 +364,7 @@ class Declarations(Generic[M, P]):
         completion: Completion[Msg, R, Msg] | StateCompletion[M, V, Msg] | None = None,
         title: str | None = None,
         hints: Hints | None = None,
+        may_confirm: bool = False,
     ) -> Variant[M, P, Msg, Msg]: ...
 
     @overload
@@ -374,6 +381,7 @@ class Declarations(Generic[M, P]):
         completion: Completion[I, R, Msg] | StateCompletion[M, V, I] | None = None,
         title: str | None = None,
         hints: Hints | None = None,
+        may_confirm: bool = False,
     ) -> Variant[M, P, Msg, I]: ...
 
     @overload
@@ -390,6 +398,7 @@ class Declarations(Generic[M, P]):
         completion: Completion[Msg, R, Msg] | StateCompletion[M, V, Msg] | None = None,
         title: str | None = None,
         hints: Hints | None = None,
+        may_confirm: bool = False,
     ) -> Variant[M, P, Msg, Msg]: ...
 
     def variant(
@@ -405,6 +414,7 @@ class Declarations(Generic[M, P]):
         completion: AnyCompletion | None = None,
         title: str | None = None,
         hints: Hints | None = None,
+        may_confirm: bool = False,
     ) -> Variant[M, P, Any, Any]:
         """Declare one Message for exposure.
 
@@ -429,15 +439,21 @@ class Declarations(Generic[M, P]):
             to_message: ``to_message(input, ctx) -> Message`` of a mapped variant;
                 ``ctx`` is an :class:`InvocationContext` holding the invocation's one
                 Model snapshot, its principal and the invocation.
-            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one),
-                ``req`` an :class:`AuthorizationRequest` whose ``input`` is the
-                decoded input (the Message itself for a direct variant).
+            authorize: ``authorize(req) -> bool | Refusal | Confirm`` (or an
+                awaitable of one), ``req`` an :class:`AuthorizationRequest` whose
+                ``input`` is the decoded input (the Message itself for a direct
+                variant); :class:`~agentfx.Confirm` allows the call once a person
+                confirms.
             completion: A :class:`~agentfx.Completion` (``correlate(request, result,
                 call)`` sees the decoded input, a success or failure Message, and
                 ``call.message``, the dispatched Message) or :func:`~agentfx.when`
                 (``predicate(value, request)``).
             title: A short human-readable name for clients to display.
             hints: What the capability says about its effect (an :class:`~agentfx.Hints`).
+            may_confirm: Declares that ``authorize`` may answer
+                :class:`~agentfx.Confirm`, for documents and adapters that must
+                know before the call (``mayConfirm`` in the manifest). An
+                undeclared ``Confirm`` still works.
 
         Returns:
             A :class:`Variant`, to pass to :func:`expose`.
@@ -455,7 +471,10 @@ class Declarations(Generic[M, P]):
         >>> rename.to_message(RenameInput(new_title="Milk"), None)
         Renamed(title='Milk')
         """
-        return Variant(message, description, name, available, input, to_message, authorize, completion, title, hints)
+        return Variant(
+            message, description, name, available, input, to_message, authorize, completion, title, hints,
+            may_confirm=may_confirm,
+        )
 
     def action(
         self,
@@ -465,6 +484,7 @@ class Declarations(Generic[M, P]):
         authorize: Authorize[P, I, M] | None = None,
         title: str | None = None,
         hints: Hints | None = None,
+        may_confirm: bool = False,
     ) -> Variant[M, P, Msg, I]:
         """Expose an :class:`Action` the application already declared, under that action's name.
 
@@ -503,6 +523,7 @@ class Declarations(Generic[M, P]):
             authorize,
             title=title,
             hints=hints,
+            may_confirm=may_confirm,
         )
 
     def expose(self, union: object, *variants: Exposable[M, P]) -> Exposed[M, P]:
@@ -666,6 +687,7 @@ def variant(
     completion: Completion[Msg, R, Msg] | StateCompletion[Any, V, Msg] | None = None,
     title: str | None = None,
     hints: Hints | None = None,
+    may_confirm: bool = False,
 ) -> Variant[Any, Any, Msg, Msg]: ...
 @overload
 def variant(
@@ -680,6 +702,7 @@ def variant(
     completion: Completion[I, R, Msg] | StateCompletion[Any, V, I] | None = None,
     title: str | None = None,
     hints: Hints | None = None,
+    may_confirm: bool = False,
 ) -> Variant[Any, Any, Msg, I]: ...
 @overload
 def variant(
@@ -694,6 +717,7 @@ def variant(
     completion: Completion[Msg, R, Msg] | StateCompletion[Any, V, Msg] | None = None,
     title: str | None = None,
     hints: Hints | None = None,
+    may_confirm: bool = False,
 ) -> Variant[Any, Any, Msg, Msg]: ...
 def variant(
     message: Any,
@@ -707,6 +731,7 @@ def variant(
     completion: AnyCompletion | None = None,
     title: str | None = None,
     hints: Hints | None = None,
+    may_confirm: bool = False,
 ) -> Variant[Any, Any, Any, Any]:
     """Declare one Message for exposure.
 
@@ -731,15 +756,19 @@ def variant(
         to_message: ``to_message(input, ctx) -> Message`` of a mapped variant;
             ``ctx`` is an :class:`InvocationContext` holding the invocation's one
             Model snapshot, its principal and the invocation.
-        authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of one),
-            ``req`` an :class:`AuthorizationRequest` whose ``input`` is the
-            decoded input (the Message itself for a direct variant).
+        authorize: ``authorize(req) -> bool | Refusal | Confirm`` (or an
+            awaitable of one), ``req`` an :class:`AuthorizationRequest` whose
+            ``input`` is the decoded input (the Message itself for a direct
+            variant); :class:`~agentfx.Confirm` allows the call once a person
+            confirms.
         completion: A :class:`~agentfx.Completion` (``correlate(request, result,
             call)`` sees the decoded input, a success or failure Message, and
             ``call.message``, the dispatched Message) or :func:`~agentfx.when`
             (``predicate(value, request)``).
         title: A short human-readable name for clients to display.
         hints: What the capability says about its effect (an :class:`~agentfx.Hints`).
+        may_confirm: Declares that ``authorize`` may answer
+            :class:`~agentfx.Confirm` (``mayConfirm`` in the manifest).
 
     Returns:
         A :class:`Variant`, to pass to :func:`expose`.
@@ -757,7 +786,10 @@ def variant(
     >>> rename.to_message(RenameInput(new_title="Milk"), None)
     Renamed(title='Milk')
     """
-    return Variant(message, description, name, available, input, to_message, authorize, completion, title, hints)
+    return Variant(
+        message, description, name, available, input, to_message, authorize, completion, title, hints,
+        may_confirm=may_confirm,
+    )
 
 
 def action(
@@ -767,6 +799,7 @@ def action(
     authorize: Authorize[Any, I, Any] | None = None,
     title: str | None = None,
     hints: Hints | None = None,
+    may_confirm: bool = False,
 ) -> Variant[Any, Any, Msg, I]:
     """Expose an :class:`Action` the application already declared, under that action's name.
 
@@ -777,10 +810,11 @@ def action(
     Args:
         action: The application's :class:`Action`.
         available: ``available(model) -> bool``, as for :func:`variant`.
-        authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of
-            one), ``req.input`` being the action's decoded input.
+        authorize: ``authorize(req) -> bool | Refusal | Confirm`` (or an
+            awaitable of one), ``req.input`` being the action's decoded input.
         title: A short human-readable name, as for :func:`variant`.
         hints: What the capability says about its effect, as for :func:`variant`.
+        may_confirm: Declares that ``authorize`` may answer ``Confirm``, as for :func:`variant`.
 
     Returns:
         A :class:`Variant`, to pass to :func:`expose`.
@@ -795,7 +829,9 @@ def action(
     >>> [c.name for c in expose(AddedToCart, action(add)).capabilities]
     ['add_to_cart']
     """
-    return _untyped.action(action, available=available, authorize=authorize, title=title, hints=hints)
+    return _untyped.action(
+        action, available=available, authorize=authorize, title=title, hints=hints, may_confirm=may_confirm
+    )
 
 
 def expose(union: object, *variants: Exposable[Any, Any]) -> Exposed[Any, Any]:

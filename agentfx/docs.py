@@ -53,7 +53,10 @@ class MessageDescriptor(msgspec.Struct, frozen=True):
     declared (``None`` when not). ``output_schema`` is the JSON Schema of the
     ``data`` of a successful call's reply (see :mod:`agentfx.tools`): the
     capability, its tag and, with a completion contract, how it settled and
-    with which Message.
+    with which Message. ``may_confirm`` says that ``authorize``
+    was declared to possibly ask a person (``may_confirm=True``). An adapter
+    that must decide before the call treats every capability with
+    ``authorize`` as possibly confirming: an undeclared ``Confirm`` still works.
     """
 
     name: str
@@ -66,6 +69,7 @@ class MessageDescriptor(msgspec.Struct, frozen=True):
     title: str | None = None
     hints: Hints | None = None
     output_schema: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object"})
+    may_confirm: bool = False
 
 
 class ResourceDescriptor(msgspec.Struct, frozen=True):
@@ -189,6 +193,7 @@ def describe(capability: Capability[Any, Any]) -> MessageDescriptor:
         title=capability.title,
         hints=capability.hints,
         output_schema=output_schema(capability),
+        may_confirm=capability.may_confirm,
     )
 
 
@@ -273,6 +278,8 @@ def to_manifest(defn: Definition[Any, Any]) -> dict[str, Any]:
         entry["inputSchema"] = d.input_schema
         entry["modelDependent"] = d.model_dependent
         entry["requiresAuthorization"] = d.requires_authorization
+        if d.may_confirm:
+            entry["mayConfirm"] = True
         if d.hints is not None:
             entry["hints"] = {_HINT_KEYS[key]: value for key, value in d.hints.said().items()}
         if d.completion is not None:
@@ -366,6 +373,8 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
                 blocks.append(["Available only in some Model states."])
             if c["requiresAuthorization"]:
                 blocks.append(["Runs an authorization check before dispatching."])
+            if c.get("mayConfirm"):
+                blocks.append(["May ask a person to confirm before dispatching."])
             if "hints" in c:
                 blocks.append([_hints_line(c["hints"])])
             blocks.append(["Input:"])

@@ -24,6 +24,7 @@ __all__ = [
     "AgentCancelledError",
     "AgentCapabilityUnavailableError",
     "AgentCompletionTimeoutError",
+    "AgentConfirmationRequiredError",
     "AgentInvalidInputError",
     "AgentProjectionError",
     "AgentResourceError",
@@ -135,6 +136,36 @@ class AgentAuthorizationError(_Failure, frozen=True):
     def of(cls, capability: str, tag: str, reason: str | None = None) -> AgentAuthorizationError:
         return cls(capability, tag, reason if reason else f'Not authorized to invoke "{capability}"')
 
+    @classmethod
+    def declined(cls, capability: str, tag: str, prompt: str) -> AgentAuthorizationError:
+        """The person asked to confirm said no.
+
+        >>> AgentAuthorizationError.declined("delete_todo", "RequestedDeleteTodo", "Delete it?").message
+        'Declined: Delete it?'
+        """
+        return cls(capability, tag, f"Declined: {prompt}")
+
+
+class AgentConfirmationRequiredError(_Failure, frozen=True):
+    """``authorize`` allows the call once a person confirms, and this invocation could not ask one.
+
+    Nothing was sent. An adapter that can reach a person shows them
+    ``prompt`` and, on approval, runs the call again with
+    ``Invocation(confirmed=True)``.
+
+    >>> AgentConfirmationRequiredError.of("delete_todo", "RequestedDeleteTodo", 'Delete "milk"?').message
+    '"delete_todo" needs a person to confirm: Delete "milk"?'
+    """
+
+    capability: str
+    tag: str
+    prompt: str
+    message: str
+
+    @classmethod
+    def of(cls, capability: str, tag: str, prompt: str) -> AgentConfirmationRequiredError:
+        return cls(capability, tag, prompt, f'"{capability}" needs a person to confirm: {prompt}')
+
 
 class AgentCancelledError(_Failure, frozen=True):
     """The invocation was cancelled through its signal.
@@ -218,6 +249,7 @@ DispatchError = (
     | AgentAuthorizationError
     | AgentCancelledError
     | AgentCompletionTimeoutError
+    | AgentConfirmationRequiredError
 )
 """Every failure a dispatch can end in; decodes each class back from JSON."""
 

@@ -1,8 +1,10 @@
-"""Invocations: one agent call's identity, transport and cancellation signal.
+"""Invocations: one agent call's identity, transport, cancellation signal and confirmation.
 
-This layer owns invocation ids and the abort signal. It deliberately knows
-nothing of contracts or dispatch: the pipeline asks a signal whether it is
-aborted and lends it the cancel scopes that an abort must cancel.
+This layer owns invocation ids and the abort signal, and carries an adapter's
+way to ask a person for confirmation (``confirm``) or its word that one already
+approved the call (``confirmed``). It deliberately knows nothing of contracts or
+dispatch: the pipeline asks a signal whether it is aborted and lends it the
+cancel scopes that an abort must cancel, and decides when to ask ``confirm``.
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
+
+if TYPE_CHECKING:
+    from .confirm import ConfirmationRequest
 
 __all__ = ["AbortController", "AbortSignal", "Invocation", "new_invocation_id"]
 
@@ -130,7 +137,7 @@ class AbortController:
 
 
 class Invocation(msgspec.Struct, frozen=True):
-    """Who is calling, over what, and how to cancel it.
+    """Who is calling, over what, how to cancel it, and how to ask a person.
 
     Missing parts are filled per dispatch: a fresh unique ``id`` each time
     unless one is supplied.
@@ -139,15 +146,26 @@ class Invocation(msgspec.Struct, frozen=True):
         id: The invocation id; an adapter passes the protocol's call id.
         transport: ``"in-app"`` by default; adapters name theirs (``"mcp"``).
         signal: An :class:`AbortSignal` that cancels this invocation.
+        confirm: Asks a person now, in band, when ``authorize`` answers
+            :class:`~agentfx.Confirm`: ``True`` approves, ``False`` declines.
+            Called at most once per invocation, raced against ``signal``.
+        confirmed: The adapter already obtained a person's approval of this
+            exact call out of band; a :class:`~agentfx.Confirm` answer then
+            proceeds without asking. It approves nothing else: ``False`` or a
+            :class:`~agentfx.Refusal` from ``authorize`` still refuses.
 
     >>> Invocation(id="call-1").transport
     'in-app'
+    >>> Invocation(confirmed=True).filled().confirmed
+    True
     """
 
     id: str | None = None
     transport: str = "in-app"
     signal: AbortSignal | None = None
+    confirm: Callable[[ConfirmationRequest], Awaitable[bool]] | None = None
+    confirmed: bool = False
 
     def filled(self) -> Invocation:
         """This invocation with an id, generating one if it has none."""
-        return self if self.id is not None else Invocation(new_invocation_id(), self.transport, self.signal)
+        return self if self.id is not None else msgspec.structs.replace(self, id=new_invocation_id())

@@ -6,6 +6,7 @@ their composition, in the order of the design's table:
 
 1. resolve the capability  2. refuse an aborted signal  3. read the Model once
 4. ``available``  5. decode the payload  6. resolve the principal  7. ``authorize``
+(and, when it answers :class:`~agentfx.Confirm`, the invocation's confirmation)
 8. refuse a signal aborted meanwhile  9. build the Message  10–12. subscribe
 completion listeners, send, wait.
 
@@ -38,12 +39,14 @@ from .completion import (
     StateWaiter,
     truth,
 )
+from .confirm import Confirm, ConfirmationRequest
 from .contract import AuthorizationRequest, Capability, InvocationContext
 from .errors import (
     AgentAuthorizationError,
     AgentCancelledError,
     AgentCapabilityUnavailableError,
     AgentCompletionTimeoutError,
+    AgentConfirmationRequiredError,
     AgentInvalidInputError,
     AgentUnknownCapabilityError,
     ContractError,
@@ -68,6 +71,7 @@ __all__ = [
     "check_available",
     "check_not_aborted",
     "check_still_not_aborted",
+    "confirm_step",
     "construct",
     "decode",
     "dispatch",
@@ -124,12 +128,14 @@ class InvocationEnv(Generic[M, P]):
     ``model`` is read from the host exactly once, at step 3; every later step
     reads this snapshot, so a Model change while ``authorize`` is pending does
     not retarget the invocation. The remaining slots record progress, which the
-    runtime's audit and tracing read whichever way the steps ran.
+    runtime's audit and tracing read whichever way the steps ran: ``confirmed``
+    is set when step 7 let the call through on a person's approval.
     """
 
     __slots__ = (
         "bound",
         "capability",
+        "confirmed",
         "invocation",
         "model",
         "payload",
@@ -149,6 +155,7 @@ class InvocationEnv(Generic[M, P]):
         self.model: M = cast("M", None)
         self.principal: P = cast("P", None)
         self.principal_resolved = False
+        self.confirmed = False
         self.stage = NOT_SENT
 
 
@@ -262,30 +269,86 @@ def _verdict(capability: Capability[Any, Any], verdict: object) -> AgentAuthoriz
         return AgentAuthorizationError.of(capability.name, capability.tag)
     if isinstance(verdict, Refusal):
         return AgentAuthorizationError.of(capability.name, capability.tag, verdict.reason)
-    raise ContractError(f'"authorize" of "{capability.name}" returned {type(verdict).__name__}; return a bool or a Refusal')
+    raise ContractError(
+        f'"authorize" of "{capability.name}" returned {type(verdict).__name__}; return a bool, a Refusal or a Confirm'
+    )
 
 
-async def authorize_step(env: Env, decoded: Decoded) -> AgentAuthorizationError | AgentCancelledError | None:
-    """Run ``authorize``; an async one is raced against the invocation's signal."""
+_Unsettled = object()
+"""What a raced await gives when the invocation's signal cut it short."""
+
+
+async def _raced(env: Env, pending: Any) -> Any:
+    """Await ``pending``, cut short by the invocation's signal (then :data:`_Unsettled`)."""
+    signal = env.invocation.signal
+    if signal is None:
+        return await pending
+    with anyio.CancelScope() as scope:
+        signal.attach(scope)
+        try:
+            return await pending
+        finally:
+            signal.detach(scope)
+    # Only reached when the scope swallowed the signal's cancellation.
+    return _Unsettled
+
+
+async def authorize_step(
+    env: Env, decoded: Decoded
+) -> AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None:
+    """Run ``authorize``; an async one is raced against the invocation's signal.
+
+    A :class:`~agentfx.Confirm` answer goes on to :func:`confirm_step`, so
+    confirmation is part of step 7 whichever way the steps run.
+    """
     capability = decoded.capability
     check = capability.authorize
     if check is None:
         return None
     verdict = check(AuthorizationRequest(env.principal, decoded.input, env.model, env.invocation.transport))
     if verdict is not True and verdict is not False and isawaitable(verdict):
-        signal = env.invocation.signal
-        if signal is None:
-            verdict = await verdict
-        else:
-            with anyio.CancelScope() as scope:
-                signal.attach(scope)
-                try:
-                    verdict = await verdict
-                finally:
-                    signal.detach(scope)
-            if scope.cancelled_caught:
-                return AgentCancelledError.before_dispatch(capability.name)
+        verdict = await _raced(env, verdict)
+        if verdict is _Unsettled:
+            return AgentCancelledError.before_dispatch(capability.name)
+    if isinstance(verdict, Confirm):
+        return await confirm_step(env, capability, verdict)
     return _verdict(capability, verdict)
+
+
+async def confirm_step(
+    env: Env, capability: Capability[Any, Any], request: Confirm
+) -> AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None:
+    """Step 7's second half: ``authorize`` allows the call once a person confirms.
+
+    A ``confirmed`` invocation proceeds; else its ``confirm`` is asked, once,
+    raced against the signal, while the invocation keeps its one snapshot (a
+    Model change meanwhile does not retarget the call): ``True`` proceeds,
+    ``False`` is ``Declined: <prompt>``. An invocation with neither is refused
+    with :class:`~agentfx.AgentConfirmationRequiredError`. Nothing is sent on
+    any refusal, and an abort that lands after the answer is step 8's.
+
+    Raises:
+        ContractError: ``confirm`` answered something other than a bool.
+    """
+    invocation = env.invocation
+    if invocation.confirmed:
+        env.confirmed = True
+        return None
+    ask = invocation.confirm
+    if ask is None:
+        return AgentConfirmationRequiredError.of(capability.name, capability.tag, request.prompt)
+    # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
+    answer = cast(object, ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation)))
+    if answer is not True and answer is not False and isawaitable(answer):
+        answer = await _raced(env, answer)
+        if answer is _Unsettled:
+            return AgentCancelledError.before_dispatch(capability.name)
+    if answer is True:
+        env.confirmed = True
+        return None
+    if answer is False:
+        return AgentAuthorizationError.declined(capability.name, capability.tag, request.prompt)
+    raise ContractError(f'The confirmation of "{capability.name}" answered {type(answer).__name__}; answer a bool')
 
 
 def construct_step(env: Env, decoded: Decoded) -> Prepared:
@@ -455,7 +518,11 @@ def resolve_principal(decoded: Decoded) -> Step[Decoded]:
 
 
 def authorize(decoded: Decoded) -> Step[Decoded]:
-    """Step 7: ask ``authorize`` (possibly async) about the principal, input and snapshot."""
+    """Step 7: ask ``authorize`` (possibly async) about the principal, input and snapshot.
+
+    When it answers :class:`~agentfx.Confirm`, the invocation's confirmation
+    decides (:func:`confirm_step`).
+    """
 
     async def run(env: Env) -> Decoded | DispatchError:
         refusal = await authorize_step(env, decoded)

@@ -33,7 +33,7 @@ from .errors import (
 )
 from .host import Host, Unsubscribe
 from .invocation import Invocation, new_invocation_id
-from .pipeline import Bound, DispatchResult, InvocationEnv, dispatch, is_failure, run_direct
+from .pipeline import NOT_SENT, Bound, DispatchResult, InvocationEnv, dispatch, is_failure, run_direct
 
 __all__ = ["AgentRuntime", "Messages", "Resources", "bind"]
 
@@ -346,6 +346,8 @@ class _Executor:
                 outcome=label,
                 input=env.payload,
                 principal_resolved=resolved,
+                # Approval is worth recording only for a Message the host was handed.
+                confirmed=env.confirmed and env.stage != NOT_SENT,
             ),
         )
 

@@ -130,6 +130,54 @@ AppAgent = TodoAgent.define(
     context=TodoAgent.projection(Model, lambda m: m),
 )
 
+def _confirm_delete(req: agentfx.AuthorizationRequest[User, NoInput, Model]) -> bool | agentfx.Confirm:
+    if not req.principal.can_delete:
+        return False
+    model = req.model
+    title = next((t.title for t in model.todos if t.id == model.selected), model.selected)
+    return agentfx.Confirm(f'Delete the todo "{title}"?')
+
+
+async def _confirm_rename(
+    req: agentfx.AuthorizationRequest[User, RequestedRenameTodo, Model],
+) -> bool | agentfx.Refusal | agentfx.Confirm:
+    # Async on purpose: a Confirm can come after authorize suspended.
+    await anyio.lowlevel.checkpoint()
+    if req.principal.admin:
+        return agentfx.Confirm(f'Rename "{req.input.id}" to "{req.input.title}"?')
+    return agentfx.Refusal("Only an admin may rename a todo")
+
+
+ConfirmingAgent = TodoAgent.define(
+    messages=TodoAgent.expose(
+        Message,
+        TodoAgent.variant(RequestedCreateTodo, "Create a new todo", available=lambda model: not model.locked),
+        TodoAgent.variant(
+            RequestedDeleteTodo,
+            "Delete the currently selected todo",
+            name="delete_selected_todo",
+            available=lambda model: model.selected is not None,
+            input=NoInput,
+            to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected or ""),
+            authorize=_confirm_delete,
+            may_confirm=True,
+            completion=agentfx.Completion(
+                success=DeletedTodo,
+                failure=FailedDeleteTodo,
+                correlate=lambda request, result, call: result.id == call.message.id,
+                timeout=5.0,
+            ),
+        ),
+        TodoAgent.variant(RequestedRenameTodo, "Rename a todo", name="rename_todo", authorize=_confirm_rename),
+        TodoAgent.variant(ClearedSelection, "Clear the selection"),
+    ),
+)
+""":data:`AppAgent` with the same names, where deleting and renaming ask a person to confirm.
+
+Deleting asks whoever may delete (a sync ``authorize``, declared ``may_confirm``);
+renaming asks admins (an async ``authorize``, undeclared) and refuses the rest.
+"""
+
 AVAILABLE: dict[str, Callable[[Model], bool]] = {
     "requested_create_todo": lambda m: not m.locked,
     "delete_selected_todo": lambda m: m.selected is not None,
@@ -190,3 +238,68 @@ async def run(
 
 def fixed_clock() -> float:
     return 1000.0
+
+
+CONFIRMATION_MODES = (
+    "none",
+    "confirmed",
+    "approve",
+    "decline",
+    "approve-at-once",
+    "abort-then-approve",
+    "abort-while-asking",
+)
+"""How a :class:`ConfirmationScript` answers: ``none`` cannot ask, ``confirmed`` was approved out of
+band, ``approve-at-once`` answers without awaiting, the ``abort-*`` modes abort the invocation's
+signal while they are asked (then approve at once, or never answer)."""
+
+
+class ConfirmationScript:
+    """One invocation's way to ask a person, answering as ``mode`` says and recording each question.
+
+    Args:
+        mode: One of :data:`CONFIRMATION_MODES`.
+        on_ask: Runs when the person is asked, before the answer (to change the Model meanwhile, say).
+    """
+
+    def __init__(self, mode: str, *, on_ask: Callable[[], None] | None = None) -> None:
+        assert mode in CONFIRMATION_MODES, mode
+        self.mode = mode
+        self.on_ask = on_ask
+        self.controller = agentfx.AbortController()
+        self.asked: list[agentfx.ConfirmationRequest] = []
+
+    @property
+    def approves(self) -> bool:
+        """Whether a call that asks gets through (in time, before any abort)."""
+        return self.mode in ("confirmed", "approve", "approve-at-once")
+
+    def invocation(self, *, aborted: bool = False, id: str = "call-1", transport: str = "mcp") -> agentfx.Invocation:
+        if aborted:
+            self.controller.abort()
+        return agentfx.Invocation(
+            id=id,
+            transport=transport,
+            signal=self.controller.signal,
+            confirm=None if self.mode in ("none", "confirmed") else self.ask,
+            confirmed=self.mode == "confirmed",
+        )
+
+    def ask(self, request: agentfx.ConfirmationRequest) -> Any:
+        self.asked.append(request)
+        if self.on_ask is not None:
+            self.on_ask()
+        if self.mode == "approve-at-once":
+            return True
+        return self._answer()
+
+    async def _answer(self) -> bool:
+        if self.mode == "abort-then-approve":
+            # No checkpoint: the approval lands in the same instant as the abort.
+            self.controller.abort("gave up")
+            return True
+        if self.mode == "abort-while-asking":
+            self.controller.abort("gave up")
+            await anyio.sleep_forever()
+        await anyio.lowlevel.checkpoint()
+        return self.mode == "approve"

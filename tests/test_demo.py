@@ -17,7 +17,7 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
         '  <- error: Capability "delete_selected_todo" is not available right now',
         "  <- notifications/tools/list_changed",
         '  <- error: Not authorized to invoke "delete_selected_todo"',
-        "  <- Completed: DeletedTodo",
+        '  <- error: "delete_selected_todo" needs a person to confirm: Delete the todo "Buy milk"?',
         "  <- JSON-RPC error -32602: No such capability: no_such_tool",
     ):
         assert line in transcript, line
@@ -28,6 +28,6 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
         ["delete_selected_todo", "refused", "AgentCapabilityUnavailableError"],
         ["select_todo", "dispatched", "dispatched"],
         ["delete_selected_todo", "refused", "AgentAuthorizationError"],
-        ["delete_selected_todo", "dispatched", "completed"],
+        ["delete_selected_todo", "refused", "AgentConfirmationRequiredError"],
         ["no_such_tool", "refused", "AgentUnknownCapabilityError"],
     ]

@@ -19,10 +19,12 @@ from returns.result import Failure, Result, Success
 
 import agentfx
 from agentfx.contract import Capability, define, expose, variant
+from agentfx.confirm import Confirm
 from agentfx.errors import (
     AgentAuthorizationError,
     AgentCancelledError,
     AgentCapabilityUnavailableError,
+    AgentConfirmationRequiredError,
     AgentInvalidInputError,
     Refusal,
 )
@@ -35,6 +37,7 @@ from agentfx.testing.laws import (
     AVAILABLE_FIRST,
     AVAILABLE_IS_PURE,
     AVAILABLE_LISTING,
+    CONFIRM_UNLESS_CONFIRMED,
     FAILURE_ROUND_TRIP,
     INVALID_PAYLOAD_REFUSED,
     LAWS,
@@ -153,7 +156,7 @@ def test_an_empty_sequence_is_refused_up_front(empty: str) -> None:
 
 
 def test_every_law_has_a_distinct_key() -> None:
-    assert len({law.key for law in LAWS}) == len(LAWS) == 12
+    assert len({law.key for law in LAWS}) == len(LAWS) == 13
 
 
 # --- broken contracts are caught ---------------------------------------------------
@@ -235,7 +238,7 @@ def test_an_authorize_answering_neither_bool_nor_refusal_breaks_settling() -> No
     contract = define(expose(Ping, variant(Ping, "Ping", authorize=lambda req: req.principal)))
     with _violation(SETTLES, "ping") as caught:
         check_contract(contract, models=[None], principals=[True, 1], max_examples=FEW)
-    assert "return a bool or a Refusal" in str(caught.value)
+    assert "return a bool, a Refusal or a Confirm" in str(caught.value)
 
 
 def test_an_authorize_that_never_answers_is_reported_not_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -344,9 +347,14 @@ def _observed(
     available: bool | None = True,
     verdict: object = True,
     dispatched: tuple[object, ...] = (ITEM,),
+    confirmed: bool = False,
 ) -> laws._Observation:
     assert isinstance(outcome, DispatchResult | agentfx.DispatchError | Exception)
-    return laws._Observation(GUARDED, kind, {"sku": "a"}, outcome, events, available, verdict, dispatched)
+    return laws._Observation(GUARDED, kind, {"sku": "a"}, outcome, events, available, verdict, dispatched, confirmed)
+
+
+ASK = Confirm("Add item a?")
+NEEDS_CONFIRMATION = AgentConfirmationRequiredError.of("item", "Item", ASK.prompt)
 
 
 def test_sound_invocations_break_no_law() -> None:
@@ -355,6 +363,10 @@ def test_sound_invocations_break_no_law() -> None:
     laws._judge(_observed(INVALID, ("model", "available", "decode"), kind="invalid", verdict=laws._NOT_ASKED, dispatched=()))
     laws._judge(_observed(REFUSED, ALL_THE_WAY[:5], verdict=False, dispatched=()))
     laws._judge(_observed(REFUSED, ALL_THE_WAY[:5], verdict=Refusal("no"), dispatched=()))
+    laws._judge(_observed(NEEDS_CONFIRMATION, ALL_THE_WAY[:5], verdict=ASK, dispatched=()))
+    laws._judge(_observed(SENT, verdict=ASK, confirmed=True))
+    laws._judge(_observed(REFUSED, ALL_THE_WAY[:5], verdict=False, dispatched=(), confirmed=True))
+    laws._judge(_observed(SENT, confirmed=True))
 
 
 @pytest.mark.parametrize(
@@ -397,6 +409,37 @@ def test_sound_invocations_break_no_law() -> None:
             _observed(DispatchResult("item", "Item", Other(), Invocation("i-1")), dispatched=(Other(),)),
             REACHES_HOST,
             id="wrong-class",
+        ),
+        pytest.param(_observed(SENT, verdict=ASK), CONFIRM_UNLESS_CONFIRMED, id="confirm-but-sent-unconfirmed"),
+        pytest.param(
+            _observed(REFUSED, ALL_THE_WAY[:5], verdict=ASK, dispatched=()),
+            CONFIRM_UNLESS_CONFIRMED,
+            id="confirm-refused-as-unauthorized",
+        ),
+        pytest.param(
+            _observed(AgentConfirmationRequiredError.of("item", "Item", "Something else?"), ALL_THE_WAY[:5], verdict=ASK, dispatched=()),
+            CONFIRM_UNLESS_CONFIRMED,
+            id="confirm-with-another-prompt",
+        ),
+        pytest.param(
+            _observed(NEEDS_CONFIRMATION, ALL_THE_WAY[:5], verdict=ASK, dispatched=(), confirmed=True),
+            CONFIRM_UNLESS_CONFIRMED,
+            id="confirmed-still-asked",
+        ),
+        pytest.param(
+            _observed(NEEDS_CONFIRMATION, ALL_THE_WAY[:5], verdict=False, dispatched=()),
+            CONFIRM_UNLESS_CONFIRMED,
+            id="confirmation-nobody-asked-for",
+        ),
+        pytest.param(
+            _observed(SENT, verdict=Refusal("no"), confirmed=True),
+            CONFIRM_UNLESS_CONFIRMED,
+            id="confirmed-overrides-a-refusal",
+        ),
+        pytest.param(
+            _observed(AgentAuthorizationError.declined("item", "Item", ASK.prompt), ALL_THE_WAY[:5], verdict=ASK, dispatched=(), confirmed=True),
+            REACHES_HOST,
+            id="confirmed-but-declined",
         ),
     ],
 )
@@ -448,6 +491,63 @@ def test_the_expected_calls_follow_the_pipeline_table() -> None:
     assert laws._expected_events(bare, REFUSED) is None
     assert laws._expected_events(GUARDED, SENT) == ALL_THE_WAY
     assert laws._expected_events(GUARDED, REFUSED) == ALL_THE_WAY[:5]
+    assert laws._expected_events(GUARDED, NEEDS_CONFIRMATION) == ALL_THE_WAY[:5]
+    assert laws._expected_events(bare, NEEDS_CONFIRMATION) is None
+
+
+# --- Confirm: a refusal unless the invocation is confirmed, both paths checked -----
+
+
+def _confirming(built: list[object]) -> agentfx.Definition[Any, Any]:
+    def to_message(value: ItemInput, ctx: agentfx.InvocationContext[Any, Any]) -> Item:
+        built.append(ctx.invocation.confirmed)
+        return Item(sku=value.sku)
+
+    return define(
+        expose(
+            Item,
+            variant(
+                Item,
+                "Add an item once a person agrees",
+                name="item",
+                input=ItemInput,
+                to_message=to_message,
+                authorize=lambda req: Confirm(f"Add {req.input.sku!r}?") if req.principal == "ask" else req.principal == "yes",
+                may_confirm=True,
+            ),
+        )
+    )
+
+
+def test_a_contract_asking_for_confirmation_keeps_every_law_on_both_paths() -> None:
+    built: list[object] = []
+    check_contract(_confirming(built), models=[None], principals=["ask"], max_examples=FEW)
+    # Only the confirmed path ever got as far as building the Message.
+    assert built and set(built) == {True}
+
+
+def test_a_confirmed_invocation_is_judged_for_every_capability_with_authorize() -> None:
+    built: list[object] = []
+    check_contract(_confirming(built), models=[None], principals=["no"], max_examples=FEW)
+    # "no" refuses on both paths: confirmed approves a Confirm, never a refusal.
+    assert built == []
+
+
+@pytest.mark.parametrize("broken", ["ignores-confirmed", "approves-everyone"])
+def test_a_runtime_getting_confirmation_wrong_is_caught(broken: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfx import pipeline
+
+    real = pipeline.confirm_step
+
+    async def ignores_confirmed(env: Any, capability: Any, request: Confirm) -> Any:
+        return AgentConfirmationRequiredError.of(capability.name, capability.tag, request.prompt)
+
+    async def approves_everyone(env: Any, capability: Any, request: Confirm) -> Any:
+        return await real(env, capability, request) if env.invocation.confirmed else None
+
+    monkeypatch.setattr(pipeline, "confirm_step", ignores_confirmed if broken == "ignores-confirmed" else approves_everyone)
+    with _violation(CONFIRM_UNLESS_CONFIRMED, "item"):
+        check_contract(_confirming([]), models=[None], principals=["ask"], max_examples=FEW)
 
 
 # --- the orders example is a working program ---------------------------------------

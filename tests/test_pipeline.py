@@ -413,7 +413,7 @@ async def test_authorize_returning_a_non_bool_is_a_defect(verdict: object, kind:
     runtime = probe_runtime(probe, authorize=verdict)
     with pytest.raises(agentfx.ContractError) as raised:
         await runtime.messages.dispatch("delete_selected_todo", {})
-    assert str(raised.value) == f'"authorize" of "delete_selected_todo" returned {kind}; return a bool or a Refusal'
+    assert str(raised.value) == f'"authorize" of "delete_selected_todo" returned {kind}; return a bool, a Refusal or a Confirm'
     assert probe.sent == []
     assert "to_message" not in probe.events
 

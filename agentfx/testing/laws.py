@@ -6,6 +6,9 @@ the :class:`LawViolation` it raises. Each law is a property of one invocation
 Models, principals and payloads it draws: schema-valid payloads from
 :func:`~agentfx.testing.valid_payloads`, schema-invalid ones from
 :func:`~agentfx.testing.invalid_payloads`, and valid ones with an unknown key.
+A capability with ``authorize`` also gets the valid payload once more on a
+``confirmed`` invocation, so both paths of a :class:`~agentfx.Confirm` answer
+are judged: a refusal on an ordinary invocation, a dispatch on a confirmed one.
 
 The suite observes dispatch from outside, through the public runtime: it binds
 a copy of the contract whose hooks (``available``, the input decoder,
@@ -35,10 +38,12 @@ import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 import msgspec
 
+from ..confirm import Confirm
 from ..contract import AuthorizationRequest, Capability, Definition, InvocationContext
 from ..errors import (
     AgentAuthorizationError,
     AgentCapabilityUnavailableError,
+    AgentConfirmationRequiredError,
     AgentInvalidInputError,
     DispatchError,
     DispatchFailed,
@@ -62,6 +67,7 @@ __all__ = [
     "AVAILABLE_FIRST",
     "AVAILABLE_IS_PURE",
     "AVAILABLE_LISTING",
+    "CONFIRM_UNLESS_CONFIRMED",
     "FAILURE_ROUND_TRIP",
     "INVALID_PAYLOAD_REFUSED",
     "LAWS",
@@ -111,6 +117,11 @@ PIPELINE_ORDER: Final = Law(
     "dispatch run in that order, each at most once, stopping at the first refusal",
 )
 REFUSAL_NEVER_REACHES_HOST: Final = Law("refusal-never-reaches-host", "a refusal never reaches the host")
+CONFIRM_UNLESS_CONFIRMED: Final = Law(
+    "confirm-unless-confirmed",
+    "an `authorize` answering `Confirm` refuses with AgentConfirmationRequiredError and its prompt unless the "
+    "invocation is confirmed, and proceeds when it is; `confirmed` turns no other refusal into a dispatch",
+)
 FAILURE_ROUND_TRIP: Final = Law(
     "failure-round-trip", "every failure encodes to JSON and decodes back to an equal value of the same class"
 )
@@ -147,6 +158,7 @@ LAWS: Final[tuple[Law, ...]] = (
     AVAILABLE_FIRST,
     PIPELINE_ORDER,
     REFUSAL_NEVER_REACHES_HOST,
+    CONFIRM_UNLESS_CONFIRMED,
     FAILURE_ROUND_TRIP,
     VALID_PAYLOAD_DECODES,
     UNKNOWN_KEY_REFUSED,
@@ -225,6 +237,7 @@ class _Observation:
             declared, not called, or raised.
         verdict: What ``authorize`` answered (awaited), or ``_NOT_ASKED``.
         dispatched: The Messages that reached the host.
+        confirmed: Whether the invocation was ``confirmed`` (approved out of band).
     """
 
     capability: Capability[Any, Any]
@@ -235,6 +248,7 @@ class _Observation:
     available: bool | None
     verdict: object
     dispatched: tuple[object, ...]
+    confirmed: bool = False
 
 
 def _strategy(values: SearchStrategy[T] | Sequence[T], what: str) -> SearchStrategy[T]:
@@ -347,13 +361,13 @@ def _law_suite(
         listed = [d.name for d in runtime.messages.available()]
         _judge_listing(definition.capabilities, before, listed, recorder.model_reads)
 
-        async def invoke(kind: PayloadKind, sent: object) -> _Observation:
+        async def invoke(kind: PayloadKind, sent: object, confirmed: bool = False) -> _Observation:
             probe.reset()
             recorder.dispatched.clear()
             outcome: DispatchResult | DispatchError | Exception
             try:
                 with anyio.fail_after(_SETTLE_WITHIN):
-                    outcome = await runtime.messages.call(capability.name, sent)
+                    outcome = await runtime.messages.call(capability.name, sent, Invocation(confirmed=confirmed))
             except DispatchFailed as failed:
                 outcome = failed.error
             except Exception as exc:  # a defect, or a hang cut short: judged as outcomes
@@ -367,10 +381,19 @@ def _law_suite(
                 probe.available,
                 probe.verdict,
                 tuple(recorder.dispatched),
+                confirmed,
             )
 
         async def invoke_all() -> list[_Observation]:
-            return [await invoke("valid", payload), await invoke("unknown-key", extended), await invoke("invalid", bad)]
+            observations = [
+                await invoke("valid", payload),
+                await invoke("unknown-key", extended),
+                await invoke("invalid", bad),
+            ]
+            if capability.authorize is not None:
+                # The other path of a Confirm answer: a person approved this call out of band.
+                observations.append(await invoke("valid", payload, confirmed=True))
+            return observations
 
         for observation in portal.call(invoke_all):
             _judge(observation)
@@ -520,7 +543,7 @@ def _expected_events(capability: Capability[Any, Any], outcome: object) -> tuple
     events.append("principal")
     if capability.authorize is not None:
         events.append("authorize")
-    if isinstance(outcome, AgentAuthorizationError):
+    if isinstance(outcome, AgentAuthorizationError | AgentConfirmationRequiredError):
         return tuple(events) if capability.authorize is not None else None
     if isinstance(outcome, DispatchResult):
         if capability.to_message is not None:
@@ -540,7 +563,11 @@ def _judge(o: _Observation) -> None:
     c = o.capability
     outcome = o.outcome
     available = o.available if c.available is not None else True
-    authorized = (o.verdict is True) if c.authorize is not None else "principal" in o.events
+    confirming = isinstance(o.verdict, Confirm)
+    if c.authorize is None:
+        authorized = "principal" in o.events
+    else:
+        authorized = o.verdict is True or (confirming and o.confirmed)
     if isinstance(outcome, Exception):
         law = REACHES_HOST if o.kind == "valid" and available is True and authorized else SETTLES
         raise LawViolation(law, c.name, f"dispatching {o.payload!r} raised {_describe(outcome)}")
@@ -560,6 +587,7 @@ def _judge(o: _Observation) -> None:
                 REFUSAL_NEVER_REACHES_HOST, c.name, f"refused with {_show(outcome)}, yet the host got {o.dispatched!r}"
             )
         _judge_round_trip(c, outcome)
+    _judge_confirmation(o)
     expected = _expected_events(c, outcome)
     if expected is None or o.events != expected:
         raise LawViolation(
@@ -580,6 +608,48 @@ def _judge(o: _Observation) -> None:
         )
     if o.kind == "valid" and available and authorized and not reached:
         raise LawViolation(REACHES_HOST, c.name, f"{o.payload!r} ended in {_show(outcome)}")
+
+
+def _judge_confirmation(o: _Observation) -> None:
+    """Check that a ``Confirm`` answer refuses exactly when the invocation is not confirmed.
+
+    Raises:
+        LawViolation: :data:`CONFIRM_UNLESS_CONFIRMED`, when the outcome does
+            not follow from ``authorize``'s answer and the invocation's ``confirmed``.
+    """
+    c = o.capability
+    outcome = o.outcome
+    verdict = o.verdict
+    wanted = isinstance(outcome, AgentConfirmationRequiredError)
+    if isinstance(verdict, Confirm):
+        if o.confirmed:
+            if wanted:
+                raise LawViolation(
+                    CONFIRM_UNLESS_CONFIRMED, c.name, f"a confirmed invocation was refused with {_show(outcome)}"
+                )
+            return
+        if not (
+            wanted
+            and outcome.prompt == verdict.prompt
+            and outcome.capability == c.name
+            and outcome.tag == c.tag
+        ):
+            raise LawViolation(
+                CONFIRM_UNLESS_CONFIRMED,
+                c.name,
+                f"`authorize` answered {verdict!r} on an unconfirmed invocation, and the outcome was {_show(outcome)}",
+            )
+        return
+    if wanted:
+        raise LawViolation(
+            CONFIRM_UNLESS_CONFIRMED, c.name, f"`authorize` answered {verdict!r}, yet the outcome was {_show(outcome)}"
+        )
+    if o.confirmed and verdict is not _NOT_ASKED and verdict is not True and isinstance(outcome, DispatchResult):
+        raise LawViolation(
+            CONFIRM_UNLESS_CONFIRMED,
+            c.name,
+            f"`authorize` answered {verdict!r} on a confirmed invocation, and the host got {o.dispatched!r}",
+        )
 
 
 def _judge_round_trip(c: Capability[Any, Any], failure: DispatchError) -> None:

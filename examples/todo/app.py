@@ -20,6 +20,8 @@ import msgspec
 from agentfx.app import App
 from agentfx.builder import for_model
 from agentfx.completion import CallInfo, Completion
+from agentfx.confirm import Confirm
+from agentfx.contract import AuthorizationRequest
 from agentfx.hints import Hints
 from agentfx.program import Command
 
@@ -228,6 +230,17 @@ def _result_key(result: CreatedTodo) -> str | None:
     return result.request_id
 
 
+def _may_delete(request: AuthorizationRequest[User, NoInput, Model]) -> bool | Confirm:
+    """Only a user who may delete, and only once a person confirms which todo goes."""
+    if not request.principal.can_delete:
+        return False
+    model = request.model
+    # The prompt names the todo from the same snapshot ``to_message`` reads, so
+    # the person approves exactly the deletion that would be sent.
+    title = next((todo.title for todo in model.todos if todo.id == model.selected_todo_id), model.selected_todo_id)
+    return Confirm(f'Delete the todo "{title}"?')
+
+
 TodoAgent = for_model(Model, principal=User)
 
 AppAgent = TodoAgent.define(
@@ -255,7 +268,8 @@ AppAgent = TodoAgent.define(
             available=lambda model: model.selected_todo_id is not None,
             input=NoInput,
             to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected_todo_id or ""),
-            authorize=lambda req: req.principal.can_delete,
+            authorize=_may_delete,
+            may_confirm=True,
             completion=Completion(
                 success=DeletedTodo,
                 failure=FailedDeleteTodo,
@@ -283,7 +297,12 @@ AppAgent = TodoAgent.define(
     ],
     context=TodoAgent.projection(AgentView, lambda m: AgentView(todos=m.todos, selected_todo_id=m.selected_todo_id)),
 )
-"""The contract: four capabilities, the ``todos`` resource and the :class:`AgentView` context."""
+"""The contract: four capabilities, the ``todos`` resource and the :class:`AgentView` context.
+
+Deleting asks a person to confirm which todo goes (``authorize`` answers
+:class:`~agentfx.Confirm`): an adapter that can ask does, in band, and one that
+cannot is told the call needs confirmation, and nothing is deleted.
+"""
 
 app = App(AppAgent, init=INITIAL, update=update, principal=User(id="local-user", can_delete=True))
 """The contract served over the reference program: ``agentfx serve examples.todo.app:app``.

@@ -4,7 +4,8 @@ Each case is drawn with an oracle: whether its target is exposed, whether its
 payload is valid for that capability, and what the capability's availability
 and authorization say about the drawn Model and principal. The laws check the
 runtime against that oracle, and the composed RCFR pipeline against the
-runtime's direct run.
+runtime's direct run, also for a contract whose ``authorize`` asks a person to
+confirm, under every way a confirmation can be answered.
 """
 # pyright: reportPrivateUsage=false
 # (these tests and measurements look at internals on purpose)
@@ -24,8 +25,11 @@ import agentfx
 from agentfx.pipeline import DispatchResult
 from tests.support import (
     AVAILABLE,
+    CONFIRMATION_MODES,
     AppAgent,
     ClearedSelection,
+    ConfirmationScript,
+    ConfirmingAgent,
     DeletedTodo,
     Model,
     ReceivedTodos,
@@ -132,6 +136,15 @@ def cases(draw: st.DrawFn) -> Case:
     return Case(target, capability, payload, valid)
 
 
+@st.composite
+def asking_cases(draw: st.DrawFn) -> Case:
+    """A valid call of a capability whose ``authorize`` may ask a person, by class or by name."""
+    target = draw(st.sampled_from([RequestedDeleteTodo, "delete_selected_todo", RequestedRenameTodo, "rename_todo"]))
+    capability = TARGETS[target]
+    assert capability is not None
+    return Case(target, capability, {name: draw(st.text(max_size=6)) for name in FIELDS[capability]}, True)
+
+
 def authorized(capability: str, principal: User) -> bool:
     if capability == "delete_selected_todo":
         return principal.can_delete
@@ -201,19 +214,30 @@ def test_available_is_exactly_the_capabilities_whose_predicate_holds(model: Mode
     assert rec.model_reads == 1
 
 
-Observed = tuple[object, list[object], list[bytes]]
+Observed = tuple[object, list[object], list[bytes], list[object], int]
 
 
-async def observe(run: str, case: Case, model: Model, principal: User, aborted: bool, slow_host: bool) -> Observed:
+async def observe(
+    run: str,
+    case: Case,
+    model: Model,
+    principal: User,
+    aborted: bool,
+    slow_host: bool,
+    contract: agentfx.Definition[Model, User] = AppAgent,
+    confirmation: str = "none",
+) -> Observed:
     rec = recorder(model, principal=principal, async_dispatch=slow_host)
     log = agentfx.audit_log(clock=fixed_clock, principal=lambda user: user.id, include_input=True)
-    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+    runtime = agentfx.bind(contract, host=rec.host, audit=log)
+    script = ConfirmationScript(confirmation)
     outcome: Result[DispatchResult, agentfx.DispatchError]
     if run == "composed":
-        outcome = await runtime._dispatch_composed(case.target, case.payload, invocation(aborted))
+        outcome = await runtime._dispatch_composed(case.target, case.payload, script.invocation(aborted=aborted))
     else:
-        outcome = outcome_of(await runtime.messages.dispatch(case.target, case.payload, invocation(aborted)))
-    return comparable(outcome), list(rec.dispatched), [msgspec.json.encode(e) for e in log.entries()]
+        outcome = outcome_of(await runtime.messages.dispatch(case.target, case.payload, script.invocation(aborted=aborted)))
+    asked: list[object] = [(r.capability, r.tag, r.prompt, r.invocation.id) for r in script.asked]
+    return comparable(outcome), list(rec.dispatched), [msgspec.json.encode(e) for e in log.entries()], asked, rec.model_reads
 
 
 def comparable(outcome: Result[DispatchResult, agentfx.DispatchError]) -> object:
@@ -226,10 +250,35 @@ def comparable(outcome: Result[DispatchResult, agentfx.DispatchError]) -> object
 
 @pytest.mark.anyio
 @settings(PROPERTY, max_examples=100)
-@given(case=cases(), model=models, principal=principals, aborted=st.booleans(), slow_host=st.booleans())
+@given(
+    case=cases(),
+    asking=asking_cases(),
+    model=models,
+    principal=principals,
+    aborted=st.booleans(),
+    aborted_asking=st.sampled_from([False, False, False, True]),
+    slow_host=st.booleans(),
+    confirmation=st.sampled_from(CONFIRMATION_MODES),
+)
 async def test_the_composed_pipeline_and_the_direct_run_agree(
-    case: Case, model: Model, principal: User, aborted: bool, slow_host: bool
+    case: Case,
+    asking: Case,
+    model: Model,
+    principal: User,
+    aborted: bool,
+    aborted_asking: bool,
+    slow_host: bool,
+    confirmation: str,
 ) -> None:
-    composed = await observe("composed", case, model, principal, aborted, slow_host)
-    direct = await observe("direct", case, model, principal, aborted, slow_host)
-    assert composed == direct
+    # Asking a person is part of step 7, so both runs must ask alike, and at most once:
+    # any call, on the contract without and the one with confirmation, and a call
+    # that reaches a confirming ``authorize``, under every way of answering.
+    for contract, call, abort, mode in [
+        (AppAgent, case, aborted, "none"),
+        (ConfirmingAgent, case, aborted, confirmation),
+        (ConfirmingAgent, asking, aborted_asking, confirmation),
+    ]:
+        composed = await observe("composed", call, model, principal, abort, slow_host, contract, mode)
+        direct = await observe("direct", call, model, principal, abort, slow_host, contract, mode)
+        assert composed == direct
+        assert len(direct[3]) <= 1
