@@ -4,8 +4,9 @@ This layer owns the MCP face of a runtime: ``tools/list`` from the capabilities
 available right now, ``tools/call`` through the runtime's wire path, resources
 at ``app://<name>`` and ``app://context``, ``notifications/tools/list_changed``
 when the available set changes (announced only when the host can report Model
-changes), and turning a client's cancellation into an
-abort of the invocation's signal.
+changes), turning a client's cancellation into an
+abort of the invocation's signal, and asking a person when ``authorize``
+answers ``Confirm`` (:mod:`agentfx.mcp._confirm`).
 
 It deliberately knows nothing of transports (stdio and HTTP wrap the server it
 returns), of the pipeline's steps, or of audit: it calls the runtime's public
@@ -25,6 +26,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -36,7 +38,7 @@ from returns.unsafe import unsafe_perform_io
 from .. import __version__
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..tools import tool_views
-from . import _wire
+from . import _confirm, _wire
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -191,16 +193,31 @@ def server(
     *,
     name: str = "agentfx",
     version: str = __version__,
+    request_state_security: RequestStateSecurity | None = None,
 ) -> Server[Connection]:
     """The runtime as an MCP server: the SDK's low-level ``Server``.
 
     Connect it in-process with ``mcp.Client(server(runtime))``, over stdio
     with :func:`serve_stdio`, or over Streamable HTTP with :func:`http_app`.
 
+    A capability whose ``authorize`` answers ``Confirm`` asks the person
+    behind the client: in band with a form elicitation on a 2025-11-25
+    session, with an ``InputRequiredResult`` on a 2026-07-28 request, and
+    otherwise answers that the call needs confirmation. A client's answer is
+    the client's word, not proof that a person saw the prompt.
+
     Args:
         runtime: A bound agentfx runtime.
-        name: The server name reported to clients.
+        name: The server name reported to clients; also the audience of every
+            sealed ``requestState``.
         version: The server version reported to clients; agentfx's own by default.
+        request_state_security: How the 2026-07-28 ``requestState`` of a
+            pending confirmation is sealed (the SDK's ``RequestStateSecurity``).
+            By default a key made now, known to this process only: a retry must
+            come back to this server. Several processes serving one contract
+            pass a shared ``RequestStateSecurity(keys=[...])``; each still
+            keeps its own single-use ledger, so a state stays redeemable once
+            per process.
 
     Raises:
         ValueError: The contract has both a context projection and a resource
@@ -219,6 +236,8 @@ def server(
     ['pinged']
     Dispatched Pinged
     """
+    sealing = _confirm.security(request_state_security)
+    approvals = _confirm.Approvals(ttl=sealing.ttl)
     names = [descriptor.name for descriptor in runtime.resources.list()]
     if runtime.has_context and "context" in names:
         raise ValueError(
@@ -251,16 +270,21 @@ def server(
 
     async def call_tool(
         ctx: ServerRequestContext[Connection], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        # Before anything runs: a retry's requestState is redeemed here, or refused.
+        confirmation = _confirm.plan(ctx, params, approvals)
         controller = AbortController()
         # Fresh per call: a client may reuse a JSON-RPC id once its request is
         # answered, and the audit must still tell the two calls apart. The
         # request id stays visible, to match an entry with the client's log.
         call_id = new_invocation_id() if ctx.request_id is None else f"{new_invocation_id()}/{ctx.request_id}"
-        invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal)
+        invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal, confirm=confirmation.confirm)
         payload: object = {} if params.arguments is None else params.arguments
         settled = anyio.Event()
-        answer: list[types.CallToolResult | MCPError] = []
+        answer: list[types.CallToolResult | types.InputRequiredResult | MCPError] = []
+
+        def ask_later(error: object) -> types.InputRequiredResult | None:
+            return confirmation.input_required(approvals, params.name, payload, error)
 
         async def run() -> None:
             # Shielded: the client's cancellation must reach the pipeline as an
@@ -268,7 +292,7 @@ def server(
             # not as an outer cancellation that interrupts it mid-step.
             with anyio.CancelScope(shield=True):
                 try:
-                    answer.append(await _dispatch(runtime, params.name, payload, invocation))
+                    answer.append(await _dispatch(runtime, params.name, payload, invocation, ask_later))
                 finally:
                     settled.set()
 
@@ -340,6 +364,8 @@ def server(
         on_subscriptions_listen=listen if notifies else None,
     )
     mcp_server.notifies_tool_changes = notifies
+    # Seals every requestState this server mints and verifies every one echoed back.
+    mcp_server.middleware.append(RequestStateBoundary(sealing, default_audience=name))
     return mcp_server
 
 
@@ -354,15 +380,27 @@ def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourc
 
 
 async def _dispatch(
-    runtime: AgentRuntime[Any, Any], name: str, payload: object, invocation: Invocation
-) -> types.CallToolResult | MCPError:
-    """Run one call to its wire answer; never raises an ``Exception``."""
+    runtime: AgentRuntime[Any, Any],
+    name: str,
+    payload: object,
+    invocation: Invocation,
+    ask_later: Callable[[object], types.InputRequiredResult | None] | None = None,
+) -> types.CallToolResult | types.InputRequiredResult | MCPError:
+    """Run one call to its wire answer; never raises an ``Exception``.
+
+    ``ask_later`` may turn a refusal into an ``InputRequiredResult`` (a
+    confirmation to ask on a 2026-07-28 request).
+    """
     try:
         outcome = await runtime.messages.dispatch_unknown(name, payload, invocation)
         if isinstance(outcome, IOSuccess):
             return _wire.success(unsafe_perform_io(outcome.unwrap()))
+        failure = unsafe_perform_io(outcome.failure())
+        later = ask_later(failure) if ask_later is not None else None
+        if later is not None:
+            return later
         try:
-            return _wire.failure(unsafe_perform_io(outcome.failure()))
+            return _wire.failure(failure)
         except MCPError as unknown:
             return unknown
     except Exception:

@@ -1,0 +1,311 @@
+"""Human confirmation over MCP: how a ``Confirm`` answer reaches the person behind a client.
+
+This layer owns the MCP side of DESIGN §10, on the SDK's own machinery:
+
+- **2025-11-25 sessions** whose client declared the elicitation capability are
+  asked in band: the invocation's ``confirm`` sends a form elicitation (the
+  prompt, one boolean ``confirm``) and waits for it, raced by the pipeline
+  against the call's signal. Accept with ``confirm: true`` approves; decline,
+  cancel, ``false`` or an error answer declines.
+- **2026-07-28 requests** cannot wait on the client, so a call that needs
+  confirmation is answered with an ``InputRequiredResult``: the same form as
+  an embedded elicitation and a ``requestState`` that the SDK's
+  ``RequestStateBoundary`` seals (AES-GCM under a ``RequestStateSecurity``)
+  and binds to the tool, its arguments, the authenticated principal and an
+  expiry. The state inside names the capability, a digest of the arguments,
+  the prompt shown and a single-use nonce held by :class:`Approvals`. The
+  client's retry is verified (a forged, expired, rebound or replayed state is
+  refused before anything runs) and re-runs the whole pipeline on a fresh
+  Model snapshot with the person's answer: it approves only the prompt the
+  person saw; a call whose prompt changed meanwhile asks again.
+- Any other client gets the ``AgentConfirmationRequiredError`` result.
+
+What a client answers is the client's word: nothing here proves that a person
+saw the prompt. The default key is ephemeral, made per :func:`agentfx.mcp.server`
+and held by this process only, so a retry must reach the process (and server)
+that asked; several processes serving one contract must share a key through
+``RequestStateSecurity(keys=[...])`` and should bind the principal
+(``bind_principal``), and even then the single-use ledger is per process.
+
+It deliberately knows nothing of the pipeline's steps, audit or transports: it
+builds invocations for the call handler and shapes what the runtime answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+import msgspec
+from mcp.server.request_state import RequestStateSecurity
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ..confirm import ConfirmationRequest
+from ..errors import AgentConfirmationRequiredError
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+
+__all__ = [
+    "APPROVALS_CAPACITY",
+    "FIELD",
+    "INVALID_STATE",
+    "Approvals",
+    "Plan",
+    "can_elicit",
+    "form",
+    "plan",
+    "security",
+]
+
+_logger = logging.getLogger("agentfx.mcp")
+
+FIELD = "confirm"
+"""The form's one boolean field, and the key of the embedded elicitation in an ``InputRequiredResult``."""
+
+INVALID_STATE = "Invalid or expired requestState"
+"""The SDK's frozen message for a refused ``requestState``; a replay is refused with the same words."""
+
+APPROVALS_CAPACITY = 1024
+"""How many confirmations may be pending at once per server; beyond it a call is not asked but refused."""
+
+_STATE_VERSION = 1
+
+
+def security(given: RequestStateSecurity | None) -> RequestStateSecurity:
+    """The policy that seals ``requestState``: ``given``, else a fresh process-local key.
+
+    >>> security(None).ttl
+    600.0
+    """
+    return given if given is not None else RequestStateSecurity.ephemeral()
+
+
+def form(prompt: str) -> types.ElicitRequestFormParams:
+    """The form a person confirms with: the prompt, and one boolean ``confirm`` (false unless ticked).
+
+    >>> form("Delete it?").requested_schema["required"]
+    ['confirm']
+    """
+    return types.ElicitRequestFormParams(
+        message=prompt,
+        requested_schema={
+            "type": "object",
+            "properties": {
+                FIELD: {
+                    "type": "boolean",
+                    "title": "Confirm",
+                    "description": "Tick to allow this action; leave unticked to refuse it.",
+                    "default": False,
+                }
+            },
+            "required": [FIELD],
+        },
+    )
+
+
+def approved(answer: object) -> bool:
+    """Whether an elicitation answer approves: accepted, with ``confirm`` exactly ``true``.
+
+    >>> approved(types.ElicitResult(action="accept", content={"confirm": True}))
+    True
+    >>> approved(types.ElicitResult(action="accept", content={"confirm": "yes"}))
+    False
+    >>> approved(types.ElicitResult(action="decline"))
+    False
+    """
+    if not isinstance(answer, types.ElicitResult) or answer.action != "accept" or answer.content is None:
+        return False
+    return answer.content.get(FIELD) is True
+
+
+def can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the client declared form elicitation (an empty elicitation capability means form)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
+def _digest(arguments: object) -> str:
+    encoded = msgspec.json.encode(arguments, order="sorted")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+class _State(msgspec.Struct, frozen=True):
+    """What the sealed ``requestState`` carries, in plaintext on this side of the boundary."""
+
+    v: int
+    nonce: str
+    capability: str
+    arguments: str
+    prompt: str
+
+
+class Approvals:
+    """The single-use ledger of confirmations asked for on 2026-07-28 and not yet answered.
+
+    Each ``InputRequiredResult`` mints a nonce; the retry that answers it
+    redeems it once, so a replayed ``requestState`` (valid, still sealed, still
+    in time) is refused. Nonces expire with the sealed state (``ttl``) and at
+    most ``capacity`` are pending: past that, a call is refused as needing
+    confirmation instead of being asked, so the ledger stays bounded.
+
+    >>> ledger = Approvals(ttl=60.0, clock=lambda: 0.0)
+    >>> state = ledger.mint("remove", {"item": "a"}, "Remove a?")
+    >>> ledger.redeem(state, "remove", {"item": "a"})
+    'Remove a?'
+    >>> ledger.redeem(state, "remove", {"item": "a"}) is None
+    True
+    """
+
+    def __init__(self, *, ttl: float, capacity: int = APPROVALS_CAPACITY, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._capacity = capacity
+        self._clock = clock
+        self._pending: OrderedDict[str, float] = OrderedDict()
+
+    def __len__(self) -> int:
+        self._expire()
+        return len(self._pending)
+
+    def _expire(self) -> None:
+        now = self._clock()
+        pending = self._pending
+        # Minted in order with one ttl, so the oldest expire first.
+        while pending:
+            nonce, expires = next(iter(pending.items()))
+            if expires > now:
+                break
+            del pending[nonce]
+
+    def mint(self, capability: str, arguments: object, prompt: str) -> str | None:
+        """A fresh plaintext state for one confirmation, or ``None`` when too many are pending."""
+        self._expire()
+        if len(self._pending) >= self._capacity:
+            return None
+        nonce = secrets.token_urlsafe(16)
+        self._pending[nonce] = self._clock() + self._ttl
+        state = _State(_STATE_VERSION, nonce, capability, _digest(arguments), prompt)
+        return msgspec.json.encode(state).decode()
+
+    def redeem(self, state: str, capability: str, arguments: object) -> str | None:
+        """The prompt the person answered, once, when ``state`` was minted here for this exact call.
+
+        ``None`` for a state that is malformed, names another capability or
+        other arguments, or whose nonce is unknown, expired or already redeemed.
+        """
+        self._expire()
+        try:
+            decoded = msgspec.json.decode(state, type=_State)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if decoded.v != _STATE_VERSION or decoded.capability != capability or decoded.arguments != _digest(arguments):
+            return None
+        if self._pending.pop(decoded.nonce, None) is None:
+            return None
+        return decoded.prompt
+
+
+@dataclass(slots=True)
+class Plan:
+    """How one ``tools/call`` handles confirmation.
+
+    Attributes:
+        confirm: The invocation's ``confirm``, or ``None`` when it cannot ask.
+        ask_later: A ``Confirm`` answer becomes an ``InputRequiredResult`` (2026-07-28
+            with elicitation) instead of the confirmation-required result.
+        shown: On a retry, the prompt the person answered.
+        changed: Set by ``confirm`` when the retry's prompt is not the one shown:
+            the person must be asked again.
+    """
+
+    confirm: Callable[[ConfirmationRequest], Any] | None
+    ask_later: bool
+    shown: str | None = None
+    changed: str | None = None
+
+    def input_required(
+        self, approvals: Approvals, name: str, arguments: object, error: object
+    ) -> types.InputRequiredResult | None:
+        """The ``InputRequiredResult`` asking about ``error``'s prompt, when this call asks later."""
+        if not self.ask_later:
+            return None
+        if isinstance(error, AgentConfirmationRequiredError):
+            prompt = error.prompt
+        elif self.changed is not None:
+            prompt = self.changed
+        else:
+            return None
+        state = approvals.mint(name, arguments, prompt)
+        if state is None:
+            _logger.warning("too many confirmations pending; %r was refused instead of asked", name)
+            return None
+        return types.InputRequiredResult(
+            input_requests={FIELD: types.ElicitRequest(params=form(prompt))},
+            request_state=state,
+        )
+
+
+def plan(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, approvals: Approvals
+) -> Plan:
+    """Decide how this call confirms, redeeming the state of a 2026-07-28 retry.
+
+    Raises:
+        MCPError: ``-32602`` for a retry whose ``requestState`` this server did
+            not mint for this exact call, or already redeemed. Nothing runs.
+    """
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    state = params.request_state
+    if state is not None:
+        # The boundary verified the seal, expiry, tool, arguments and principal;
+        # the ledger makes the state single-use and checks its own binding too.
+        arguments = params.arguments if params.arguments is not None else {}
+        shown = approvals.redeem(state, params.name, arguments)
+        if shown is None:
+            _logger.warning("requestState for %r was not minted for this call or was already used", params.name)
+            raise MCPError(code=types.INVALID_PARAMS, message=INVALID_STATE, data={"reason": "invalid_request_state"})
+        answer = approved(_response(params.input_responses))
+        retry = Plan(None, modern and can_elicit(ctx), shown)
+
+        async def answered(request: ConfirmationRequest) -> bool:
+            if request.prompt != shown:
+                # The Model moved on since the person answered: this approval
+                # does not cover what the call would now do.
+                retry.changed = request.prompt
+                return False
+            return answer
+
+        retry.confirm = answered
+        return retry
+    if not can_elicit(ctx):
+        return Plan(None, False)
+    if modern:
+        return Plan(None, True)
+
+    async def ask(request: ConfirmationRequest) -> bool:
+        try:
+            answer = await ctx.session.elicit_form(
+                request.prompt, form(request.prompt).requested_schema, related_request_id=ctx.request_id
+            )
+        except MCPError as refused:
+            # The client answered with an error: nobody approved.
+            _logger.info("the client refused to ask about %r: %s", request.capability, refused.error.message)
+            return False
+        return approved(answer)
+
+    return Plan(ask, False)
+
+
+def _response(responses: Mapping[str, object] | None) -> object:
+    return None if responses is None else responses.get(FIELD)
