@@ -13,19 +13,21 @@ This layer owns the MCP side of DESIGN §10, on the SDK's own machinery:
   ``RequestStateBoundary`` seals (AES-GCM under a ``RequestStateSecurity``)
   and binds to the tool, its arguments, the authenticated principal and an
   expiry. The state inside names the capability, a digest of the arguments,
-  the prompt shown and a single-use nonce held by :class:`Approvals`. The
-  client's retry is verified (a forged, expired, rebound or replayed state is
-  refused before anything runs) and re-runs the whole pipeline on a fresh
+  the prompt shown and a nonce that :class:`Approvals` lets be redeemed once.
+  The client's retry is verified (a forged, expired, rebound or replayed state
+  is refused before anything runs) and re-runs the whole pipeline on a fresh
   Model snapshot with the person's answer: it approves only the prompt the
   person saw; a call whose prompt changed meanwhile asks again.
 - Any other client gets the ``AgentConfirmationRequiredError`` result.
 
 What a client answers is the client's word: nothing here proves that a person
 saw the prompt. The default key is ephemeral, made per :func:`agentfx.mcp.server`
-and held by this process only, so a retry must reach the process (and server)
-that asked; several processes serving one contract must share a key through
-``RequestStateSecurity(keys=[...])`` and should bind the principal
-(``bind_principal``), and even then the single-use ledger is per process.
+and held by this process only, so a retry must reach the server that asked (a
+restart, or another worker, refuses it). Several processes serving one
+contract must share a key through ``RequestStateSecurity(keys=[...])`` and
+should bind the principal (``bind_principal``; the default binds an OAuth
+caller); the single-use ledger stays per server, so there a state could be
+redeemed once in each process until it expires.
 
 It deliberately knows nothing of the pipeline's steps, audit or transports: it
 builds invocations for the call handler and shapes what the runtime answered.
@@ -74,8 +76,8 @@ FIELD = "confirm"
 INVALID_STATE = "Invalid or expired requestState"
 """The SDK's frozen message for a refused ``requestState``; a replay is refused with the same words."""
 
-APPROVALS_CAPACITY = 1024
-"""How many confirmations may be pending at once per server; beyond it a call is not asked but refused."""
+APPROVALS_CAPACITY = 10_000
+"""How many redeemed confirmations a server remembers within their lifetime; beyond it a retry is refused."""
 
 _STATE_VERSION = 1
 
@@ -152,13 +154,15 @@ class _State(msgspec.Struct, frozen=True):
 
 
 class Approvals:
-    """The single-use ledger of confirmations asked for on 2026-07-28 and not yet answered.
+    """The single-use ledger of 2026-07-28 confirmations: each sealed state is redeemed once.
 
-    Each ``InputRequiredResult`` mints a nonce; the retry that answers it
-    redeems it once, so a replayed ``requestState`` (valid, still sealed, still
-    in time) is refused. Nonces expire with the sealed state (``ttl``) and at
-    most ``capacity`` are pending: past that, a call is refused as needing
-    confirmation instead of being asked, so the ledger stays bounded.
+    The boundary has already proved that a state was sealed under this
+    server's key, for this tool, these arguments and this principal, and is
+    still in time; the ledger refuses a second redemption of the same state (a
+    replay). It remembers a redeemed nonce for ``ttl`` (after which the seal
+    itself expires) and at most ``capacity`` of them: when full, a redemption
+    is refused rather than forgotten, so memory stays bounded and a replay is
+    never let through.
 
     >>> ledger = Approvals(ttl=60.0, clock=lambda: 0.0)
     >>> state = ledger.mint("remove", {"item": "a"}, "Remove a?")
@@ -172,37 +176,32 @@ class Approvals:
         self._ttl = ttl
         self._capacity = capacity
         self._clock = clock
-        self._pending: OrderedDict[str, float] = OrderedDict()
+        self._redeemed: OrderedDict[str, float] = OrderedDict()
 
     def __len__(self) -> int:
         self._expire()
-        return len(self._pending)
+        return len(self._redeemed)
 
     def _expire(self) -> None:
         now = self._clock()
-        pending = self._pending
-        # Minted in order with one ttl, so the oldest expire first.
-        while pending:
-            nonce, expires = next(iter(pending.items()))
+        redeemed = self._redeemed
+        # Recorded in order with one ttl, so the oldest expire first.
+        while redeemed:
+            nonce, expires = next(iter(redeemed.items()))
             if expires > now:
                 break
-            del pending[nonce]
+            del redeemed[nonce]
 
-    def mint(self, capability: str, arguments: object, prompt: str) -> str | None:
-        """A fresh plaintext state for one confirmation, or ``None`` when too many are pending."""
-        self._expire()
-        if len(self._pending) >= self._capacity:
-            return None
-        nonce = secrets.token_urlsafe(16)
-        self._pending[nonce] = self._clock() + self._ttl
-        state = _State(_STATE_VERSION, nonce, capability, _digest(arguments), prompt)
+    def mint(self, capability: str, arguments: object, prompt: str) -> str:
+        """A fresh plaintext state for one confirmation of this exact call."""
+        state = _State(_STATE_VERSION, secrets.token_urlsafe(16), capability, _digest(arguments), prompt)
         return msgspec.json.encode(state).decode()
 
     def redeem(self, state: str, capability: str, arguments: object) -> str | None:
-        """The prompt the person answered, once, when ``state`` was minted here for this exact call.
+        """The prompt the person answered, the first time ``state`` comes back for this exact call.
 
         ``None`` for a state that is malformed, names another capability or
-        other arguments, or whose nonce is unknown, expired or already redeemed.
+        other arguments, was redeemed before, or cannot be recorded (the ledger is full).
         """
         self._expire()
         try:
@@ -211,8 +210,12 @@ class Approvals:
             return None
         if decoded.v != _STATE_VERSION or decoded.capability != capability or decoded.arguments != _digest(arguments):
             return None
-        if self._pending.pop(decoded.nonce, None) is None:
+        if decoded.nonce in self._redeemed:
             return None
+        if len(self._redeemed) >= self._capacity:
+            _logger.warning("too many confirmations redeemed within their lifetime; refusing %r", capability)
+            return None
+        self._redeemed[decoded.nonce] = self._clock() + self._ttl
         return decoded.prompt
 
 
@@ -247,9 +250,6 @@ class Plan:
         else:
             return None
         state = approvals.mint(name, arguments, prompt)
-        if state is None:
-            _logger.warning("too many confirmations pending; %r was refused instead of asked", name)
-            return None
         return types.InputRequiredResult(
             input_requests={FIELD: types.ElicitRequest(params=form(prompt))},
             request_state=state,

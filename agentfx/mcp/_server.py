@@ -213,11 +213,13 @@ def server(
         version: The server version reported to clients; agentfx's own by default.
         request_state_security: How the 2026-07-28 ``requestState`` of a
             pending confirmation is sealed (the SDK's ``RequestStateSecurity``).
-            By default a key made now, known to this process only: a retry must
-            come back to this server. Several processes serving one contract
-            pass a shared ``RequestStateSecurity(keys=[...])``; each still
-            keeps its own single-use ledger, so a state stays redeemable once
-            per process.
+            By default a key made now, known to this server only: a retry must
+            come back to it (a restart or another worker refuses the state).
+            Several processes serving one contract pass a shared
+            ``RequestStateSecurity(keys=[...])``, and should bind the principal
+            (its ``bind_principal``); each server keeps its own single-use
+            ledger, so there a state could be redeemed once per process until
+            it expires.
 
     Raises:
         ValueError: The contract has both a context projection and a resource
