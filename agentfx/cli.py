@@ -537,14 +537,26 @@ async def _demo(out: TextIO) -> int:
         listed = await client.list_tools()
         show(f"  <- {', '.join(tool.name for tool in listed.tools)}")
 
-    show(f"agentfx demo: the todo example ({DEMO_APP}) served over MCP to two in-process clients.")
-    show("ada may delete todos; guest may not. Both act on the same running program.\n")
+    # The person at ada's client: says no to the first question, yes to the next.
+    answers = ["decline", "accept"]
+
+    async def person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        show(f"  <- elicitation/create: {params.message}")
+        action = answers.pop(0) if answers else "decline"
+        confirmed = action == "accept"
+        show(f"  ada's person -> {action}" + (' {"confirm": true}' if confirmed else ""))
+        return types.ElicitResult(action="accept", content={"confirm": True}) if confirmed else types.ElicitResult(action="decline")
+
+    show(f"agentfx demo: the todo example ({DEMO_APP}) served over MCP to in-process clients.")
+    show("ada may delete todos once a person confirms; guest may not. All act on the same running program.\n")
     async with app.program() as program:
         ada = server(app.bind(program, principal=user, audit=log), name="todo")
         visitor = server(app.bind(program, principal=guest, audit=log), name="todo")
+        script = server(app.bind(program, principal=user, audit=log), name="todo")
         async with (
-            mcp.Client(ada, mode="legacy", message_handler=notified) as client,
+            mcp.Client(ada, mode="legacy", message_handler=notified, elicitation_callback=person) as client,
             mcp.Client(visitor, mode="legacy") as other,
+            mcp.Client(script, mode="legacy") as unattended,
         ):
             await tools(client, "ada")
             await call(client, "ada", "create_todo", {"title": "Try agentfx"})
@@ -555,6 +567,8 @@ async def _demo(out: TextIO) -> int:
             await anyio.sleep(0.2)
             await tools(client, "ada")
             await call(other, "guest", "delete_selected_todo", {})
+            await call(unattended, "ada's script (no one to ask)", "delete_selected_todo", {})
+            await call(client, "ada", "delete_selected_todo", {})
             await call(client, "ada", "delete_selected_todo", {})
             await call(client, "ada", "no_such_tool", {})
             show("ada -> resources/read app://todos")
@@ -566,7 +580,8 @@ async def _demo(out: TextIO) -> int:
     rows = [("principal", "capability", "decision", "outcome")]
     for entry in log.entries():
         principal = entry.principal if isinstance(entry.principal, str) else "-"
-        rows.append((principal, entry.capability, entry.decision, entry.outcome))
+        outcome = entry.outcome + (" (confirmed)" if entry.confirmed is True else "")
+        rows.append((principal, entry.capability, entry.decision, outcome))
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     for row in rows:
         show("  " + "".join(cell.ljust(width + 2) for cell, width in zip(row, widths, strict=False)) + row[3])

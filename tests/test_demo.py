@@ -18,9 +18,17 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
         "  <- notifications/tools/list_changed",
         '  <- error: Not authorized to invoke "delete_selected_todo"',
         '  <- error: "delete_selected_todo" needs a person to confirm: Delete the todo "Buy milk"?',
+        '  <- elicitation/create: Delete the todo "Buy milk"?',
+        "  ada's person -> decline",
+        '  <- error: Declined: Delete the todo "Buy milk"?',
+        "  ada's person -> accept {\"confirm\": true}",
+        "  <- Completed: DeletedTodo",
         "  <- JSON-RPC error -32602: No such capability: no_such_tool",
     ):
         assert line in transcript, line
+    # The person is asked before the answer, and the approval is what deleted the todo.
+    asked = transcript.index('ada -> tools/call delete_selected_todo {}\n  <- elicitation/create')
+    assert transcript.index("  <- Completed: DeletedTodo") > asked
     audit = transcript.split("Audit log", 1)[1].splitlines()[2:]
     assert [row.split()[1:] for row in audit] == [
         ["create_todo", "dispatched", "completed"],
@@ -29,5 +37,7 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
         ["select_todo", "dispatched", "dispatched"],
         ["delete_selected_todo", "refused", "AgentAuthorizationError"],
         ["delete_selected_todo", "refused", "AgentConfirmationRequiredError"],
+        ["delete_selected_todo", "refused", "AgentAuthorizationError"],
+        ["delete_selected_todo", "dispatched", "completed", "(confirmed)"],
         ["no_such_tool", "refused", "AgentUnknownCapabilityError"],
     ]

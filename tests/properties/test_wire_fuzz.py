@@ -148,8 +148,10 @@ FAILURES = (
     agentfx.AgentCapabilityUnavailableError,
     agentfx.AgentInvalidInputError,
     agentfx.AgentAuthorizationError,
+    agentfx.AgentConfirmationRequiredError,
 )
-"""The failures a wire call without a signal can end in; cancellation and timeouts need an abort or a hang."""
+"""The failures a wire call without a signal can end in; cancellation and timeouts need an abort or a hang,
+and a call that cannot ask a person is refused as needing confirmation."""
 
 
 def _outcome(io: IOResult[Any, Any]) -> Result[Any, Any]:
