@@ -36,7 +36,8 @@ def serve(target: str, **env: str) -> mcp.StdioServerParameters:
 
 
 def text(result: types.CallToolResult) -> str:
-    return " ".join(block.text for block in result.content if isinstance(block, types.TextContent))
+    """The reply's first line: the summary or the refusal (a success's data follows on the next line)."""
+    return " ".join(block.text for block in result.content if isinstance(block, types.TextContent)).split("\n")[0]
 
 
 class Person:
