@@ -21,9 +21,9 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
 
 
-def _first_screen() -> tuple[str, str]:
+def _first_screen(heading: str = "## In one screen") -> tuple[str, str]:
     text = README.read_text()
-    section = text.split("## In one screen", 1)[1].split("\n## ", 1)[0]
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     program = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     printed = re.search(r"prints\n\n```text\n(.*?)```", section, re.DOTALL)
     assert program is not None and printed is not None
@@ -79,6 +79,14 @@ def test_the_readme_code_passes_pyright_strict(tmp_path: Path) -> None:
     assert [e for e in errors if e[0] != "typo.py"] == []
     assert {e[2] for e in errors if e[0] == "typo.py"} >= {"reportAttributeAccessIssue"}
     assert all("selectd" in e[3] for e in errors if e[2] == "reportAttributeAccessIssue")
+
+
+def test_the_confirmation_section_prints_what_the_readme_says() -> None:
+    program, printed = _first_screen("## Asking a person first")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(program, str(README), "exec"), {"__name__": "readme"})
+    assert out.getvalue() == printed
 
 
 def test_the_test_command_is_what_ci_runs() -> None:
