@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 
 from .completion import completion_at_scale
+from .confirmation import confirmation_paths
 from .dispatch import dispatch_overhead, refusal_paths
 from .documentation import manifest_at_size
 from .harness import FULL, SMOKE, Config, Row
@@ -35,6 +36,7 @@ SCENARIOS: dict[str, Scenario] = {
     "documentation": manifest_at_size,
     "completion": completion_at_scale,
     "refusals": refusal_paths,
+    "confirmation": confirmation_paths,
 }
 """Every scenario, in the order the suite runs them."""
 

@@ -27,6 +27,7 @@ _SCENARIO_NAMES = {
     "validation peers",
     "completion at scale",
     "documentation",
+    "confirmation",
 }
 
 _TARGETS = {
@@ -36,6 +37,10 @@ _TARGETS = {
     ("refusal paths", "invalid input"),
     ("refusal paths", "unauthorized"),
     ("MCP peers", "agentfx.mcp.server (runtime adapter)"),
+    ("confirmation", "Confirm, confirmed out of band"),
+    ("confirmation", "Confirm, asked and approved"),
+    ("confirmation", "Confirm, asked and declined"),
+    ("confirmation", "Confirm, nobody to ask"),
 }
 
 
