@@ -541,3 +541,36 @@ def test_the_ledger_checks_its_own_binding_too() -> None:
     assert ledger.redeem("not json", "remove", {}) is None
     # Argument order does not matter: the digest is of the canonical encoding.
     assert ledger.redeem(state, "remove", {"n": 1, "item": "a"}) == "Remove a?"
+
+
+# --- plans for the cases a connected client does not reach ------------------------------------------
+
+
+def _context(protocol_version: str, *, elicitation: types.ElicitationCapability | None, back_channel: bool) -> Any:
+    from types import SimpleNamespace
+
+    capabilities = types.ClientCapabilities(elicitation=elicitation)
+    session = SimpleNamespace(client_capabilities=capabilities, can_send_request=back_channel)
+    return SimpleNamespace(session=session, protocol_version=protocol_version, request_id=1)
+
+
+def test_a_session_without_a_back_channel_cannot_ask_in_band() -> None:
+    ledger = _confirm.Approvals(ttl=60.0)
+    params = types.CallToolRequestParams(name="remove", arguments={"item": "milk"})
+    form_only = types.ElicitationCapability(form=types.FormElicitationCapability())
+    stateless = _confirm.plan(_context("2025-11-25", elicitation=form_only, back_channel=False), params, ledger)
+    assert (stateless.confirm, stateless.ask_later) == (None, False)
+    duplex = _confirm.plan(_context("2025-11-25", elicitation=form_only, back_channel=True), params, ledger)
+    assert duplex.confirm is not None and not duplex.ask_later
+
+
+def test_a_client_that_can_only_open_urls_is_not_sent_a_form() -> None:
+    ledger = _confirm.Approvals(ttl=60.0)
+    params = types.CallToolRequestParams(name="remove", arguments={"item": "milk"})
+    url_only = types.ElicitationCapability(url=types.UrlElicitationCapability())
+    for version in ("2025-11-25", "2026-07-28"):
+        plan = _confirm.plan(_context(version, elicitation=url_only, back_channel=True), params, ledger)
+        assert (plan.confirm, plan.ask_later) == (None, False)
+    # An empty elicitation capability means form, as the specification says.
+    empty = _confirm.plan(_context("2026-07-28", elicitation=types.ElicitationCapability(), back_channel=True), params, ledger)
+    assert empty.ask_later

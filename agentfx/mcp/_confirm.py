@@ -292,6 +292,9 @@ def plan(
         return Plan(None, False)
     if modern:
         return Plan(None, True)
+    if not ctx.session.can_send_request:
+        # A 2025-11-25 transport without a back-channel (stateless HTTP): nobody can be asked now.
+        return Plan(None, False)
 
     async def ask(request: ConfirmationRequest) -> bool:
         try:
