@@ -495,10 +495,11 @@ class Declarations(Generic[M, P]):
         Args:
             action: The application's :class:`Action`.
             available: ``available(model) -> bool``, as for :func:`variant`.
-            authorize: ``authorize(req) -> bool | Refusal`` (or an awaitable of
-                one), ``req.input`` being the action's decoded input.
+            authorize: ``authorize(req) -> bool | Refusal | Confirm`` (or an
+                awaitable of one), ``req.input`` being the action's decoded input.
             title: A short human-readable name, as for :func:`variant`.
             hints: What the capability says about its effect, as for :func:`variant`.
+            may_confirm: Declares that ``authorize`` may answer ``Confirm``, as for :func:`variant`.
 
         Returns:
             A :class:`Variant`, to pass to :func:`expose`.
@@ -768,7 +769,9 @@ def variant(
         title: A short human-readable name for clients to display.
         hints: What the capability says about its effect (an :class:`~agentfx.Hints`).
         may_confirm: Declares that ``authorize`` may answer
-            :class:`~agentfx.Confirm` (``mayConfirm`` in the manifest).
+            :class:`~agentfx.Confirm`, for documents and adapters that must
+            know before the call (``mayConfirm`` in the manifest). An
+            undeclared ``Confirm`` still works.
 
     Returns:
         A :class:`Variant`, to pass to :func:`expose`.
