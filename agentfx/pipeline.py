@@ -71,7 +71,6 @@ __all__ = [
     "check_available",
     "check_not_aborted",
     "check_still_not_aborted",
-    "confirm_step",
     "construct",
     "decode",
     "dispatch",
@@ -155,7 +154,7 @@ class InvocationEnv(Generic[M, P]):
         self.model: M = cast("M", None)
         self.principal: P = cast("P", None)
         self.principal_resolved = False
-        self.confirmed = False
+        self.confirmed: bool = False
         self.stage = NOT_SENT
 
 
