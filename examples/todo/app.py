@@ -14,19 +14,24 @@ Run it with ``run_program(init=INITIAL, update=update)`` and bind
 from __future__ import annotations
 
 import itertools
+from typing import Protocol
 
 import msgspec
 
 from agentfx.app import App
 from agentfx.builder import for_model
 from agentfx.completion import CallInfo, Completion
+from agentfx.errors import Refusal
 from agentfx.hints import Hints
 from agentfx.program import Command
 
 __all__ = [
+    "DELETE_REFUSED",
+    "DELETE_SCOPE",
     "INITIAL",
     "AgentView",
     "AppAgent",
+    "BearerToken",
     "ClearedSelection",
     "CreateTodoInput",
     "CreatedTodo",
@@ -44,6 +49,7 @@ __all__ = [
     "User",
     "app",
     "update",
+    "user_from_token",
 ]
 
 
@@ -228,6 +234,35 @@ def _result_key(result: CreatedTodo) -> str | None:
     return result.request_id
 
 
+DELETE_SCOPE = "todos:delete"
+"""The OAuth scope a bearer token must carry for ``delete_selected_todo`` (see :func:`user_from_token`)."""
+
+DELETE_REFUSED = f'Deleting a todo needs the "{DELETE_SCOPE}" scope'
+"""Why ``delete_selected_todo`` refuses a principal that may not delete."""
+
+
+class BearerToken(Protocol):
+    """What :func:`user_from_token` reads of a verified token (the MCP SDK's ``AccessToken`` has it)."""
+
+    client_id: str
+    subject: str | None
+    scopes: list[str]
+
+
+def user_from_token(token: BearerToken) -> User:
+    """The principal an OAuth bearer token proves: it may delete todos when granted :data:`DELETE_SCOPE`.
+
+    Served with ``agentfx.mcp.http_app(app, token_verifier=..., auth=...,
+    principal_from_token=user_from_token)``, a token without the scope is
+    refused ``delete_selected_todo`` with :data:`DELETE_REFUSED`.
+
+    >>> from mcp.server.auth.provider import AccessToken
+    >>> user_from_token(AccessToken(token="t", client_id="app", scopes=["todos:delete"], subject="ann"))
+    User(id='ann', can_delete=True)
+    """
+    return User(id=token.subject or token.client_id, can_delete=DELETE_SCOPE in token.scopes)
+
+
 TodoAgent = for_model(Model, principal=User)
 
 AppAgent = TodoAgent.define(
@@ -255,7 +290,7 @@ AppAgent = TodoAgent.define(
             available=lambda model: model.selected_todo_id is not None,
             input=NoInput,
             to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected_todo_id or ""),
-            authorize=lambda req: req.principal.can_delete,
+            authorize=lambda req: req.principal.can_delete or Refusal(DELETE_REFUSED),
             completion=Completion(
                 success=DeletedTodo,
                 failure=FailedDeleteTodo,

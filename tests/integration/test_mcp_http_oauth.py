@@ -1,0 +1,180 @@
+"""OAuth 2.1 bearer tokens at the Streamable HTTP endpoint, in both eras, on the SDK's resource-server support.
+
+A real uvicorn server on 127.0.0.1 serves the todo example as a resource
+server; the tests verify HS256 JWTs with a verifier of their own
+(:class:`tests.http_support.JwtVerifier`, the README's example): valid,
+expired, for another audience, signed with another key, and short of a scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import msgspec
+import pytest
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+
+import agentfx
+from agentfx.mcp import http_app
+from agentfx.runtime import AgentRuntime
+from examples.todo.app import DELETE_REFUSED, app, user_from_token
+from tests.http_support import ISSUER, MODERN, JwtVerifier, jwt_token, modern, open_session, post, sdk_client, serving
+from tests.mcp_wire import text
+
+pytestmark = pytest.mark.anyio
+
+
+class Ping(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+SDK_CLIENT = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+"""The SDK's HTTP client leaves its SSE readers to trio's finalizer (see test_mcp_http_sessionless)."""
+
+READ = "todos:read"
+DELETE = "todos:delete"
+
+
+def settings(url: str) -> AuthSettings:
+    return AuthSettings(
+        issuer_url=ISSUER,  # pyright: ignore[reportArgumentType] - pydantic coerces the URL
+        resource_server_url=url,  # pyright: ignore[reportArgumentType]
+        required_scopes=[READ],
+        validate_token_resource=True,
+    )
+
+
+@pytest.fixture
+def todos() -> Iterator[str]:
+    """The todo example as a resource server: a token's scopes decide who may delete."""
+
+    def make(url: str) -> Any:
+        return http_app(
+            app, token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=user_from_token
+        )
+
+    with serving(make) as url:
+        yield url
+
+
+@SDK_CLIENT
+async def test_a_token_with_the_delete_scope_deletes_in_both_eras_and_one_without_is_told_the_scope(
+    todos: str,
+) -> None:
+    reader = jwt_token(todos, scopes=READ, subject="rita")
+    deleter = jwt_token(todos, scopes=f"{READ} {DELETE}", subject="dan")
+    async with sdk_client(todos, reader) as rita, sdk_client(todos, deleter, mode="legacy") as dan:
+        assert (rita.protocol_version, dan.protocol_version) == (MODERN, "2025-11-25")
+        await rita.call_tool("select_todo", {"id": "todo-1"})
+        refused = await rita.call_tool("delete_selected_todo", {})
+        assert refused.is_error and text(refused) == DELETE_REFUSED
+        assert DELETE in DELETE_REFUSED
+        assert text(await dan.call_tool("delete_selected_todo", {})) == "Completed: DeletedTodo"
+
+
+async def test_missing_expired_foreign_and_forged_tokens_get_401_naming_the_metadata(todos: str) -> None:
+    metadata = todos.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+    refused = {
+        "missing": None,
+        "expired": jwt_token(todos, scopes=READ, expires_in=-60),
+        "another audience": jwt_token("https://other.example/mcp", scopes=READ),
+        "another key": jwt_token(todos, scopes=READ, key="not-the-key-the-server-trusts-at-all"),
+        "not a jwt": "bogus",
+    }
+    async with httpx.AsyncClient() as http:
+        for why, token in refused.items():
+            for version in (MODERN, None):
+                body = modern("tools/list") if version else {"jsonrpc": "2.0", "id": 0, "method": "initialize"}
+                status, _, response = await post(http, todos, body, token=token, version=version)
+                assert status == 401, why
+                challenge = response.headers["www-authenticate"]
+                assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata}"' in challenge, why
+        short = jwt_token(todos, scopes=DELETE)
+        status, _, response = await post(http, todos, modern("tools/list"), token=short, version=MODERN)
+        assert status == 403 and 'error="insufficient_scope"' in response.headers["www-authenticate"]
+
+        described = await http.get(metadata)
+        assert described.status_code == 200
+        document = described.json()
+        assert document["resource"] == todos
+        assert document["authorization_servers"] == [ISSUER]
+        assert document["scopes_supported"] == [READ]
+
+
+async def test_a_session_belongs_to_the_token_that_opened_it(todos: str) -> None:
+    rita = jwt_token(todos, scopes=READ, subject="rita")
+    refreshed = jwt_token(todos, scopes=READ, subject="rita", expires_in=600)
+    dan = jwt_token(todos, scopes=f"{READ} {DELETE}", subject="dan")
+    broader = jwt_token(todos, scopes=f"{READ} {DELETE}", subject="rita")
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx.AsyncClient() as http:
+        session = await open_session(http, todos, rita)
+        status, _, _ = await post(http, todos, listing, token=refreshed, session=session)
+        assert status == 200, "a refreshed token proves the same principal"
+        for other in (dan, broader):
+            status, answer, _ = await post(http, todos, listing, token=other, session=session)
+            assert (status, answer["error"]["message"]) == (404, "Session not found")
+
+
+async def test_by_default_the_principal_is_the_access_token_so_authorize_sees_its_scopes() -> None:
+    seen: list[AccessToken] = []
+
+    def scoped(request: agentfx.AuthorizationRequest[AccessToken, Ping, int]) -> bool | agentfx.Refusal:
+        seen.append(request.principal)
+        return "ping" in request.principal.scopes or agentfx.Refusal('Pinging needs the "ping" scope')
+
+    pings = agentfx.App(
+        agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping", authorize=scoped))), 0, lambda n, _: n + 1
+    )
+
+    @asynccontextmanager
+    async def make_runtime(token: AccessToken) -> AsyncGenerator[AgentRuntime[Any, Any]]:
+        async with pings.run(principal=token) as runtime:
+            yield runtime
+
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(make_runtime, token_verifier=JwtVerifier(url), auth=settings(url))
+    ping = modern("tools/call", {"name": "ping", "arguments": {}})
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, answer, _ = await post(http, url, ping, token=jwt_token(url, scopes=f"{READ} ping"), version=MODERN)
+        assert (status, answer["result"]["isError"]) == (200, False)
+        status, answer, _ = await post(http, url, ping, token=jwt_token(url, scopes=READ), version=MODERN)
+        assert answer["result"]["content"][0]["text"] == 'Pinging needs the "ping" scope'
+        assert asgi.principal_count == 2, "other scopes, another principal"
+    assert [sorted(token.scopes) for token in seen] == [["ping", READ], [READ]]
+    assert all(token.subject == "ann" for token in seen)
+
+
+def test_misconfigured_oauth_is_a_contract_error() -> None:
+    url = "http://127.0.0.1/mcp"
+    verifier = JwtVerifier(url)
+    with pytest.raises(agentfx.ContractError, match="authenticate or token_verifier, not both"):
+        http_app(app, authenticate=lambda _request: None, token_verifier=verifier, auth=settings(url))  # pyright: ignore[reportCallIssue, reportArgumentType]
+    with pytest.raises(agentfx.ContractError, match="needs auth="):
+        http_app(app, token_verifier=verifier)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(agentfx.ContractError, match="needs token_verifier"):
+        http_app(app, auth=settings(url))  # pyright: ignore[reportArgumentType]
+    with pytest.raises(agentfx.ContractError, match="resource_server_url"):
+        no_resource = AuthSettings(issuer_url=ISSUER, resource_server_url=None)  # pyright: ignore[reportArgumentType]
+        http_app(app, token_verifier=verifier, auth=no_resource, principal_from_token=user_from_token)
+
+
+async def test_a_hung_token_verifier_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentfx.mcp._http.AUTHENTICATE_TIMEOUT", 0.1)
+
+    class Hung:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            await anyio.sleep_forever()
+            raise AssertionError(token)
+
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(app, token_verifier=Hung(), auth=settings(url), principal_from_token=user_from_token)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, answer, _ = await post(http, url, modern("tools/list"), token="x", version=MODERN)
+        assert (status, answer["error"]["message"]) == (503, "Service Unavailable: authentication timed out")
+        assert asgi.principal_count == 0
+
