@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -178,3 +179,30 @@ async def test_a_hung_token_verifier_is_bounded(monkeypatch: pytest.MonkeyPatch)
         assert (status, answer["error"]["message"]) == (503, "Service Unavailable: authentication timed out")
         assert asgi.principal_count == 0
 
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+async def test_the_readme_oauth_example_serves_the_todo_example_by_scope() -> None:
+    block = README.read_text().split("<!-- oauth-example -->", 1)[1].split("<!-- /oauth-example -->", 1)[0]
+    program = block.strip().removeprefix("```python").removesuffix("```")
+    namespace: dict[str, Any] = {"__name__": "readme_oauth"}
+    exec(compile(program, str(README), "exec"), namespace)
+    asgi = namespace["asgi"]
+    resource, key = namespace["RESOURCE"], namespace["KEY"]
+    reader = jwt_token(resource, scopes="todos:read", key=key)
+    deleter = jwt_token(resource, scopes="todos:read todos:delete", key=key)
+    select = modern("tools/call", {"name": "select_todo", "arguments": {"id": "todo-1"}})
+    delete = modern("tools/call", {"name": "delete_selected_todo", "arguments": {}})
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, _, response = await post(http, resource, modern("tools/list"), version=MODERN)
+        assert status == 401 and "oauth-protected-resource/mcp" in response.headers["www-authenticate"]
+        status, answer, _ = await post(http, resource, select, token=reader, version=MODERN)
+        assert status == 200, answer
+        _, answer, _ = await post(http, resource, delete, token=reader, version=MODERN)
+        assert answer["result"]["content"][0]["text"] == DELETE_REFUSED
+        _, answer, _ = await post(http, resource, delete, token=deleter, version=MODERN)
+        assert answer["result"]["content"][0]["text"] == "Completed: DeletedTodo"
+        status, _, _ = await post(http, "http://127.0.0.1/mcp", modern("tools/list"), token=deleter, version=MODERN)
+        assert status == 421, "only the host it names"
