@@ -418,7 +418,7 @@ class HttpApp(Generic[P]):
         body = await _read_body(raw_receive)
         if body is None:
             # Nobody is left to answer; a traceback would say nothing more.
-            _logger.info("a client left before sending its whole request body; nothing was served")
+            _logger.warning("a client left before sending its whole request body; nothing was served")
             return
         envelope: _Envelope | None = None
         if request.method == "POST":
