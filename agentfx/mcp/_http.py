@@ -645,6 +645,11 @@ class HttpApp(Generic[P]):
         try:
             async with self._runtime(tenant.principal) as runtime:
                 mcp_server = server(runtime, name=self._name, version=self._version)
+                # The 2026 entry checks Mcp-Param headers against the called
+                # tool's schema; without this it would list the tools (reading
+                # the Model) on every call that has arguments.
+                schemas = {descriptor.name: descriptor.input_schema for descriptor in runtime.messages.list()}
+                mcp_server.get_tool_input_schema = schemas.get
                 tenant.server = mcp_server
                 tenant.init_options = mcp_server.create_initialization_options()
                 async with anyio.create_task_group() as task_group:
@@ -726,20 +731,11 @@ class HttpApp(Generic[P]):
                 if not session.transport.is_terminated:
                     with anyio.CancelScope(shield=True):
                         await session.transport.terminate()
-                if session.tenant is not None and not session.done.is_set():
-                    # The session task releases the tenant once it runs;
-                    # if it never started, nothing else will.
-                    with anyio.CancelScope(shield=True):
-                        await self._release_unstarted(session)
-
-    async def _release_unstarted(self, session: _Session) -> None:
-        if session.started:
-            await session.done.wait()
-            return
-        tenant = session.tenant
-        assert tenant is not None
-        tenant.release()
-        session.done.set()
+                if session.tenant is not None and not session.started:
+                    # A started session task releases its tenant as it ends;
+                    # one that never started leaves that to here.
+                    session.tenant.release()
+                    session.done.set()
 
     async def _serve(self, session: _Session, *, task_status: TaskStatus[None]) -> None:
         tenant = session.tenant
