@@ -278,6 +278,10 @@ class HttpApp(Generic[P]):
         self._version = version
         self._sessions: dict[str, _Session] = {}
         self._tenants: dict[Hashable, _Tenant] = {}
+        # Sessionless requests in flight; the ASGI server runs them, so
+        # shutting down must end them itself before their runtimes close.
+        self._requests: set[anyio.CancelScope] = set()
+        self._no_requests: anyio.Event | None = None
         self._program: Program[Any, Any] | None = None
         self._task_group: TaskGroup | None = None
         self._state = _IDLE
@@ -378,6 +382,13 @@ class HttpApp(Generic[P]):
         # own context manager, not cancelled. Sessions first: they use tenants.
         sessions = list(self._sessions.values())
         with anyio.move_on_after(5, shield=True):
+            # Cancelled calls abort their invocations (and are audited) while
+            # their runtimes are still there to record them.
+            for request in list(self._requests):
+                request.cancel()
+            if self._requests:
+                no_requests = self._no_requests = anyio.Event()
+                await no_requests.wait()
             for session in sessions:
                 await session.transport.terminate()
             for session in sessions:
@@ -569,11 +580,17 @@ class HttpApp(Generic[P]):
         except _Unavailable:
             await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
             return
+        request = anyio.CancelScope()
+        self._requests.add(request)
         try:
-            state = await self._modern_state(tenant)
-            assert tenant.server is not None
-            await handle_modern_request(tenant.server, self._security, False, state, scope, receive, send)
+            with request:
+                state = await self._modern_state(tenant)
+                assert tenant.server is not None
+                await handle_modern_request(tenant.server, self._security, False, state, scope, receive, send)
         finally:
+            self._requests.discard(request)
+            if not self._requests and self._no_requests is not None:
+                self._no_requests.set()
             tenant.release()
 
     async def _modern_state(self, tenant: _Tenant) -> Connection:

@@ -304,3 +304,33 @@ async def test_an_abandoned_body_is_one_log_line_not_a_traceback(caplog: pytest.
     assert len(lines) == 1 and lines[0].exc_info is None
     assert not [r for r in caplog.records if r.exc_info is not None], "no traceback"
     assert not [r for r in caplog.records if "ClientDisconnect" in r.getMessage()]
+
+
+# --- shutdown -------------------------------------------------------------------------
+
+
+async def test_shutting_down_cancels_sessionless_calls_in_flight_and_audits_them() -> None:
+    runtimes = Audited()
+    asgi = http_app(runtimes.make, authenticate=authenticate)
+    waiting = modern("tools/call", {"name": "wait", "arguments": {}})
+    answered: list[int] = []
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        async with anyio.create_task_group() as task_group:
+            async with asgi.running():
+
+                async def call_and_wait() -> None:
+                    # The ASGI server (here httpx's transport) runs the request;
+                    # ending it without an answer is what shutting down does.
+                    try:
+                        answered.append((await post(http, LOCAL, waiting, token="ann", version=MODERN))[0])
+                    except Exception:
+                        answered.append(0)
+
+                task_group.start_soon(call_and_wait)
+                with anyio.fail_after(5):
+                    while asgi.principal_count == 0:
+                        await anyio.sleep(0.01)
+                await anyio.sleep(0.2)
+            assert asgi.principal_count == 0
+    assert runtimes.outcomes() == [("wait", "dispatched", "AgentCancelledError")]
+    assert answered and answered[0] != 200
