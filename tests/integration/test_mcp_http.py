@@ -41,7 +41,8 @@ from agentfx.mcp import http_app
 from agentfx.mcp._http import HttpApp
 from agentfx.program import Command
 from agentfx.runtime import AgentRuntime
-from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app
+from agentfx.testing import RecordingHost
+from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app, definition
 from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
 
 pytestmark = pytest.mark.anyio
@@ -613,3 +614,25 @@ async def test_agentfx_serve_over_http_exits_with_the_error_that_stopped_the_pro
         assert stderr.rstrip().endswith(f"Broken: {SECRET}"), stderr
         with pytest.raises(httpx.ConnectError):
             await post(http, serving.url, INITIALIZE)
+
+
+async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_listener() -> None:
+    # Sessions that never listed and never listen have nothing to be told: they
+    # subscribe to nothing, so a Model change does no work for them.
+    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
+    runtime = agentfx.bind(definition, host=recording.host)
+
+    @asynccontextmanager
+    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
+        yield runtime
+
+    asgi = http_app(make_runtime)
+    async with in_process(asgi) as http:
+        sessions = [await open_session(http, "http://127.0.0.1/mcp", "anyone") for _ in range(5)]
+        await result(http, sessions[0], call(1, "add", {"title": "milk"}))
+        assert recording.listener_count == 0, "no session listens yet"
+        await result(http, sessions[1], LIST)
+        assert recording.listener_count == 1, "the one that listed"
+        await result(http, sessions[1], LIST)
+        assert recording.listener_count == 1, "once"
+    assert recording.listener_count == 0, "released with the session"
