@@ -9,6 +9,7 @@ expired, for another audience, signed with another key, and short of a scope.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -217,3 +218,20 @@ async def test_the_readme_oauth_example_serves_the_todo_example_by_scope() -> No
             assert allowed_to_delete(answer["result"]["content"][0]["text"]), answer
         status, _, _ = await post(http, "http://127.0.0.1/mcp", modern("tools/list"), token=deleter, version=MODERN)
         assert status == 421, "only the host it names"
+
+
+async def test_an_unhashable_principal_is_answered_500_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    url = "http://127.0.0.1/mcp"
+
+    def as_dict(token: AccessToken) -> dict[str, str]:
+        return {"sub": token.subject or ""}
+
+    asgi = http_app(
+        lambda _principal: app.run(), token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=as_dict
+    )
+    with caplog.at_level(logging.ERROR, logger="agentfx.mcp.http"):
+        async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+            token = jwt_token(url, scopes=READ)
+            status, answer, _ = await post(http, url, modern("tools/list"), token=token, version=MODERN)
+            assert (status, answer["error"]["message"]) == (500, "Internal error")
+    assert [r.getMessage() for r in caplog.records] == ["a principal must be hashable; this request could not be served"]
