@@ -191,6 +191,14 @@ async def test_every_envelope_error_is_the_endpoints_own_short_message_in_both_e
     assert runtimes.outcomes() == [("add", "dispatched", "dispatched")]
 
 
+async def test_a_body_that_is_not_json_by_its_type_is_refused_in_the_endpoints_words() -> None:
+    async with in_process(http_app(app)) as http:
+        for version in (None, MODERN):
+            body = modern("tools/list") if version else INITIALIZE
+            status, answer, _ = await post(http, LOCAL, body, version=version, **{"Content-Type": "text/plain"})
+            assert (status, answer["error"]["message"]) == (400, "Bad Request: Content-Type must be application/json")
+
+
 async def test_a_body_over_the_limit_is_413_in_both_eras() -> None:
     huge = call(1, "add", {"title": "x" * 5_000_000})
     async with in_process(http_app(app)) as http:
