@@ -133,7 +133,7 @@ async def open_session(http: httpx.AsyncClient, url: str, token: str | None = No
 
 
 SECRET_KEY = "a-test-signing-key-of-at-least-32-bytes!"
-ISSUER = "https://auth.example"
+ISSUER = "https://auth.example/realms/todos"
 
 
 def jwt_token(

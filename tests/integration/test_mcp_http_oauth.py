@@ -21,6 +21,7 @@ import msgspec
 import pytest
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
 
 import agentfx
 from agentfx.mcp import http_app
@@ -45,13 +46,13 @@ DELETE = "todos:delete"
 def allowed_to_delete(reply: str) -> bool:
     # Past the scope check a deletion completes, or (where the example asks a
     # person first) waits for that person: either way it was not refused for the scope.
-    return reply == "Completed: DeletedTodo" or "confirm" in reply.lower()
+    return reply.splitlines()[0] == "Completed: DeletedTodo" or "confirm" in reply.lower()
 
 
 def settings(url: str) -> AuthSettings:
     return AuthSettings(
-        issuer_url=ISSUER,  # pyright: ignore[reportArgumentType] - pydantic coerces the URL
-        resource_server_url=url,  # pyright: ignore[reportArgumentType]
+        issuer_url=AnyHttpUrl(ISSUER),
+        resource_server_url=AnyHttpUrl(url),
         required_scopes=[READ],
         validate_token_resource=True,
     )
@@ -170,7 +171,7 @@ def test_misconfigured_oauth_is_a_contract_error() -> None:
     with pytest.raises(agentfx.ContractError, match="needs token_verifier"):
         http_app(app, auth=settings(url))  # pyright: ignore[reportArgumentType]
     with pytest.raises(agentfx.ContractError, match="resource_server_url"):
-        no_resource = AuthSettings(issuer_url=ISSUER, resource_server_url=None)  # pyright: ignore[reportArgumentType]
+        no_resource = AuthSettings(issuer_url=AnyHttpUrl(ISSUER), resource_server_url=None)
         http_app(app, token_verifier=verifier, auth=no_resource, principal_from_token=user_from_token)
 
 
