@@ -38,7 +38,7 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = "http://127.0.0.1/mcp"
-TOKENS = {"ann": ADMIN}
+TOKENS = {"ann": ADMIN, "bea": User("bea")}
 
 
 def authenticate(request: Request) -> User | None:
@@ -281,15 +281,21 @@ async def test_a_call_whose_client_left_is_cancelled_and_audited_in_both_eras(au
                 await anyio.sleep(0.02)
 
         # The 2026 entry holds its answer back (no headers yet) while the call
-        # is silent, so the client leaves once the call has had time to be dispatched.
+        # is silent, so the client leaves once its Model (bea's own) says it waits.
         waiting = modern("tools/call", {"name": "wait", "arguments": {}}, request_id=2)
+        context = modern("resources/read", {"uri": "app://context"}, request_id=3)
 
         async def call_and_wait() -> None:
-            await post(http, url, waiting, token="ann", version=MODERN)
+            await post(http, url, waiting, token="bea", version=MODERN)
 
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(call_and_wait)
-            await anyio.sleep(0.3)
+            with anyio.fail_after(5):
+                while True:
+                    _, answer, _ = await post(http, url, context, token="bea", version=MODERN)
+                    if json.loads(answer["result"]["contents"][0]["text"])["waiting"]:
+                        break
+                    await anyio.sleep(0.02)
             task_group.cancel_scope.cancel()
         with anyio.fail_after(5):
             while audited.outcomes().count(("wait", "dispatched", "AgentCancelledError")) < 2:
@@ -344,10 +350,13 @@ async def test_shutting_down_cancels_sessionless_calls_in_flight_and_audits_them
                         answered.append(0)
 
                 task_group.start_soon(call_and_wait)
+                context = modern("resources/read", {"uri": "app://context"}, request_id=2)
                 with anyio.fail_after(5):
-                    while asgi.principal_count == 0:
-                        await anyio.sleep(0.01)
-                await anyio.sleep(0.2)
+                    while True:
+                        _, answer, _ = await post(http, LOCAL, context, token="ann", version=MODERN)
+                        if json.loads(answer["result"]["contents"][0]["text"])["waiting"]:
+                            break
+                        await anyio.sleep(0.02)
             assert asgi.principal_count == 0
     assert runtimes.outcomes() == [("wait", "dispatched", "AgentCancelledError")]
     assert answered and answered[0] != 200
