@@ -159,7 +159,7 @@ async def test_every_2026_request_is_authenticated_on_its_own(per_principal: Run
 async def test_a_principals_runtime_is_released_when_idle_and_kept_while_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agentfx.mcp._http.SESSION_IDLE_TIMEOUT", 0.3)
+    monkeypatch.setattr("agentfx.mcp._http.SESSION_IDLE_TIMEOUT", 1.0)
     runtimes = Runtimes()
     asgi = http_app(runtimes.make, authenticate=authenticate)
     async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
