@@ -474,7 +474,7 @@ class HttpApp(Generic[P]):
 
         async def then(scope: Scope, receive: Receive, send: Send) -> None:
             assert token is not None
-            principal = await self._bounded(self._token_principal, token, raw_receive)
+            principal = await self._token_principal(token, raw_receive)
             if isinstance(principal, Response):
                 await principal(scope, receive, send)
                 return
@@ -501,13 +501,20 @@ class HttpApp(Generic[P]):
             return await self._bounded(_settle, principal, raw_receive)
         return principal
 
-    async def _token_principal(self, token: AccessToken) -> object:
+    async def _token_principal(self, token: AccessToken, raw_receive: Receive) -> object:
         convert = self._principal_from_token
         if convert is None:
             return token
-        principal = await _settle(convert(token))
+        try:
+            principal: object = convert(token)
+        except Exception:
+            _logger.exception("principal_from_token raised")
+            return _error("Internal error", 500, types.INTERNAL_ERROR)
+        if inspect.isawaitable(principal):
+            principal = await self._bounded(_settle, principal, raw_receive)
         if principal is None:
-            raise TypeError("principal_from_token returned None")
+            _logger.error("principal_from_token returned None; a verified token must prove a principal")
+            return _error("Internal error", 500, types.INTERNAL_ERROR)
         return principal
 
     async def _bounded(self, step: Callable[[Any], Awaitable[object]], argument: object, receive: Receive) -> object:

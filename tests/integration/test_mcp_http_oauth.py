@@ -236,3 +236,28 @@ async def test_an_unhashable_principal_is_answered_500_and_logged(caplog: pytest
             status, answer, _ = await post(http, url, modern("tools/list"), token=token, version=MODERN)
             assert (status, answer["error"]["message"]) == (500, "Internal error")
     assert [r.getMessage() for r in caplog.records] == ["a principal must be hashable; this request could not be served"]
+
+
+async def test_principal_from_token_may_be_async_and_its_failures_are_500s_without_their_text() -> None:
+    url = "http://127.0.0.1/mcp"
+    secret = "principal-backend-said-0xdeadbeef"
+
+    async def later(token: AccessToken) -> Any:
+        await anyio.sleep(0)
+        return user_from_token(token)
+
+    def raising(_token: AccessToken) -> Any:
+        raise RuntimeError(secret)
+
+    def nobody(_token: AccessToken) -> Any:
+        return None
+
+    listing = modern("tools/list")
+    for convert, expected in ((later, 200), (raising, 500), (nobody, 500)):
+        asgi = http_app(app, token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=convert)
+        async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+            status, answer, response = await post(http, url, listing, token=jwt_token(url, scopes=READ), version=MODERN)
+            assert status == expected, convert
+            assert secret not in response.text
+            if expected == 500:
+                assert answer["error"]["message"] == "Internal error"
