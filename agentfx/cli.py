@@ -320,7 +320,7 @@ def _network_flags_fit(args: argparse.Namespace) -> None:
     """``--host`` and ``--port`` given to a transport that does not listen are a mistake, not a default."""
     if args.transport in _NETWORK_TRANSPORTS:
         return
-    for flag, value in (("--host", args.host), ("--port", args.port)):
+    for flag, value in (("--host", args.host), ("--port", args.port), ("--allowed-host", args.allowed_host)):
         if value is not None:
             listening = " or ".join(f"--transport {name}" for name in _NETWORK_TRANSPORTS)
             raise UsageError(
@@ -418,20 +418,36 @@ def _loopback(address: str) -> bool:
         return False
 
 
-async def _serve_http(served: _Served, target: str, sock: socket.socket, err: TextIO) -> None:
+async def _serve_http(
+    served: _Served, target: str, sock: socket.socket, err: TextIO, hosts: Sequence[str] = ()
+) -> None:
     from .mcp import http_app
 
     if isinstance(served, App):
         # One application, many agents: every session binds its own runtime
         # to the same running program.
-        await _uvicorn(http_app(cast("App[Any, Any, Any]", served)), sock, err)
+        await _uvicorn(http_app(cast("App[Any, Any, Any]", served), allowed_hosts=hosts), sock, err)
     else:
         factory = served
-        await _uvicorn(http_app(lambda _principal: _runtime(factory, target)), sock, err)
+        await _uvicorn(http_app(lambda _principal: _runtime(factory, target), allowed_hosts=hosts), sock, err)
+
+
+def _allowed_hosts(host: str, listed: Sequence[str]) -> tuple[str, ...]:
+    """The ``Host`` headers ``serve --transport http`` accepts: loopback, the address it binds, and those listed."""
+    named = list(listed)
+    if not _loopback(host) and host not in ("0.0.0.0", "::", ""):
+        shown = f"[{host}]" if ":" in host else host
+        named += [shown, f"{shown}:*"]
+    if not named:
+        return ()  # http_app's own default: loopback only
+    return (*named, "127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 
 
 _SHUTDOWN_GRACE = 5
 """Seconds ``serve --transport http`` lets open requests finish when it stops."""
+
+_LIMIT_CONCURRENCY = 2048
+"""Connections and requests ``serve --transport http`` serves at once; more are answered 503 (a session's GET stream is one)."""
 
 
 async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None:
@@ -440,7 +456,18 @@ async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None
     # The app runs here, around the server, not in the server's lifespan,
     # which could only log a failure: a program that stops with an error (a
     # command raised) stops the server and propagates, as it does over stdio.
-    config = uvicorn.Config(asgi, lifespan="off", log_level="warning", timeout_graceful_shutdown=_SHUTDOWN_GRACE)
+    config = uvicorn.Config(
+        asgi,
+        lifespan="off",
+        log_level="warning",
+        timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+        # Bounded, for a server that may face slow or many clients: past the
+        # concurrency limit uvicorn answers 503; headers are capped at 16 KiB;
+        # idle keep-alive connections close after 5 s.
+        limit_concurrency=_LIMIT_CONCURRENCY,
+        timeout_keep_alive=5,
+        h11_max_incomplete_event_size=16 * 1024,
+    )
     server = uvicorn.Server(config)
     finished = anyio.Event()
 
@@ -637,6 +664,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=_port, help=f"network transports only; 0 picks a free port; default: {_DEFAULT_PORT}"
     )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help="network transports only; a Host header to accept besides loopback and --host (name:* for any port); repeatable",
+    )
     serve.set_defaults(run=_serve_command)
 
     demo = commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
@@ -669,7 +702,8 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             port = _DEFAULT_PORT if args.port is None else args.port
             with _listen(host, port) as sock:
                 # uvicorn runs on asyncio only.
-                anyio.run(_serve_http, served, args.target, sock, err, backend="asyncio")
+                hosts = _allowed_hosts(host, args.allowed_host or ())
+                anyio.run(_serve_http, served, args.target, sock, err, hosts, backend="asyncio")
     except (UsageError, _CannotListen):
         raise
     except Exception as exc:

@@ -16,7 +16,7 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
         '  <- error: Invalid input for "create_todo"',
         '  <- error: Capability "delete_selected_todo" is not available right now',
         "  <- notifications/tools/list_changed",
-        '  <- error: Not authorized to invoke "delete_selected_todo"',
+        '  <- error: Deleting a todo needs the "todos:delete" scope',
         '  <- error: "delete_selected_todo" needs a person to confirm: Delete the todo "Buy milk"?',
         '  <- elicitation/create: Delete the todo "Buy milk"?',
         "  ada's person -> decline",

@@ -1,21 +1,31 @@
-"""Serving runtimes over Streamable HTTP, one runtime and one principal per session.
+"""Serving runtimes over Streamable HTTP: 2025-11-25 sessions and sessionless 2026-07-28 requests, per principal.
 
-This layer owns the HTTP face: the ``/mcp`` endpoint, Origin checks against
-DNS rebinding, authentication of every request, and the session table that
-binds each MCP session to the principal that opened it and to its runtime:
-bound to the one program an :class:`~agentfx.app.App` runs for all sessions,
-or whatever ``make_runtime(principal)`` gave it. A request naming a session is
-served only when it authenticates as that session's principal; otherwise it is
-answered exactly like an unknown session, so a session id never works as a
-bearer token for anyone else.
+This layer owns the HTTP face: the ``/mcp`` endpoint; the checks every request
+passes before anything is dispatched (the SDK's ``TransportSecuritySettings``
+against DNS rebinding and foreign origins, a readable JSON-RPC envelope
+answered in agentfx's own words, authentication bounded by
+:data:`AUTHENTICATE_TIMEOUT`, OAuth bearer tokens through :mod:`._auth`); and
+the binding of every request to the principal its own credentials prove.
 
-Sessions are what carry a principal and a runtime, so this endpoint speaks
-the session-based (2025-11-25 handshake) protocol. A request for the
-sessionless 2026-07-28 era is refused with ``-32022`` naming the versions
-served, and the SDK's client falls back to the handshake on its own.
+Principals, not connections, own runtimes. Each principal seen is served by
+one *tenant*: its runtime (bound to the one program an
+:class:`~agentfx.app.App` runs for everyone, or whatever
+``make_runtime(principal)`` gave it), the MCP ``Server`` over that runtime,
+and the initialization options, built once. A 2025-11-25 session belongs to
+the principal that opened it and is served only to requests proving that same
+principal; any other is answered exactly like an unknown session, so a
+session id never works as a bearer token. A 2026-07-28 request has no session:
+it is served by its principal's tenant alone, so it can never reach another
+principal's runtime, and ``subscriptions/listen`` streams are per principal.
+A tenant lives while a session or a request uses it and
+:data:`SESSION_IDLE_TIMEOUT` after.
 
-It deliberately knows nothing of capabilities, dispatch or audit: each session
-runs the server of :mod:`agentfx.mcp._server` over its own runtime.
+The era is the request's: an ``MCP-Protocol-Version`` header naming a
+sessionless revision is served by the SDK's single-exchange entry, anything
+else by the session table here.
+
+It deliberately knows nothing of capabilities, dispatch or audit: each tenant
+runs the server of :mod:`agentfx.mcp._server` over its runtime.
 """
 
 from __future__ import annotations
@@ -23,33 +33,59 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from anyio.abc import TaskGroup, TaskStatus
+from mcp.server._streamable_http_modern import handle_modern_request
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.runner import serve_loop
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    RequestBodyLimitMiddleware,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import __version__
 from ..app import App
+from ..errors import ContractError
+from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._server import server
 
 if TYPE_CHECKING:
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.models import InitializationOptions
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from ..program import Program
     from ..runtime import AgentRuntime
+    from ._server import Connection
 
-__all__ = ["Authenticate", "HttpApp", "MakeRuntime", "http_app", "origin_allowed"]
+__all__ = [
+    "AUTHENTICATE_TIMEOUT",
+    "MAX_PRINCIPALS",
+    "MAX_SESSIONS",
+    "SESSION_IDLE_TIMEOUT",
+    "Authenticate",
+    "HttpApp",
+    "MakeRuntime",
+    "http_app",
+]
 
 _logger = logging.getLogger("agentfx.mcp.http")
 
@@ -59,11 +95,23 @@ MCP_PATH = "/mcp"
 """Where the endpoint is served."""
 
 SESSION_IDLE_TIMEOUT = 30 * 60.0
-"""Seconds a session may go without a request before it is closed and its runtime released."""
+"""Seconds a session, or a principal's runtime, may go unused before it is closed and released.
+
+A session is unused while no request of it is in flight (an open GET stream is
+one); a principal's runtime while none of its sessions is open and none of its
+sessionless requests (an open ``subscriptions/listen`` stream is one) is in flight.
+"""
 
 MAX_SESSIONS = 1000
 """Open sessions at most; a request that would open another is answered 503."""
 
+MAX_PRINCIPALS = 1000
+"""Principals served at once at most; past it an idle one is released, else the request is answered 503."""
+
+AUTHENTICATE_TIMEOUT = 10.0
+"""Seconds ``authenticate`` (or the token verifier and ``principal_from_token``) may take before the request is answered 503."""
+
+_LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 _LOOPBACK_ORIGINS = (
     "http://127.0.0.1",
     "http://127.0.0.1:*",
@@ -74,41 +122,17 @@ _LOOPBACK_ORIGINS = (
 )
 
 MakeRuntime = Callable[[P], AbstractAsyncContextManager["AgentRuntime[Any, Any]"]]
-"""``make_runtime(principal)``: an async context manager yielding the session's runtime.
+"""``make_runtime(principal)``: an async context manager yielding the principal's runtime.
 
-It is entered when a session opens and exited when the session ends (closed by
-the client, idle, or at shutdown), so whatever it starts lives exactly as long
-as the session. Without an ``authenticate`` hook it is called with ``None``.
+It is entered the first time a principal is seen and exited once that
+principal has gone :data:`SESSION_IDLE_TIMEOUT` without a session or a request
+(or at shutdown), so whatever it starts is shared by all of that principal's
+sessions and requests. Without an ``authenticate`` hook or a token verifier it
+is called once, with ``None``.
 """
 
 Authenticate = Callable[[Request], "P | None | Awaitable[P | None]"]
 """``authenticate(request)``: the principal of an HTTP request, or ``None`` to refuse it (401). May be async."""
-
-
-def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
-    """Whether a request's ``Origin`` may reach the endpoint.
-
-    No ``Origin`` (a non-browser client) is allowed. With nothing listed, the
-    loopback origins are (``http://localhost``, ``http://127.0.0.1``,
-    ``http://[::1]``, on any port); a non-empty list is exactly the allowed
-    set, loopback origins included only when listed. A pattern is an origin,
-    exact, or ``scheme://host:*`` for any port.
-
-    >>> origin_allowed(None, ()), origin_allowed("http://localhost:5173", ())
-    (True, True)
-    >>> origin_allowed("https://evil.example", ()), origin_allowed("https://app.example", ["https://app.example"])
-    (False, True)
-    >>> origin_allowed("http://localhost:5173", ["https://app.example"])
-    False
-    """
-    if not origin:
-        return True
-    for pattern in tuple(allowed) or _LOOPBACK_ORIGINS:
-        if origin == pattern:
-            return True
-        if pattern.endswith(":*") and origin.startswith(pattern[:-1]) and origin[len(pattern) - 1 :].isdigit():
-            return True
-    return False
 
 
 def _error(
@@ -117,11 +141,12 @@ def _error(
     code: int = types.INVALID_REQUEST,
     data: object = None,
     headers: dict[str, str] | None = None,
+    request_id: types.RequestId | None = None,
 ) -> Response:
     error = types.ErrorData(code=code, message=message)
     if data is not None:
         error = types.ErrorData(code=code, message=message, data=data)
-    body = types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
+    body = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
     return Response(
         body.model_dump_json(by_alias=True, exclude_unset=True),
         status_code=status,
@@ -130,26 +155,85 @@ def _error(
     )
 
 
+# What the SDK's request checks refuse, in this endpoint's words (its own are
+# plain text, not JSON-RPC).
+_SECURITY_ANSWERS = {
+    421: ("Misdirected Request: Host not allowed", 421),
+    403: ("Forbidden: Origin not allowed", 403),
+    400: ("Bad Request: Content-Type must be application/json", 400),
+}
+
 _IDLE = "has not started"
 _RUNNING = "is running"
 _STOPPED = "has stopped"
 _FAILED = "stopped with an error"
 
 
+class _TooMany(Exception):
+    """No room for another principal."""
+
+
+class _Unavailable(Exception):
+    """A principal's runtime could not be started (logged where it failed)."""
+
+
 @dataclass(eq=False)
-class _Session(Generic[P]):
-    id: str
-    principal: P
-    transport: StreamableHTTPServerTransport
+class _Tenant:
+    """What one principal is served by: its runtime's server, shared by its sessions and its sessionless requests."""
+
+    key: Hashable
+    principal: Any
+    server: Server[Connection] | None = None
+    init_options: InitializationOptions | None = None
+    users: int = 0
+    idle: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    ready: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
+    failed: bool = False
+    task_group: TaskGroup | None = None
+    modern: Connection | None = None
+    modern_lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    @property
+    def closing(self) -> bool:
+        return self.failed or self.idle.cancel_called or self.done.is_set()
+
+    def acquire(self) -> None:
+        # Synchronous with the closing check before it: between the two, no
+        # idle deadline can fire.
+        self.users += 1
+        self.idle.deadline = math.inf
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users == 0 and not self.closing:
+            self.idle.deadline = anyio.current_time() + SESSION_IDLE_TIMEOUT
+
+
+@dataclass(eq=False)
+class _Session:
+    id: str
+    key: Hashable
+    transport: StreamableHTTPServerTransport
+    tenant: _Tenant | None = None
+    started: bool = False
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+@dataclass(frozen=True)
+class _Envelope:
+    """What the endpoint read of a POST body before handing it on."""
+
+    method: str | None
+    request_id: types.RequestId | None
 
 
 class HttpApp(Generic[P]):
     """The ASGI application :func:`http_app` returns.
 
     It needs the ASGI lifespan protocol (every ASGI server runs it), or
-    :meth:`running` around it: an App's program, and every session with its
-    runtime, live from startup to shutdown.
+    :meth:`running` around it: an App's program, every principal's runtime
+    and every session live from startup to shutdown.
 
     When an App's program stops with an error (a command raised), the error
     is logged and every request is answered 500 until shutdown: the lifespan
@@ -164,15 +248,40 @@ class HttpApp(Generic[P]):
         *,
         authenticate: Authenticate[P] | None,
         allowed_origins: Iterable[str],
+        allowed_hosts: Iterable[str] = (),
+        token_verifier: TokenVerifier | None = None,
+        auth: AuthSettings | None = None,
+        principal_from_token: PrincipalFromToken | None = None,
         name: str = "agentfx",
         version: str = __version__,
     ) -> None:
+        if token_verifier is not None and authenticate is not None:
+            raise ContractError("http_app takes authenticate or token_verifier, not both")
+        if token_verifier is None and (auth is not None or principal_from_token is not None):
+            given = "auth" if auth is not None else "principal_from_token"
+            raise ContractError(f"http_app({given}=...) needs token_verifier=...")
+        if token_verifier is not None and auth is None:
+            raise ContractError(
+                "http_app(token_verifier=...) needs auth=AuthSettings(issuer_url=..., resource_server_url=...)"
+            )
         self._served = make_runtime
         self._authenticate = authenticate
-        self._allowed_origins = tuple(allowed_origins)
+        self._tokens = None if token_verifier is None else BearerTokens(token_verifier, cast("AuthSettings", auth))
+        self._principal_from_token = principal_from_token
+        self._security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(tuple(allowed_hosts) or _LOOPBACK_HOSTS),
+            allowed_origins=list(tuple(allowed_origins) or _LOOPBACK_ORIGINS),
+        )
+        self._checks = TransportSecurityMiddleware(self._security)
         self._name = name
         self._version = version
-        self._sessions: dict[str, _Session[P]] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._tenants: dict[Hashable, _Tenant] = {}
+        # Sessionless requests in flight; the ASGI server runs them, so
+        # shutting down must end them itself before their runtimes close.
+        self._requests: set[anyio.CancelScope] = set()
+        self._no_requests: anyio.Event | None = None
         self._program: Program[Any, Any] | None = None
         self._task_group: TaskGroup | None = None
         self._state = _IDLE
@@ -182,6 +291,11 @@ class HttpApp(Generic[P]):
     def session_count(self) -> int:
         """Sessions open right now."""
         return len(self._sessions)
+
+    @property
+    def principal_count(self) -> int:
+        """Principals whose runtime is held right now (in use, or idle but not yet released)."""
+        return len(self._tenants)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -207,8 +321,8 @@ class HttpApp(Generic[P]):
             async with AsyncExitStack() as stack:
                 served = self._served
                 if isinstance(served, App):
-                    # Entered first, so it is left last: every session's runtime
-                    # is bound to it until that session has ended.
+                    # Entered first, so it is left last: every principal's
+                    # runtime is bound to it until its tenant has ended.
                     app = cast("App[Any, Any, P]", served)
                     self._program = await stack.enter_async_context(app.program())
                 try:
@@ -263,32 +377,44 @@ class HttpApp(Generic[P]):
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _close_all(self) -> None:
-        # Terminating a transport ends its message loop, so each session's
-        # runtime is released through its own context manager, not cancelled.
+        # Terminating a transport ends its message loop, and ending a tenant's
+        # idle scope ends its task, so every runtime is released through its
+        # own context manager, not cancelled. Sessions first: they use tenants.
         sessions = list(self._sessions.values())
         with anyio.move_on_after(5, shield=True):
+            # Cancelled calls abort their invocations (and are audited) while
+            # their runtimes are still there to record them.
+            for request in list(self._requests):
+                request.cancel()
+            if self._requests:
+                no_requests = self._no_requests = anyio.Event()
+                await no_requests.wait()
             for session in sessions:
                 await session.transport.terminate()
             for session in sessions:
                 await session.done.wait()
+            tenants = list(self._tenants.values())
+            for tenant in tenants:
+                tenant.idle.cancel()
+            for tenant in tenants:
+                await tenant.done.wait()
+
+    # --- one request ---------------------------------------------------------------
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
+        tokens = self._tokens
+        metadata = None if tokens is None else tokens.metadata(scope)
+        if metadata is not None:
+            await metadata(scope, receive, send)
+            return
         if _local_path(scope).rstrip("/") != MCP_PATH:
             await _error("Not Found", 404)(scope, receive, send)
             return
-        if not origin_allowed(request.headers.get("origin"), self._allowed_origins):
-            await _error("Forbidden: Origin not allowed", 403)(scope, receive, send)
-            return
-        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            supported = list(HANDSHAKE_PROTOCOL_VERSIONS)
-            await _error(
-                "This endpoint serves the session-based protocol; initialize a session",
-                400,
-                types.UNSUPPORTED_PROTOCOL_VERSION,
-                {"supported": supported, "requested": version},
-            )(scope, receive, send)
+        request = Request(scope, receive)
+        refused = await self._checks.validate_request(request, is_post=request.method == "POST")
+        if refused is not None:
+            message, status = _SECURITY_ANSWERS.get(refused.status_code, ("Bad Request", 400))
+            await _error(message, status)(scope, receive, send)
             return
         if self._state == _FAILED:
             # What stopped it is for the server's log; a client learns only that it did.
@@ -299,101 +425,427 @@ class HttpApp(Generic[P]):
                 scope, receive, send
             )
             return
-        try:
-            principal = await self._principal(request)
-        except Exception:
-            _logger.exception("authenticate raised")
-            await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
+        raw_receive = receive
+        body = await _read_body(raw_receive)
+        if body is None:
+            # Nobody is left to answer; a traceback would say nothing more.
+            _logger.warning("a client left before sending its whole request body; nothing was served")
+            return
+        envelope: _Envelope | None = None
+        if request.method == "POST":
+            read = _read_envelope(body)
+            if isinstance(read, Response):
+                await read(scope, receive, send)
+                return
+            envelope = read
+        receive = _replay(body, raw_receive)
+
+        if tokens is not None:
+            await self._with_token(tokens, envelope, scope, receive, raw_receive, send)
+            return
+        principal = await self._hook_principal(Request(scope, receive), raw_receive)
+        if isinstance(principal, Response):
+            await principal(scope, receive, send)
+            return
+        if principal is _LEFT:
             return
         if principal is None:
             await _error("Unauthorized", 401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
-        principal = cast("P", principal)
-        session_id = request.headers.get(MCP_SESSION_ID_HEADER)
-        if session_id is None:
-            await self._open(principal, request, scope, receive, send)
-            return
-        session = self._sessions.get(session_id)
-        if session is None or not _same(session.principal, principal):
-            # Indistinguishable from an unknown id, so probing learns nothing.
-            await _error("Session not found", 404)(scope, receive, send)
-            return
-        await session.transport.handle_request(scope, receive, send)
-        if session.transport.is_terminated:
-            self._sessions.pop(session.id, None)
+        await self._serve_as(principal, envelope, scope, receive, send)
 
-    async def _principal(self, request: Request) -> object:
+    async def _with_token(
+        self,
+        tokens: BearerTokens,
+        envelope: _Envelope | None,
+        scope: Scope,
+        receive: Receive,
+        raw_receive: Receive,
+        send: Send,
+    ) -> None:
+        request = Request(scope, receive)
+        token = await self._bounded(tokens.verify, request, raw_receive)
+        if isinstance(token, Response):
+            await token(scope, receive, send)
+            return
+        if token is _LEFT:
+            return
+        token = cast("AccessToken | None", token)
+
+        async def then(scope: Scope, receive: Receive, send: Send) -> None:
+            assert token is not None
+            principal = await self._token_principal(token, raw_receive)
+            if isinstance(principal, Response):
+                await principal(scope, receive, send)
+                return
+            if principal is _LEFT:
+                return
+            await self._serve_as(principal, envelope, scope, receive, send)
+
+        # The SDK's own answers: 401 without a valid token, 403 without the
+        # required scopes, each with WWW-Authenticate naming the metadata.
+        await tokens.guard(token, then)(scope, receive, send)
+
+    async def _hook_principal(self, request: Request, raw_receive: Receive) -> object:
         if self._authenticate is None:
             # Without an authenticate hook every caller is the same anonymous
             # principal; a sentinel keeps that distinct from a refusal.
             return _ANONYMOUS
-        principal: object = self._authenticate(request)
+        try:
+            principal: object = self._authenticate(request)
+        except Exception:
+            _logger.exception("authenticating a request failed")
+            return _error("Internal error", 500, types.INTERNAL_ERROR)
         if inspect.isawaitable(principal):
-            principal = await cast("Awaitable[object]", principal)
+            # Only an awaitable can hang; a synchronous answer needs no bound.
+            return await self._bounded(_settle, principal, raw_receive)
         return principal
 
-    async def _open(self, principal: P, request: Request, scope: Scope, receive: Receive, send: Send) -> None:
-        if request.method != "POST":
-            await _error("Bad Request: Missing session ID", 400)(scope, receive, send)
+    async def _token_principal(self, token: AccessToken, raw_receive: Receive) -> object:
+        convert = self._principal_from_token
+        if convert is None:
+            return token
+        try:
+            principal: object = convert(token)
+        except Exception:
+            _logger.exception("principal_from_token raised")
+            return _error("Internal error", 500, types.INTERNAL_ERROR)
+        if inspect.isawaitable(principal):
+            principal = await self._bounded(_settle, principal, raw_receive)
+        if principal is None:
+            _logger.error("principal_from_token returned None; a verified token must prove a principal")
+            return _error("Internal error", 500, types.INTERNAL_ERROR)
+        return principal
+
+    async def _bounded(self, step: Callable[[Any], Awaitable[object]], argument: object, receive: Receive) -> object:
+        """``step(argument)``, bounded by :data:`AUTHENTICATE_TIMEOUT` and by the client staying.
+
+        Answers a ``Response`` when the step raised (500) or ran out of time
+        (503), ``_LEFT`` when the client went away first (nothing to answer),
+        else what the step returned. ``receive`` is the request's own, past
+        its body: the only message left on it is the client leaving.
+        """
+        outcome: list[object] = []
+        try:
+            async with anyio.create_task_group() as task_group:
+
+                async def watch() -> None:
+                    # The body has been read, so the next message is the
+                    # client leaving; nothing else is lost by waiting for it.
+                    if (await receive())["type"] == "http.disconnect":
+                        outcome.append(_LEFT)
+                        task_group.cancel_scope.cancel()
+
+                task_group.start_soon(watch)
+                with anyio.move_on_after(AUTHENTICATE_TIMEOUT):
+                    outcome.append(await step(argument))
+                task_group.cancel_scope.cancel()
+        except Exception:
+            _logger.exception("authenticating a request failed")
+            return _error("Internal error", 500, types.INTERNAL_ERROR)
+        if not outcome:
+            _logger.warning("authenticating a request took more than %gs; it was answered 503", AUTHENTICATE_TIMEOUT)
+            return _error(
+                "Service Unavailable: authentication timed out", 503, types.INTERNAL_ERROR, headers={"Retry-After": "1"}
+            )
+        return outcome[0]
+
+    async def _serve_as(
+        self, principal: object, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        try:
+            key = _key(principal)
+            hash(key)
+        except Exception:
+            _logger.exception("a principal must be hashable; this request could not be served")
+            await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
             return
-        body = await request.body()
-        if not _is_initialize(body):
-            await _error("Bad Request: Missing session ID", 400)(scope, receive, send)
+        headers = Request(scope).headers
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self._serve_sessionless(principal, key, scope, receive, send)
             return
-        if len(self._sessions) >= MAX_SESSIONS:
-            await _error("Too many open sessions", 503, types.INTERNAL_ERROR)(scope, receive, send)
+        session_id = headers.get(MCP_SESSION_ID_HEADER)
+        if session_id is None:
+            await self._open(principal, key, envelope, scope, receive, send)
             return
-        session_id = uuid.uuid4().hex
-        session = _Session(
-            id=session_id,
-            principal=principal,
-            transport=StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=SESSION_IDLE_TIMEOUT),
-        )
+        session = self._sessions.get(session_id)
+        if session is None or session.tenant is None or not _same(session.key, key):
+            # Indistinguishable from an unknown id, so probing learns nothing.
+            await _error("Session not found", 404)(scope, receive, send)
+            return
+        await self._in_session(session, envelope, scope, receive, send)
+
+    # --- 2026-07-28: one request, one principal -----------------------------------------
+
+    async def _serve_sessionless(self, principal: object, key: Hashable, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            tenant = await self._tenant(principal, key)
+        except _TooMany:
+            await _error("Too many principals", 503, types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        except _Unavailable:
+            await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        request = anyio.CancelScope()
+        self._requests.add(request)
+        try:
+            with request:
+                state = await self._modern_state(tenant)
+                assert tenant.server is not None
+                await handle_modern_request(tenant.server, self._security, False, state, scope, receive, send)
+        finally:
+            self._requests.discard(request)
+            if not self._requests and self._no_requests is not None:
+                self._no_requests.set()
+            tenant.release()
+
+    async def _modern_state(self, tenant: _Tenant) -> Connection:
+        # The server's lifespan for sessionless requests (the listen streams,
+        # the tool-list watch) starts with the first such request: a
+        # principal seen only in sessions never pays for it.
+        if tenant.modern is None:
+            async with tenant.modern_lock:
+                if tenant.modern is None:
+                    assert tenant.task_group is not None
+                    await tenant.task_group.start(self._run_modern, tenant)
+        assert tenant.modern is not None
+        return tenant.modern
+
+    async def _run_modern(self, tenant: _Tenant, *, task_status: TaskStatus[None]) -> None:
+        assert tenant.server is not None
+        async with tenant.server.lifespan(tenant.server) as state:
+            tenant.modern = state
+            task_status.started()
+            await anyio.sleep_forever()
+
+    # --- principals' runtimes ----------------------------------------------------------
+
+    async def _tenant(self, principal: object, key: Hashable) -> _Tenant:
+        """The principal's tenant, started when needed, with one use acquired; release it when done."""
+        tenant = self._tenants.get(key)
+        if tenant is not None and not tenant.closing:
+            tenant.acquire()
+            await tenant.ready.wait()
+            if tenant.failed:
+                tenant.release()
+                raise _Unavailable
+            return tenant
+        if len(self._tenants) >= MAX_PRINCIPALS and not self._release_an_idle_tenant():
+            _logger.warning("refusing a request: %d principals are already being served", MAX_PRINCIPALS)
+            raise _TooMany
+        tenant = _Tenant(key=key, principal=principal)
+        # Registered and acquired before the first await, so concurrent
+        # requests of one principal share this tenant, and the cap holds.
+        self._tenants[key] = tenant
+        tenant.acquire()
         task_group = self._task_group
         assert task_group is not None
         try:
-            await task_group.start(self._serve, session)
-        except Exception:
-            _logger.exception("opening a session failed")
-            await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
-            return
-        self._sessions[session.id] = session
-        status = await _answer(session.transport.handle_request, scope, _replay(body, receive), send)
-        if status is None or status >= 400:
-            self._sessions.pop(session.id, None)
-            await session.transport.terminate()
+            await task_group.start(self._run_tenant, tenant)
+        except BaseException as exc:
+            tenant.failed = True
+            tenant.done.set()
+            if self._tenants.get(key) is tenant:
+                del self._tenants[key]
+            tenant.ready.set()
+            if isinstance(exc, Exception):
+                _logger.exception("starting the runtime of a principal failed")
+                raise _Unavailable from None
+            raise
+        tenant.ready.set()
+        return tenant
 
-    async def _serve(self, session: _Session[P], *, task_status: TaskStatus[None]) -> None:
+    def _release_an_idle_tenant(self) -> bool:
+        for key, tenant in self._tenants.items():
+            if tenant.users == 0:
+                tenant.idle.cancel()
+                del self._tenants[key]
+                return True
+        return False
+
+    async def _run_tenant(self, tenant: _Tenant, *, task_status: TaskStatus[None]) -> None:
+        started = False
         try:
-            async with self._runtime(session.principal) as runtime:
-                app = server(runtime, name=self._name, version=self._version)
-                async with session.transport.connect() as (read, write):
+            async with self._runtime(tenant.principal) as runtime:
+                mcp_server = server(runtime, name=self._name, version=self._version)
+                # The 2026 entry checks Mcp-Param headers against the called
+                # tool's schema; without this it would list the tools (reading
+                # the Model) on every call that has arguments.
+                schemas = {descriptor.name: descriptor.input_schema for descriptor in runtime.messages.list()}
+                mcp_server.get_tool_input_schema = schemas.get
+                tenant.server = mcp_server
+                tenant.init_options = mcp_server.create_initialization_options()
+                async with anyio.create_task_group() as task_group:
+                    tenant.task_group = task_group
+                    started = True
                     task_status.started()
-                    idle = session.transport.idle_scope or anyio.CancelScope()
-                    with idle:
-                        await app.run(read, write, app.create_initialization_options())
+                    with tenant.idle:
+                        await anyio.sleep_forever()
+                    task_group.cancel_scope.cancel()
         except Exception:
-            # Once started, a failing session must not take the others down.
-            _logger.exception("session %s ended with an error", session.id)
+            if not started:
+                raise
+            # Once started, one principal's failing runtime must not take the others down.
+            _logger.exception("the runtime of a principal ended with an error")
         finally:
-            self._sessions.pop(session.id, None)
-            session.done.set()
-            if not session.transport.is_terminated:
-                with anyio.CancelScope(shield=True):
-                    await session.transport.terminate()
+            tenant.done.set()
+            if self._tenants.get(tenant.key) is tenant:
+                del self._tenants[tenant.key]
 
-    def _runtime(self, principal: P) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
+    def _runtime(self, principal: Any) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
         served = self._served
         if not isinstance(served, App):
             return served(_unwrap(principal))
         app = cast("App[Any, Any, P]", served)
         program = self._program
-        assert program is not None, "sessions open only while running"
+        assert program is not None, "tenants start only while running"
         if principal is _ANONYMOUS:
             return nullcontext(app.bind(program))
         # A constant resolver, so a principal that happens to be callable is
         # not mistaken for one.
         return nullcontext(app.bind(program, principal=lambda _invocation: principal))
+
+    # --- 2025-11-25: sessions -------------------------------------------------------------
+
+    async def _open(
+        self, principal: object, key: Hashable, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        if envelope is None or envelope.method != "initialize":
+            await _error("Bad Request: Missing session ID", 400)(scope, receive, send)
+            return
+        # Admitted and registered before the first await, so concurrent
+        # openings cannot all pass the check together.
+        if len(self._sessions) >= MAX_SESSIONS:
+            _logger.warning("refusing to open a session: %d sessions are already open", MAX_SESSIONS)
+            await _error("Too many open sessions", 503, types.INTERNAL_ERROR)(scope, receive, send)
+            return
+        session_id = uuid.uuid4().hex
+        session = _Session(
+            id=session_id,
+            key=key,
+            transport=StreamableHTTPServerTransport(
+                mcp_session_id=session_id, idle_timeout=SESSION_IDLE_TIMEOUT, security_settings=self._security
+            ),
+        )
+        self._sessions[session_id] = session
+        established = False
+        try:
+            try:
+                session.tenant = await self._tenant(principal, key)
+            except _TooMany:
+                await _error("Too many principals", 503, types.INTERNAL_ERROR)(scope, receive, send)
+                return
+            except _Unavailable:
+                await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
+                return
+            task_group = self._task_group
+            assert task_group is not None
+            try:
+                await task_group.start(self._serve, session)
+            except Exception:
+                _logger.exception("opening a session failed")
+                await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
+                return
+            status = await _answer(session.transport.handle_request, scope, receive, send)
+            established = status is not None and status < 400
+        finally:
+            if not established:
+                self._sessions.pop(session_id, None)
+                if not session.transport.is_terminated:
+                    with anyio.CancelScope(shield=True):
+                        await session.transport.terminate()
+                if session.tenant is not None and not session.started:
+                    # A started session task releases its tenant as it ends;
+                    # one that never started leaves that to here.
+                    session.tenant.release()
+                    session.done.set()
+
+    async def _serve(self, session: _Session, *, task_status: TaskStatus[None]) -> None:
+        tenant = session.tenant
+        assert tenant is not None and tenant.server is not None
+        session.started = True
+        try:
+            async with session.transport.connect() as (read, write):
+                # Each session keeps its own connection state (the client it
+                # notifies, what it last listed) over the principal's shared server.
+                async with tenant.server.lifespan(tenant.server) as state:
+                    task_status.started()
+                    idle = session.transport.idle_scope or anyio.CancelScope()
+                    with idle:
+                        # serve_loop, not Server.run(): the session's era is
+                        # already known, so no dual-era relay is needed.
+                        await serve_loop(
+                            tenant.server,
+                            read,
+                            write,
+                            lifespan_state=state,
+                            session_id=session.id,
+                            init_options=tenant.init_options,
+                        )
+        except Exception:
+            # Once started, a failing session must not take the others down.
+            _logger.exception("session %s ended with an error", session.id)
+        finally:
+            self._sessions.pop(session.id, None)
+            tenant.release()
+            session.done.set()
+            if not session.transport.is_terminated:
+                with anyio.CancelScope(shield=True):
+                    await session.transport.terminate()
+
+    async def _in_session(
+        self, session: _Session, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        left = False
+
+        async def watched() -> Message:
+            nonlocal left
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                left = True
+            return message
+
+        await session.transport.handle_request(scope, watched, send)
+        if session.transport.is_terminated:
+            self._sessions.pop(session.id, None)
+            return
+        if left and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
+            # Without an event store, a response whose POST stream is gone has
+            # nowhere to go: no other stream of the session can carry it. So
+            # the call is cancelled as if the client had said so, and the
+            # invocation is aborted (and audited) instead of running on.
+            await self._cancel(session, envelope.request_id, scope)
+
+    async def _cancel(self, session: _Session, request_id: types.RequestId, scope: Scope) -> None:
+        notification = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "The client's connection closed"},
+        }
+        body = json.dumps(notification).encode()
+        kept = {b"host", b"mcp-protocol-version"}
+        headers = [(name, value) for name, value in scope["headers"] if name in kept]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (MCP_SESSION_ID_HEADER.lower().encode(), session.id.encode()),
+        ]
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await anyio.sleep_forever()
+            raise AssertionError  # pragma: no cover
+
+        async def discard(_message: Message) -> None:
+            return
+
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await session.transport.handle_request({**scope, "method": "POST", "headers": headers}, receive, discard)
 
 
 def _local_path(scope: Scope) -> str:
@@ -404,16 +856,28 @@ def _local_path(scope: Scope) -> str:
     return path[len(root) :] if root and path.startswith(root) else path
 
 
-class _Anonymous:
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
     def __repr__(self) -> str:
-        return "<anonymous>"
+        return self._name
 
 
-_ANONYMOUS: Any = _Anonymous()
+_ANONYMOUS: Any = _Sentinel("<anonymous>")
+_LEFT: Any = _Sentinel("<the client left>")
 
 
 def _unwrap(principal: object) -> Any:
     return None if principal is _ANONYMOUS else principal
+
+
+def _key(principal: object) -> Hashable:
+    # An AccessToken (the default principal of a token) is a pydantic model:
+    # unhashable, and its token string changes on every refresh.
+    if isinstance(principal, AccessToken):
+        return token_identity(principal)
+    return cast("Hashable", principal)
 
 
 def _same(a: object, b: object) -> bool:
@@ -423,12 +887,53 @@ def _same(a: object, b: object) -> bool:
         return False
 
 
-def _is_initialize(body: bytes) -> bool:
+async def _settle(value: object) -> object:
+    if inspect.isawaitable(value):
+        return await cast("Awaitable[object]", value)
+    return value
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body (already bounded by the size limit), or ``None`` when the client left first."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _read_envelope(body: bytes) -> _Envelope | Response:
+    """The POST body as one JSON-RPC message, or the error answering it, in this endpoint's words.
+
+    Parsed as the SDK's transport will parse it (so nothing it would refuse,
+    with validator text, gets that far), with every failure, a nesting too
+    deep for the parser included, answered here.
+    """
     try:
-        message: object = json.loads(body)
-    except ValueError:
-        return False
-    return isinstance(message, dict) and cast("dict[str, object]", message).get("method") == "initialize"
+        raw: object = pydantic_core.from_json(body)
+    except (ValueError, RecursionError):
+        return _error("Parse error", 400, types.PARSE_ERROR)
+    request_id = _request_id(raw)
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except (ValidationError, RecursionError):
+        return _error("Invalid Request", 400, types.INVALID_REQUEST, request_id=request_id)
+    if isinstance(message, types.JSONRPCRequest):
+        return _Envelope(method=message.method, request_id=message.id)
+    if isinstance(message, types.JSONRPCNotification):
+        return _Envelope(method=message.method, request_id=None)
+    return _Envelope(method=None, request_id=None)
+
+
+def _request_id(raw: object) -> types.RequestId | None:
+    if isinstance(raw, dict):
+        candidate = cast("dict[str, object]", raw).get("id")
+        if isinstance(candidate, str | int) and not isinstance(candidate, bool):
+            return candidate
+    return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -463,6 +968,10 @@ def http_app(
     *,
     authenticate: None = None,
     allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+    token_verifier: None = None,
+    auth: None = None,
+    principal_from_token: None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[None]: ...
@@ -472,6 +981,36 @@ def http_app(
     *,
     authenticate: Authenticate[P],
     allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+    token_verifier: None = None,
+    auth: None = None,
+    principal_from_token: None = None,
+    name: str = "agentfx",
+    version: str = __version__,
+) -> HttpApp[P]: ...
+@overload
+def http_app(
+    make_runtime: App[Any, Any, AccessToken] | MakeRuntime[AccessToken],
+    *,
+    authenticate: None = None,
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+    token_verifier: TokenVerifier,
+    auth: AuthSettings,
+    principal_from_token: None = None,
+    name: str = "agentfx",
+    version: str = __version__,
+) -> HttpApp[AccessToken]: ...
+@overload
+def http_app(
+    make_runtime: App[Any, Any, P] | MakeRuntime[P],
+    *,
+    authenticate: None = None,
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+    token_verifier: TokenVerifier,
+    auth: AuthSettings,
+    principal_from_token: Callable[[AccessToken], P | Awaitable[P]],
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[P]: ...
@@ -480,40 +1019,71 @@ def http_app(
     *,
     authenticate: Authenticate[Any] | None = None,
     allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+    principal_from_token: Callable[[AccessToken], Any] | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[Any]:
-    """An ASGI app serving Streamable HTTP at ``/mcp``, one runtime per session.
+    """An ASGI app serving Streamable HTTP at ``/mcp``: 2025-11-25 sessions and sessionless 2026-07-28 requests.
 
     Args:
-        make_runtime: What each session is served, one of two kinds:
+        make_runtime: What each principal is served, one of two kinds:
 
             - An :class:`agentfx.App`: one shared application. Its program
-              starts with the ASGI app and every session binds its own
-              runtime to it, so all sessions act on the same Model. A
-              session's principal is the one ``authenticate`` returned, or
-              the App's own without that hook.
+              starts with the ASGI app and every principal gets a runtime
+              bound to it, so everyone acts on the same Model. The principal
+              is the one ``authenticate`` or the token proved, or the App's
+              own without either.
             - ``make_runtime(principal)``, returning an async context manager
-              that yields the session's runtime: entered when the session
-              opens, exited when it ends. ``lambda principal:
-              app.run(principal=principal)`` gives every session its own
-              program, so each has a Model of its own. Without
-              ``authenticate`` it is called with ``None``, which
-              ``app.run(principal=None)`` would take as the principal: write
-              ``lambda _: app.run()`` to keep the App's own.
+              that yields the principal's runtime: entered the first time the
+              principal is seen, shared by all of its sessions and requests,
+              and exited :data:`SESSION_IDLE_TIMEOUT` after the last of them
+              ended. Principals must be hashable (they key that cache).
+              ``lambda principal: app.run(principal=principal)`` gives every
+              principal its own program, so each has a Model of its own.
+              Without ``authenticate`` or a token verifier it is called with
+              ``None``, which ``app.run(principal=None)`` would take as the
+              principal: write ``lambda _: app.run()`` to keep the App's own.
         authenticate: ``authenticate(request)`` (sync or async) returns the
             request's principal, or ``None`` to refuse it with 401. Every
-            request is authenticated; one naming a session must authenticate
-            as the principal that opened it. Without it every caller is
-            anonymous and nothing is checked.
+            request is authenticated, within :data:`AUTHENTICATE_TIMEOUT`
+            (503 after); one naming a session must authenticate as the
+            principal that opened it. Without it (and without a token
+            verifier) every caller is anonymous and nothing is checked.
         allowed_origins: The ``Origin`` headers allowed, exact
             (``"https://app.example"``) or with any port
             (``"https://app.example:*"``); requests with any other get 403.
             Empty (the default), loopback origins are allowed; listed, only
             those listed are (add ``"http://localhost:*"`` to keep loopback).
             A request without ``Origin`` is never refused for it.
+        allowed_hosts: The ``Host`` headers allowed, against DNS rebinding,
+            in the same form (``"mcp.example"``, ``"mcp.example:*"``); any
+            other gets 421. Empty (the default), loopback hosts only: served
+            on any other address, list the names clients use to reach it.
+        token_verifier: OAuth 2.1 bearer tokens instead of ``authenticate``:
+            the SDK's ``TokenVerifier``, which checks a token's signature,
+            issuer and audience and returns its ``AccessToken``. A missing,
+            refused or expired token (or, with
+            ``auth.validate_token_resource``, one issued for another
+            resource) gets 401, a token without ``auth.required_scopes`` 403,
+            both with ``WWW-Authenticate`` naming the resource metadata.
+        auth: The SDK's ``AuthSettings`` for the token verifier:
+            ``issuer_url`` (the authorization server) and
+            ``resource_server_url`` (this endpoint's URL) are required; the
+            protected-resource metadata is served at its RFC 9728 path.
+        principal_from_token: ``principal_from_token(access_token)`` (sync or
+            async): the principal a verified token proves, which ``authorize``
+            sees. By default the ``AccessToken`` itself, so
+            ``req.principal.scopes`` holds its scopes.
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
+
+    Raises:
+        ContractError: ``authenticate`` and ``token_verifier`` together, or
+            ``auth`` or ``principal_from_token`` without ``token_verifier``,
+            or a token verifier without ``auth.resource_server_url``.
 
     Serve it with any ASGI server, bound to loopback unless you mean otherwise
     (``uvicorn.run(http_app(app), host="127.0.0.1", port=8000)``), or mount it
@@ -529,9 +1099,17 @@ def http_app(
     ...     pass
     >>> pings = App(agentfx.define(agentfx.expose(Pinged, agentfx.variant(Pinged, "Ping"))), 0, lambda n, _: n + 1)
     >>> asgi = http_app(pings, allowed_origins=["https://app.example"], name="pings")
-    >>> asgi.session_count
-    0
+    >>> asgi.session_count, asgi.principal_count
+    (0, 0)
     """
     return HttpApp(
-        make_runtime, authenticate=authenticate, allowed_origins=allowed_origins, name=name, version=version
+        make_runtime,
+        authenticate=authenticate,
+        allowed_origins=allowed_origins,
+        allowed_hosts=allowed_hosts,
+        token_verifier=token_verifier,
+        auth=auth,
+        principal_from_token=principal_from_token,
+        name=name,
+        version=version,
     )

@@ -145,6 +145,17 @@ class Connection:
         self.listen = ListenHandler(self._bus)
         self._session: ServerSession | None = None
         self.watch = ListWatch(self.available_names, self._announce, delay=LIST_CHANGED_DEBOUNCE)
+        self._begin: Callable[[], None] | None = None
+
+    def begin_with(self, begin: Callable[[], None]) -> None:
+        """``begin()`` starts watching the runtime; it runs once, when the client first listens."""
+        self._begin = begin
+
+    def listening(self) -> None:
+        """The client can now be told of changes (it listed tools, or opened a listen stream)."""
+        begin, self._begin = self._begin, None
+        if begin is not None:
+            begin()
 
     def available_names(self) -> list[str]:
         return [descriptor.name for descriptor in self.runtime.messages.available()]
@@ -153,6 +164,7 @@ class Connection:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._session = ctx.session
         self.watch.listed(names)
+        self.listening()
 
     async def _announce(self) -> None:
         await self._bus.publish(ToolsListChanged())
@@ -250,12 +262,21 @@ def server(
     async def lifespan(_: Server[Connection]) -> AsyncGenerator[Connection]:
         connection = Connection(runtime)
         async with anyio.create_task_group() as task_group:
-            unsubscribe = runtime.subscribe(connection.watch.changed)
-            task_group.start_soon(connection.watch.run)
+            unsubscribe: list[Callable[[], None]] = []
+
+            def begin() -> None:
+                # From the first listing or listen stream, not from the
+                # connection's start: a connection (an idle HTTP session) that
+                # nobody listens on costs nothing when the Model changes.
+                unsubscribe.append(runtime.subscribe(connection.watch.changed))
+                task_group.start_soon(connection.watch.run)
+
+            connection.begin_with(begin)
             try:
                 yield connection
             finally:
-                unsubscribe()
+                for stop in unsubscribe:
+                    stop()
                 task_group.cancel_scope.cancel()
 
     async def list_tools(
@@ -348,6 +369,7 @@ def server(
                 connection.watch.listed(connection.available_names())
             except Exception:
                 _logger.exception("listing the available capabilities failed")
+        connection.listening()
         return await connection.listen(ctx, params)
 
     # Availability is a function of the Model, so a change can only be noticed

@@ -14,6 +14,7 @@ Run it with ``run_program(init=INITIAL, update=update)`` and bind
 from __future__ import annotations
 
 import itertools
+from typing import Protocol
 
 import msgspec
 
@@ -22,13 +23,17 @@ from agentfx.builder import for_model
 from agentfx.completion import CallInfo, Completion
 from agentfx.confirm import Confirm
 from agentfx.contract import AuthorizationRequest
+from agentfx.errors import Refusal
 from agentfx.hints import Hints
 from agentfx.program import Command
 
 __all__ = [
+    "DELETE_REFUSED",
+    "DELETE_SCOPE",
     "INITIAL",
     "AgentView",
     "AppAgent",
+    "BearerToken",
     "ClearedSelection",
     "CreateTodoInput",
     "CreatedTodo",
@@ -46,6 +51,7 @@ __all__ = [
     "User",
     "app",
     "update",
+    "user_from_token",
 ]
 
 
@@ -230,10 +236,39 @@ def _result_key(result: CreatedTodo) -> str | None:
     return result.request_id
 
 
-def _may_delete(request: AuthorizationRequest[User, NoInput, Model]) -> bool | Confirm:
+DELETE_SCOPE = "todos:delete"
+"""The OAuth scope a bearer token must carry for ``delete_selected_todo`` (see :func:`user_from_token`)."""
+
+DELETE_REFUSED = f'Deleting a todo needs the "{DELETE_SCOPE}" scope'
+"""Why ``delete_selected_todo`` refuses a principal that may not delete."""
+
+
+class BearerToken(Protocol):
+    """What :func:`user_from_token` reads of a verified token (the MCP SDK's ``AccessToken`` has it)."""
+
+    client_id: str
+    subject: str | None
+    scopes: list[str]
+
+
+def user_from_token(token: BearerToken) -> User:
+    """The principal an OAuth bearer token proves: it may delete todos when granted :data:`DELETE_SCOPE`.
+
+    Served with ``agentfx.mcp.http_app(app, token_verifier=..., auth=...,
+    principal_from_token=user_from_token)``, a token without the scope is
+    refused ``delete_selected_todo`` with :data:`DELETE_REFUSED`.
+
+    >>> from mcp.server.auth.provider import AccessToken
+    >>> user_from_token(AccessToken(token="t", client_id="app", scopes=["todos:delete"], subject="ann"))
+    User(id='ann', can_delete=True)
+    """
+    return User(id=token.subject or token.client_id, can_delete=DELETE_SCOPE in token.scopes)
+
+
+def _may_delete(request: AuthorizationRequest[User, NoInput, Model]) -> Refusal | Confirm:
     """Only a user who may delete, and only once a person confirms which todo goes."""
     if not request.principal.can_delete:
-        return False
+        return Refusal(DELETE_REFUSED)
     model = request.model
     # The prompt names the todo from the same snapshot ``to_message`` reads, so
     # the person approves exactly the deletion that would be sent.

@@ -41,7 +41,8 @@ from agentfx.mcp import http_app
 from agentfx.mcp._http import HttpApp
 from agentfx.program import Command
 from agentfx.runtime import AgentRuntime
-from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app
+from agentfx.testing import RecordingHost
+from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app, definition
 from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
 
 pytestmark = pytest.mark.anyio
@@ -146,8 +147,9 @@ async def test_the_sdk_client_over_http(served: Served) -> None:
     async def handler(message: types.ServerNotification | Exception) -> None:
         notifications.append(message)
 
-    async with client(served, "ann", message_handler=handler) as session:
-        # The endpoint serves the session-based era; the client falls back to it on its own.
+    async with client(served, "ann", message_handler=handler, mode="legacy") as session:
+        # The session-based era, as a client that speaks only it would; the
+        # sessionless one is tested against the same app in test_mcp_http_sessionless.
         assert session.protocol_version == "2025-11-25"
         tools = [tool.name for tool in (await session.list_tools()).tools]
         assert tools == ["add", "select", "wait", "stall", "explode", "break", "fragile"]
@@ -244,9 +246,9 @@ async def test_each_session_has_its_principal_and_runtime(served: Served) -> Non
         refused = await gus.call_tool("remove_selected", {})
         assert refused.is_error and text(refused) == "Only admins may remove items"
         assert text(await ann.call_tool("remove_selected", {})).splitlines()[0] == "Completed: Removed"
-        # Each session got its own runtime from make_runtime: ann's removal is not gus's.
-        assert (await context(ann))["items"] == []
-        assert (await context(gus))["items"] == ["milk"]
+        # Each principal got its own runtime from make_runtime: ann's removal is not gus's.
+        assert "milk" not in (await context(ann))["items"]
+        assert "milk" in (await context(gus))["items"]
     assert ("remove_selected", "refused", "AgentAuthorizationError") in served.outcomes(GUEST)
     assert ("remove_selected", "refused", "AgentAuthorizationError") not in served.outcomes(ADMIN)
 
@@ -265,16 +267,15 @@ async def test_a_session_id_is_no_credential_for_another_principal(served: Serve
         status, answer, _ = await post(http, served.url, LIST, token="ann", session=session)
         assert status == 200 and "tools" in answer["result"]
 
-        closed = served.closed
+        opened, closed = served.opened, served.closed
         response = await http.delete(
             served.url, headers={"Authorization": "Bearer ann", "Mcp-Session-Id": session, **JSON_AND_SSE}
         )
         assert response.status_code == 200
-        with anyio.fail_after(5):
-            while served.closed == closed:
-                await anyio.sleep(0.02)
         status, _, _ = await post(http, served.url, LIST, token="ann", session=session)
         assert status == 404
+        # The runtime is the principal's, not the session's: it outlives the session.
+        assert (served.opened, served.closed) == (opened, closed)
 
 
 async def test_listed_origins_are_exactly_the_allowed_ones(served: Served) -> None:
@@ -291,8 +292,8 @@ async def test_with_no_origins_listed_loopback_ones_are_allowed() -> None:
     asgi = http_app(app)
     async with in_process(asgi) as http:
         for origin in ("http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]"):
-            await open_session(http, "http://testserver/mcp", "anyone", Origin=origin)
-        status, _, _ = await post(http, "http://testserver/mcp", INITIALIZE, Origin="https://evil.example")
+            await open_session(http, "http://127.0.0.1/mcp", "anyone", Origin=origin)
+        status, _, _ = await post(http, "http://127.0.0.1/mcp", INITIALIZE, Origin="https://evil.example")
         assert status == 403
 
 
@@ -324,8 +325,7 @@ async def test_bad_input_over_http_gets_the_right_answer_and_the_server_keeps_se
         )
         assert answer["error"]["code"] == types.INVALID_PARAMS
         status, answer = await send(INITIALIZE, **{"Mcp-Protocol-Version": "2026-07-28"})
-        assert (status, answer["error"]["code"]) == (400, types.UNSUPPORTED_PROTOCOL_VERSION)
-        assert answer["error"]["data"]["supported"][-1] == "2025-11-25"
+        assert status == 400 and answer["error"]["code"] == types.INVALID_PARAMS, "2026-07-28 has no initialize"
 
         status, answer, _ = await post(http, served.url.removesuffix("/mcp") + "/elsewhere", LIST)
         assert status == 404
@@ -425,15 +425,16 @@ async def test_without_authenticate_every_session_gets_the_principal_none() -> N
 
     asgi = http_app(make_runtime)
     async with in_process(asgi) as http:
-        await open_session(http, "http://testserver/mcp", "anyone")
-        await open_session(http, "http://testserver/mcp", "else")
-        assert asgi.session_count == 2
-    assert principals == [None, None]
-    assert asgi.session_count == 0, "closing the app ends every session"
+        await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        await open_session(http, "http://127.0.0.1/mcp", "else")
+        assert (asgi.session_count, asgi.principal_count) == (2, 1)
+    # One anonymous principal, so one runtime, shared by both sessions.
+    assert principals == [None]
+    assert (asgi.session_count, asgi.principal_count) == (0, 0), "closing the app ends every session and runtime"
 
 
 async def result(http: httpx.AsyncClient, session: str, request: dict[str, Any], token: str = "anyone") -> Any:
-    status, answer, _ = await post(http, "http://testserver/mcp", request, token=token, session=session)
+    status, answer, _ = await post(http, "http://127.0.0.1/mcp", request, token=token, session=session)
     assert status == 200, answer
     return answer["result"]
 
@@ -444,10 +445,10 @@ REMOVE = call(3, "remove_selected", {})
 async def test_an_app_is_one_program_shared_by_sessions_acting_as_the_apps_principal() -> None:
     asgi = http_app(app, name="items", version="9")
     async with in_process(asgi) as http:
-        status, answer, _ = await post(http, "http://testserver/mcp", INITIALIZE)
+        status, answer, _ = await post(http, "http://127.0.0.1/mcp", INITIALIZE)
         assert status == 200 and answer["result"]["serverInfo"] == {"name": "items", "version": "9"}
-        first = await open_session(http, "http://testserver/mcp", "anyone")
-        second = await open_session(http, "http://testserver/mcp", "else")
+        first = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        second = await open_session(http, "http://127.0.0.1/mcp", "else")
         await result(http, first, call(1, "add", {"title": "milk"}))
         await result(http, second, call(2, "select", {"item": "milk"}))
         # Without authenticate the sessions act as the App's own principal, an
@@ -461,8 +462,8 @@ async def test_an_app_is_one_program_shared_by_sessions_acting_as_the_apps_princ
 async def test_an_app_with_authenticate_acts_as_each_sessions_principal() -> None:
     asgi = http_app(app, authenticate=authenticate)
     async with in_process(asgi) as http:
-        ann = await open_session(http, "http://testserver/mcp", "ann")
-        gus = await open_session(http, "http://testserver/mcp", "gus")
+        ann = await open_session(http, "http://127.0.0.1/mcp", "ann")
+        gus = await open_session(http, "http://127.0.0.1/mcp", "gus")
         await result(http, gus, call(1, "add", {"title": "milk"}), token="gus")
         await result(http, ann, call(2, "select", {"item": "milk"}), token="ann")
         refused = await result(http, gus, REMOVE, token="gus")
@@ -477,10 +478,10 @@ async def test_an_async_authenticate_hook_is_awaited() -> None:
 
     asgi = http_app(lambda principal: app.run(principal=principal), authenticate=authenticate_later)
     async with in_process(asgi) as http:
-        session = await open_session(http, "http://testserver/mcp", "gus")
-        status, _, _ = await post(http, "http://testserver/mcp", LIST, token="ann", session=session)
+        session = await open_session(http, "http://127.0.0.1/mcp", "gus")
+        status, _, _ = await post(http, "http://127.0.0.1/mcp", LIST, token="ann", session=session)
         assert status == 404
-        status, _, _ = await post(http, "http://testserver/mcp", INITIALIZE, token="mallory")
+        status, _, _ = await post(http, "http://127.0.0.1/mcp", INITIALIZE, token="mallory")
         assert status == 401
 
 
@@ -496,7 +497,7 @@ async def test_failing_hooks_answer_500_without_their_text() -> None:
         http_app(cannot_start, authenticate=authenticate),
     ):
         async with in_process(asgi) as http:
-            status, answer, response = await post(http, "http://testserver/mcp", INITIALIZE)
+            status, answer, response = await post(http, "http://127.0.0.1/mcp", INITIALIZE)
             assert (status, answer["error"]["message"]) == (500, "Internal error")
             assert SECRET not in response.text
             assert asgi.session_count == 0
@@ -505,7 +506,7 @@ async def test_failing_hooks_answer_500_without_their_text() -> None:
 async def test_the_app_refuses_requests_until_it_has_started() -> None:
     asgi = http_app(lambda principal: app.run(principal=principal))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
-        status, _, _ = await post(http, "http://testserver/mcp", INITIALIZE)
+        status, _, _ = await post(http, "http://127.0.0.1/mcp", INITIALIZE)
         assert status == 503
 
 
@@ -513,10 +514,10 @@ async def test_mounted_under_a_prefix_the_endpoint_is_at_the_prefix_slash_mcp() 
     asgi = http_app(lambda _principal: app.run())
     outer = Starlette(routes=[Mount("/agent", app=asgi)])
     async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=outer)) as http:
-        session = await open_session(http, "http://testserver/agent/mcp", "anyone")
-        status, answer, _ = await post(http, "http://testserver/agent/mcp/", LIST, session=session)
+        session = await open_session(http, "http://127.0.0.1/agent/mcp", "anyone")
+        status, answer, _ = await post(http, "http://127.0.0.1/agent/mcp/", LIST, session=session)
         assert status == 200 and "tools" in answer["result"]
-        status, _, _ = await post(http, "http://testserver/agent/elsewhere", LIST, session=session)
+        status, _, _ = await post(http, "http://127.0.0.1/agent/elsewhere", LIST, session=session)
         assert status == 404
 
 
@@ -559,22 +560,22 @@ async def test_a_failed_program_stops_the_app_and_every_request_is_answered_500(
     session = ""
     with pytest.raises(Broken):
         async with in_process(asgi) as http:
-            session = await open_session(http, "http://testserver/mcp", "anyone")
-            await break_it(http, "http://testserver/mcp", session)
+            session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+            await break_it(http, "http://127.0.0.1/mcp", session)
             with anyio.fail_after(5):
                 await anyio.sleep_forever()
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
         for request, on in ((INITIALIZE, None), (LIST, session)):
-            status, answer, response = await post(http, "http://testserver/mcp", request, session=on)
+            status, answer, response = await post(http, "http://127.0.0.1/mcp", request, session=on)
             assert (status, answer["error"]["message"]) == STOPPED
             assert SECRET not in response.text and "Broken" not in response.text
     # Started again, it serves a fresh program; stopped cleanly, it says so with a 503.
     async with in_process(asgi) as http:
-        session = await open_session(http, "http://testserver/mcp", "anyone")
+        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
         tools = await result(http, session, LIST)
         assert [tool["name"] for tool in tools["tools"]] == ["broke"]
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
-        status, answer, _ = await post(http, "http://testserver/mcp", INITIALIZE)
+        status, answer, _ = await post(http, "http://127.0.0.1/mcp", INITIALIZE)
         assert (status, answer["error"]["message"]) == (503, "Service Unavailable: the server has stopped")
 
 
@@ -613,3 +614,25 @@ async def test_agentfx_serve_over_http_exits_with_the_error_that_stopped_the_pro
         assert stderr.rstrip().endswith(f"Broken: {SECRET}"), stderr
         with pytest.raises(httpx.ConnectError):
             await post(http, serving.url, INITIALIZE)
+
+
+async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_listener() -> None:
+    # Sessions that never listed and never listen have nothing to be told: they
+    # subscribe to nothing, so a Model change does no work for them.
+    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
+    runtime = agentfx.bind(definition, host=recording.host)
+
+    @asynccontextmanager
+    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
+        yield runtime
+
+    asgi = http_app(make_runtime)
+    async with in_process(asgi) as http:
+        sessions = [await open_session(http, "http://127.0.0.1/mcp", "anyone") for _ in range(5)]
+        await result(http, sessions[0], call(1, "add", {"title": "milk"}))
+        assert recording.listener_count == 0, "no session listens yet"
+        await result(http, sessions[1], LIST)
+        assert recording.listener_count == 1, "the one that listed"
+        await result(http, sessions[1], LIST)
+        assert recording.listener_count == 1, "once"
+    assert recording.listener_count == 0, "released with the session"

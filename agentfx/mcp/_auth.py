@@ -1,0 +1,125 @@
+"""OAuth 2.1 bearer tokens at the HTTP endpoint, on the MCP SDK's own resource-server support.
+
+This layer owns what a resource server does with a bearer token: verifying it
+with the application's ``TokenVerifier`` through the SDK's
+``BearerAuthBackend`` (expiry, and the token's resource when
+``AuthSettings.validate_token_resource`` asks for it), answering a missing or
+refused token ``401`` and a token without the required scopes ``403``, both
+with the SDK's ``WWW-Authenticate`` header naming the protected-resource
+metadata, and serving that metadata (RFC 9728) at the SDK's route.
+
+It deliberately knows nothing of sessions, runtimes or capabilities: it turns
+a request into an ``AccessToken`` or an answer, and says which tokens prove
+the same principal. It checks no token itself; the verifier does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Hashable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.provider import AccessToken, TokenVerifier, principal_components
+from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.auth.settings import AuthSettings
+from starlette.authentication import AuthCredentials
+from starlette.routing import Match
+
+from ..errors import ContractError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.routing import Route
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = ["BearerTokens", "token_identity"]
+
+
+def token_identity(token: AccessToken) -> Hashable:
+    """What a token proves about its bearer, for telling principals apart.
+
+    Two tokens prove the same principal when they were issued to the same
+    client, by the same issuer, for the same subject, with the same scopes and
+    for the same resource: a refreshed token keeps its session, and a token
+    with other scopes is another principal (its ``authorize`` checks could
+    answer differently). The token string and expiry are not part of it.
+
+    >>> from mcp.server.auth.provider import AccessToken
+    >>> a = AccessToken(token="one", client_id="app", scopes=["todos:read"], subject="ann")
+    >>> b = AccessToken(token="two", client_id="app", scopes=["todos:read"], subject="ann", expires_at=1)
+    >>> token_identity(a) == token_identity(b)
+    True
+    >>> token_identity(a) == token_identity(a.model_copy(update={"scopes": ["todos:read", "todos:delete"]}))
+    False
+    """
+    client_id, issuer, subject = principal_components(token)
+    return ("agentfx.access-token", client_id, issuer, subject, frozenset(token.scopes), token.resource)
+
+
+class BearerTokens:
+    """Bearer-token checks for one endpoint, configured from the SDK's ``AuthSettings``.
+
+    Args:
+        verifier: The application's ``TokenVerifier``.
+        auth: Where tokens come from and what this resource is:
+            ``resource_server_url`` is required (it names the metadata),
+            ``required_scopes`` are demanded of every token.
+
+    Raises:
+        ContractError: ``auth`` names no ``resource_server_url``.
+    """
+
+    def __init__(self, verifier: TokenVerifier, auth: AuthSettings) -> None:
+        resource = auth.resource_server_url
+        if resource is None:
+            raise ContractError(
+                "http_app(token_verifier=...) needs auth=AuthSettings(resource_server_url=...): "
+                "clients find the authorization server through this resource's metadata"
+            )
+        self._backend = BearerAuthBackend(
+            verifier, resource_server_url=resource if auth.validate_token_resource else None
+        )
+        self._required_scopes = list(auth.required_scopes or ())
+        self._metadata_url = build_resource_metadata_url(resource)
+        self._routes: list[Route] = create_protected_resource_routes(
+            resource_url=resource,
+            authorization_servers=[auth.issuer_url],
+            scopes_supported=auth.required_scopes,
+            resource_documentation=auth.service_documentation_url,
+        )
+
+    @property
+    def metadata_url(self) -> str:
+        """Where the protected-resource metadata is served (what ``WWW-Authenticate`` names)."""
+        return str(self._metadata_url)
+
+    def metadata(self, scope: Scope) -> ASGIApp | None:
+        """The metadata route answering ``scope``, or ``None`` when the request is for something else."""
+        for route in self._routes:
+            match, _ = route.matches(scope)
+            if match != Match.NONE:
+                return route.handle
+        return None
+
+    async def verify(self, request: Request) -> AccessToken | None:
+        """The request's valid token, or ``None`` (none sent, refused, expired, or for another resource)."""
+        verified = await self._backend.authenticate(request)
+        if verified is None:
+            return None
+        _, user = verified
+        return user.access_token
+
+    def guard(self, token: AccessToken | None, then: ASGIApp) -> ASGIApp:
+        """``then``, behind the SDK's checks: ``401`` without a token, ``403`` without the required scopes."""
+        guarded = RequireAuthMiddleware(then, self._required_scopes, self._metadata_url)
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            if token is not None:
+                scope = {**scope, "user": AuthenticatedUser(token), "auth": AuthCredentials(token.scopes)}
+            await guarded(scope, receive, send)
+
+        return app
+
+
+PrincipalFromToken = Callable[[AccessToken], "Any | Awaitable[Any]"]
+"""``principal_from_token(access_token)``: the principal a verified token proves. May be async."""

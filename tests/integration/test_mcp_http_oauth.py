@@ -1,0 +1,263 @@
+"""OAuth 2.1 bearer tokens at the Streamable HTTP endpoint, in both eras, on the SDK's resource-server support.
+
+A real uvicorn server on 127.0.0.1 serves the todo example as a resource
+server; the tests verify HS256 JWTs with a verifier of their own
+(:class:`tests.http_support.JwtVerifier`, the README's example): valid,
+expired, for another audience, signed with another key, and short of a scope.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import msgspec
+import pytest
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
+
+import agentfx
+from agentfx.mcp import http_app
+from agentfx.runtime import AgentRuntime
+from examples.todo.app import DELETE_REFUSED, app, user_from_token
+from tests.http_support import ISSUER, MODERN, JwtVerifier, jwt_token, modern, open_session, post, sdk_client, serving
+from tests.mcp_wire import text
+
+pytestmark = pytest.mark.anyio
+
+
+class Ping(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+SDK_CLIENT = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+"""The SDK's HTTP client leaves its SSE readers to trio's finalizer (see test_mcp_http_sessionless)."""
+
+READ = "todos:read"
+DELETE = "todos:delete"
+
+
+def allowed_to_delete(reply: str) -> bool:
+    # Past the scope check a deletion completes, or (where the example asks a
+    # person first) waits for that person: either way it was not refused for the scope.
+    return reply.splitlines()[0] == "Completed: DeletedTodo" or "confirm" in reply.lower()
+
+
+def settings(url: str) -> AuthSettings:
+    return AuthSettings(
+        issuer_url=AnyHttpUrl(ISSUER),
+        resource_server_url=AnyHttpUrl(url),
+        required_scopes=[READ],
+        validate_token_resource=True,
+    )
+
+
+@pytest.fixture
+def todos() -> Iterator[str]:
+    """The todo example as a resource server: a token's scopes decide who may delete."""
+
+    def make(url: str) -> Any:
+        return http_app(
+            app, token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=user_from_token
+        )
+
+    with serving(make) as url:
+        yield url
+
+
+@SDK_CLIENT
+async def test_a_token_with_the_delete_scope_deletes_in_both_eras_and_one_without_is_told_the_scope(
+    todos: str,
+) -> None:
+    reader = jwt_token(todos, scopes=READ, subject="rita")
+    deleter = jwt_token(todos, scopes=f"{READ} {DELETE}", subject="dan")
+    async with sdk_client(todos, reader) as rita, sdk_client(todos, deleter, mode="legacy") as dan:
+        assert (rita.protocol_version, dan.protocol_version) == (MODERN, "2025-11-25")
+        await rita.call_tool("select_todo", {"id": "todo-1"})
+        refused = await rita.call_tool("delete_selected_todo", {})
+        assert refused.is_error and text(refused) == DELETE_REFUSED
+        assert DELETE in DELETE_REFUSED
+        await dan.call_tool("select_todo", {"id": "todo-1"})
+        allowed = await dan.call_tool("delete_selected_todo", {})
+        assert allowed_to_delete(text(allowed)), text(allowed)
+
+
+async def test_missing_expired_foreign_and_forged_tokens_get_401_naming_the_metadata(todos: str) -> None:
+    metadata = todos.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+    refused = {
+        "missing": None,
+        "expired": jwt_token(todos, scopes=READ, expires_in=-60),
+        "another audience": jwt_token("https://other.example/mcp", scopes=READ),
+        "another key": jwt_token(todos, scopes=READ, key="not-the-key-the-server-trusts-at-all"),
+        "not a jwt": "bogus",
+    }
+    async with httpx.AsyncClient() as http:
+        for why, token in refused.items():
+            for version in (MODERN, None):
+                body = modern("tools/list") if version else {"jsonrpc": "2.0", "id": 0, "method": "initialize"}
+                status, _, response = await post(http, todos, body, token=token, version=version)
+                assert status == 401, why
+                challenge = response.headers["www-authenticate"]
+                assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata}"' in challenge, why
+        short = jwt_token(todos, scopes=DELETE)
+        status, _, response = await post(http, todos, modern("tools/list"), token=short, version=MODERN)
+        assert status == 403 and 'error="insufficient_scope"' in response.headers["www-authenticate"]
+
+        described = await http.get(metadata)
+        assert described.status_code == 200
+        document = described.json()
+        assert document["resource"] == todos
+        assert document["authorization_servers"] == [ISSUER]
+        assert document["scopes_supported"] == [READ]
+
+
+async def test_a_session_belongs_to_the_token_that_opened_it(todos: str) -> None:
+    rita = jwt_token(todos, scopes=READ, subject="rita")
+    refreshed = jwt_token(todos, scopes=READ, subject="rita", expires_in=600)
+    dan = jwt_token(todos, scopes=f"{READ} {DELETE}", subject="dan")
+    broader = jwt_token(todos, scopes=f"{READ} {DELETE}", subject="rita")
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx.AsyncClient() as http:
+        session = await open_session(http, todos, rita)
+        status, _, _ = await post(http, todos, listing, token=refreshed, session=session)
+        assert status == 200, "a refreshed token proves the same principal"
+        for other in (dan, broader):
+            status, answer, _ = await post(http, todos, listing, token=other, session=session)
+            assert (status, answer["error"]["message"]) == (404, "Session not found")
+
+
+async def test_by_default_the_principal_is_the_access_token_so_authorize_sees_its_scopes() -> None:
+    seen: list[AccessToken] = []
+
+    def scoped(request: agentfx.AuthorizationRequest[AccessToken, Ping, int]) -> bool | agentfx.Refusal:
+        seen.append(request.principal)
+        return "ping" in request.principal.scopes or agentfx.Refusal('Pinging needs the "ping" scope')
+
+    pings = agentfx.App(
+        agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping", authorize=scoped))), 0, lambda n, _: n + 1
+    )
+
+    @asynccontextmanager
+    async def make_runtime(token: AccessToken) -> AsyncGenerator[AgentRuntime[Any, Any]]:
+        async with pings.run(principal=token) as runtime:
+            yield runtime
+
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(make_runtime, token_verifier=JwtVerifier(url), auth=settings(url))
+    ping = modern("tools/call", {"name": "ping", "arguments": {}})
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, answer, _ = await post(http, url, ping, token=jwt_token(url, scopes=f"{READ} ping"), version=MODERN)
+        assert (status, answer["result"]["isError"]) == (200, False)
+        status, answer, _ = await post(http, url, ping, token=jwt_token(url, scopes=READ), version=MODERN)
+        assert answer["result"]["content"][0]["text"] == 'Pinging needs the "ping" scope'
+        assert asgi.principal_count == 2, "other scopes, another principal"
+    assert [sorted(token.scopes) for token in seen] == [["ping", READ], [READ]]
+    assert all(token.subject == "ann" for token in seen)
+
+
+def test_misconfigured_oauth_is_a_contract_error() -> None:
+    url = "http://127.0.0.1/mcp"
+    verifier = JwtVerifier(url)
+    with pytest.raises(agentfx.ContractError, match="authenticate or token_verifier, not both"):
+        http_app(app, authenticate=lambda _request: None, token_verifier=verifier, auth=settings(url))  # pyright: ignore[reportCallIssue, reportArgumentType]
+    with pytest.raises(agentfx.ContractError, match="needs auth="):
+        http_app(app, token_verifier=verifier)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(agentfx.ContractError, match="needs token_verifier"):
+        http_app(app, auth=settings(url))  # pyright: ignore[reportArgumentType]
+    with pytest.raises(agentfx.ContractError, match="resource_server_url"):
+        no_resource = AuthSettings(issuer_url=AnyHttpUrl(ISSUER), resource_server_url=None)
+        http_app(app, token_verifier=verifier, auth=no_resource, principal_from_token=user_from_token)
+
+
+async def test_a_hung_token_verifier_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentfx.mcp._http.AUTHENTICATE_TIMEOUT", 0.1)
+
+    class Hung:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            await anyio.sleep_forever()
+            raise AssertionError(token)
+
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(app, token_verifier=Hung(), auth=settings(url), principal_from_token=user_from_token)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, answer, _ = await post(http, url, modern("tools/list"), token="x", version=MODERN)
+        assert (status, answer["error"]["message"]) == (503, "Service Unavailable: authentication timed out")
+        assert asgi.principal_count == 0
+
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+async def test_the_readme_oauth_example_serves_the_todo_example_by_scope() -> None:
+    block = README.read_text().split("<!-- oauth-example -->", 1)[1].split("<!-- /oauth-example -->", 1)[0]
+    program = block.strip().removeprefix("```python").removesuffix("```")
+    namespace: dict[str, Any] = {"__name__": "readme_oauth"}
+    exec(compile(program, str(README), "exec"), namespace)
+    asgi = namespace["asgi"]
+    resource, key = namespace["RESOURCE"], namespace["KEY"]
+    reader = jwt_token(resource, scopes="todos:read", key=key)
+    deleter = jwt_token(resource, scopes="todos:read todos:delete", key=key)
+    select = modern("tools/call", {"name": "select_todo", "arguments": {"id": "todo-1"}})
+    delete = modern("tools/call", {"name": "delete_selected_todo", "arguments": {}})
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, _, response = await post(http, resource, modern("tools/list"), version=MODERN)
+        assert status == 401 and "oauth-protected-resource/mcp" in response.headers["www-authenticate"]
+        status, answer, _ = await post(http, resource, select, token=reader, version=MODERN)
+        assert status == 200, answer
+        _, answer, _ = await post(http, resource, delete, token=reader, version=MODERN)
+        assert answer["result"]["content"][0]["text"] == DELETE_REFUSED
+        _, answer, _ = await post(http, resource, delete, token=deleter, version=MODERN)
+        assert "error" not in answer and DELETE_REFUSED not in json.dumps(answer), answer
+        if "content" in answer["result"]:
+            assert allowed_to_delete(answer["result"]["content"][0]["text"]), answer
+        status, _, _ = await post(http, "http://127.0.0.1/mcp", modern("tools/list"), token=deleter, version=MODERN)
+        assert status == 421, "only the host it names"
+
+
+async def test_an_unhashable_principal_is_answered_500_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    url = "http://127.0.0.1/mcp"
+
+    def as_dict(token: AccessToken) -> dict[str, str]:
+        return {"sub": token.subject or ""}
+
+    asgi = http_app(
+        lambda _principal: app.run(), token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=as_dict
+    )
+    with caplog.at_level(logging.ERROR, logger="agentfx.mcp.http"):
+        async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+            token = jwt_token(url, scopes=READ)
+            status, answer, _ = await post(http, url, modern("tools/list"), token=token, version=MODERN)
+            assert (status, answer["error"]["message"]) == (500, "Internal error")
+    assert [r.getMessage() for r in caplog.records] == ["a principal must be hashable; this request could not be served"]
+
+
+async def test_principal_from_token_may_be_async_and_its_failures_are_500s_without_their_text() -> None:
+    url = "http://127.0.0.1/mcp"
+    secret = "principal-backend-said-0xdeadbeef"
+
+    async def later(token: AccessToken) -> Any:
+        await anyio.sleep(0)
+        return user_from_token(token)
+
+    def raising(_token: AccessToken) -> Any:
+        raise RuntimeError(secret)
+
+    def nobody(_token: AccessToken) -> Any:
+        return None
+
+    listing = modern("tools/list")
+    for convert, expected in ((later, 200), (raising, 500), (nobody, 500)):
+        asgi = http_app(app, token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=convert)
+        async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+            status, answer, response = await post(http, url, listing, token=jwt_token(url, scopes=READ), version=MODERN)
+            assert status == expected, convert
+            assert secret not in response.text
+            if expected == 500:
+                assert answer["error"]["message"] == "Internal error"
