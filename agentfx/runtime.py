@@ -9,8 +9,11 @@ protocol.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from inspect import isawaitable
 from typing import Any, Generic, TypeVar, cast
 
 from returns.future import FutureResult
@@ -120,12 +123,18 @@ class Messages(Generic[M, P]):
         self._descriptors = tuple(describe(c) for c in runtime.definition.capabilities)
 
     def dispatch(
-        self, target: type[Any] | str, payload: object, invocation: Invocation | None = None
+        self,
+        target: type[Any] | str,
+        payload: object,
+        invocation: Invocation | None = None,
+        *,
+        on_dispatched: Callable[[], None] | None = None,
     ) -> FutureResult[DispatchResult, DispatchError]:
         """Dispatch one invocation of a capability, named by Message class (preferred) or name.
 
         Nothing runs until the returned ``FutureResult`` is awaited, and each
-        call builds a fresh one: await it once.
+        call builds a fresh one: await it once. ``on_dispatched`` is as for
+        :meth:`dispatch_unknown`.
 
         >>> import anyio, msgspec, agentfx
         >>> class Ping(msgspec.Struct, tag=True):
@@ -141,16 +150,28 @@ class Messages(Generic[M, P]):
         >>> sent, outcome.map(lambda result: result.tag)
         ([Ping()], <IOResult: <Success: Ping>>)
         """
-        return FutureResult(self._executor.run(target, payload, invocation, run_direct))
+        return FutureResult(self._executor.run(target, payload, invocation, run_direct, on_dispatched))
 
     def dispatch_unknown(
-        self, name: str, payload: object, invocation: Invocation | None = None
+        self,
+        name: str,
+        payload: object,
+        invocation: Invocation | None = None,
+        *,
+        on_dispatched: Callable[[], None] | None = None,
     ) -> FutureResult[DispatchResult, DispatchError]:
-        """The wire path: an unchecked name and payload, exactly as an adapter read them."""
+        """The wire path: an unchecked name and payload, exactly as an adapter read them.
+
+        ``on_dispatched()`` is called once, synchronously, the moment the host
+        has accepted the Message (its ``dispatch`` returned, or its awaitable
+        finished), before any completion wait: an adapter's cue to tell its
+        client the work is under way. Never called for a refusal or when the
+        host raised; an exception it raises is logged and ignored.
+        """
         # A name off the wire is only ever looked up by name, never taken for a class.
         # ``str.__str__`` is the plain text of a str subclass (an enum member, say).
         target: object = str.__str__(name) if isinstance(cast(object, name), str) else _NotAName(name)
-        return FutureResult(self._executor.run(target, payload, invocation, run_direct))
+        return FutureResult(self._executor.run(target, payload, invocation, run_direct, on_dispatched))
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
         """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""
@@ -269,8 +290,9 @@ class _Executor:
         payload: object,
         invocation: Invocation | None,
         runner: Callable[[InvocationEnv[Any, Any]], Any],
+        on_dispatched: Callable[[], None] | None = None,
     ) -> Result[DispatchResult, DispatchError]:
-        outcome = await self.execute(target, payload, invocation, runner)
+        outcome = await self.execute(target, payload, invocation, runner, on_dispatched)
         return Failure(outcome) if is_failure(outcome) else Success(outcome)
 
     async def execute(
@@ -279,10 +301,12 @@ class _Executor:
         payload: object,
         invocation: Invocation | None,
         runner: Callable[[InvocationEnv[Any, Any]], Any],
+        on_dispatched: Callable[[], None] | None = None,
     ) -> DispatchResult | DispatchError:
         """One invocation, audited and traced as configured; the outcome unwrapped."""
         invocation = Invocation(new_invocation_id()) if invocation is None else invocation.filled()
-        env = InvocationEnv(self.bound, target, payload, invocation)
+        bound = self.bound if on_dispatched is None else _watched(self.bound, on_dispatched)
+        env = InvocationEnv(bound, target, payload, invocation)
         tracer = self.tracer if self.tracer is not None else active_tracer()
         if tracer is not None:
             return await self.traced(env, runner, tracer)
@@ -350,6 +374,37 @@ class _Executor:
                 confirmed=env.confirmed and env.stage != NOT_SENT,
             ),
         )
+
+
+def _watched(bound: Bound[Any, Any], on_dispatched: Callable[[], None]) -> Bound[Any, Any]:
+    """``bound`` for one invocation whose host tells ``on_dispatched`` when it accepted the Message.
+
+    The capability tables and the completion hub are shared, not copied: only
+    the host's ``dispatch`` is wrapped, so the pipeline runs exactly as it does
+    without a watcher.
+    """
+    original = bound.host.dispatch
+
+    def told() -> None:
+        try:
+            on_dispatched()
+        except Exception:
+            _logger.exception("an on_dispatched callback raised; the dispatch is unaffected")
+
+    async def then(sent: Awaitable[object]) -> None:
+        await sent
+        told()
+
+    def dispatch(message: Any) -> Any:
+        sent = original(message)
+        if sent is not None and isawaitable(sent):
+            return then(cast("Awaitable[object]", sent))
+        told()
+        return sent
+
+    watched = copy.copy(bound)
+    watched.host = dataclasses.replace(bound.host, dispatch=dispatch)
+    return watched
 
 
 def _principal_for_record(env: InvocationEnv[Any, Any]) -> tuple[object, bool]:

@@ -1,22 +1,30 @@
 """The MCP server for one bound runtime, on the SDK's low-level ``Server``.
 
-This layer owns the MCP face of a runtime: ``tools/list`` from the capabilities
-available right now, ``tools/call`` through the runtime's wire path, resources
-at ``app://<name>`` and ``app://context``, ``notifications/tools/list_changed``
-when the available set changes (announced only when the host can report Model
-changes), turning a client's cancellation into an
-abort of the invocation's signal, and asking a person when ``authorize``
-answers ``Confirm`` (:mod:`agentfx.mcp._confirm`).
+This layer owns the MCP face of a runtime over one connection: ``tools/list``
+and ``tools/call`` through :mod:`agentfx.tools` (which decides what an agent
+is shown and told; :mod:`._wire` spells it in MCP's types), resources at
+``app://<name>`` and ``app://context``, and everything MCP says between
+requests: ``notifications/tools/list_changed`` when the available set
+changes (at once, before the answer, when a call changed it; debounced for
+changes from elsewhere), ``notifications/progress`` while a call waits for
+its completion, ``notifications/resources/updated`` for subscribed resources
+whose encoded value changed (``resources/subscribe`` on 2025-11-25,
+``subscriptions/listen`` on 2026-07-28), all announced only when the host can
+report Model changes. A client's cancellation becomes an abort of the
+invocation's signal, and a person is asked when ``authorize`` answers
+``Confirm`` (:mod:`agentfx.mcp._confirm`).
 
 It deliberately knows nothing of transports (stdio and HTTP wrap the server it
-returns), of the pipeline's steps, or of audit: it calls the runtime's public
-surface and maps what comes back. Nothing a hook or the host raises ever
-reaches a client: the SDK would put the exception text on the wire, so every
-handler catches and maps it itself.
+returns), of the pipeline's steps, of audit, or of how outcomes are worded: it
+calls the runtime's public surface and :func:`agentfx.tools.reply`. Nothing a
+hook or the host raises ever reaches a client: the SDK would put the
+exception text on the wire, so every handler catches and maps it itself.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -27,7 +35,7 @@ import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from returns.io import IOSuccess
@@ -44,14 +52,21 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
 
+    from ..docs import MessageDescriptor
     from ..runtime import AgentRuntime
 
-__all__ = ["LIST_CHANGED_DEBOUNCE", "server"]
+__all__ = ["LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "server"]
 
 _logger = logging.getLogger("agentfx.mcp")
 
 LIST_CHANGED_DEBOUNCE = 0.05
-"""Seconds a burst of Model changes is collected before the available set is compared once."""
+"""Seconds a burst of Model changes is collected before the available set (and subscribed resources) are compared once."""
+
+PROGRESS_INTERVAL = 10.0
+"""Seconds between ``notifications/progress`` while a call waits for its completion (clients time out near 60 s)."""
+
+DELIVERY_WAIT = 1.0
+"""At most this long a call's answer waits for its list change to leave on the client's listen streams."""
 
 _INTERNAL = "Internal error"
 
@@ -62,7 +77,9 @@ class ListWatch:
     ``changed()`` is called synchronously on every Model change; :meth:`run`
     waits :data:`LIST_CHANGED_DEBOUNCE` after the first change of a burst,
     reads the available names once and calls ``announce`` when they differ
-    from the names read at the previous check.
+    from the names read at the previous check. :meth:`check` compares at once
+    (after a call), optionally announcing another way; either way the names
+    it saw become the baseline, so a change is announced once.
 
     The client's first listing is where the comparison starts: before it there
     is nothing to contradict, so nothing is sent. Later listings change
@@ -112,8 +129,8 @@ class ListWatch:
             self._dirty = anyio.Event()
             await self.check()
 
-    async def check(self) -> None:
-        """Compare once and announce a difference."""
+    async def check(self, announce: Callable[[], Awaitable[object]] | None = None) -> None:
+        """Compare once and announce a difference (through ``announce`` when given)."""
         if self._last is None:
             return
         try:
@@ -125,9 +142,118 @@ class ListWatch:
             return
         self._last = names
         try:
-            await self._announce()
+            await (announce or self._announce)()
         except Exception:
             _logger.exception("announcing a tool list change failed")
+
+
+class ResourceWatch:
+    """Tells a client a subscribed resource changed: debounced, and diffed on the encoded value.
+
+    A resource's value is its JSON encoding, read when it is first subscribed
+    and again after each burst of Model changes; only a different encoding is
+    announced, so a Model change the projection does not show is no news.
+    Subscriptions are counted (a URI may be subscribed on several streams) and
+    only URIs naming a resource of the contract are kept, so the watch is
+    bounded by the contract.
+
+    Args:
+        read: The encoded value at a URI, or ``None`` when it names nothing.
+        announce: Sends ``notifications/resources/updated`` for a URI.
+        delay: The debounce window in seconds.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[str], bytes | None],
+        announce: Callable[[str], Awaitable[object]],
+        *,
+        delay: float = LIST_CHANGED_DEBOUNCE,
+    ) -> None:
+        self._read = read
+        self._announce = announce
+        self._delay = delay
+        self._subscribers: dict[str, int] = {}
+        self._last: dict[str, bytes | None] = {}
+        self._dirty = anyio.Event()
+
+    @property
+    def subscribed(self) -> frozenset[str]:
+        """The URIs someone listens to."""
+        return frozenset(self._subscribers)
+
+    def subscribe(self, uri: str) -> None:
+        """Count one more subscriber of ``uri``; the first one fixes the value changes are measured from."""
+        count = self._subscribers.get(uri, 0)
+        if count == 0:
+            self._last[uri] = self._value(uri)
+        self._subscribers[uri] = count + 1
+
+    def unsubscribe(self, uri: str) -> None:
+        """Count one subscriber fewer; the last one forgets the URI."""
+        count = self._subscribers.get(uri, 0)
+        if count <= 1:
+            self._subscribers.pop(uri, None)
+            self._last.pop(uri, None)
+        else:
+            self._subscribers[uri] = count - 1
+
+    def changed(self) -> None:
+        """The Model changed; safe to call from any listener on the event loop."""
+        if self._subscribers:
+            self._dirty.set()
+
+    async def run(self) -> None:
+        """Watch until cancelled."""
+        while True:
+            await self._dirty.wait()
+            await anyio.sleep(self._delay)
+            self._dirty = anyio.Event()
+            await self.check()
+
+    async def check(self) -> None:
+        """Read every subscribed resource once and announce those whose encoding changed."""
+        for uri in list(self._subscribers):
+            value = self._value(uri)
+            if uri not in self._subscribers or value == self._last.get(uri):
+                continue
+            self._last[uri] = value
+            try:
+                await self._announce(uri)
+            except Exception:
+                _logger.exception("announcing a change of %r failed", uri)
+
+    def _value(self, uri: str) -> bytes | None:
+        try:
+            return self._read(uri)
+        except Exception:
+            # A projection that breaks is the application's bug, logged where it
+            # is read; a subscriber is told only of values that could be read.
+            _logger.exception("reading the resource %r for its subscribers failed", uri)
+            return self._last.get(uri)
+
+
+class _ListenStream:
+    """One open ``subscriptions/listen`` stream: whether it wants tool list changes, and how many it was sent."""
+
+    def __init__(self, tools: bool) -> None:
+        self.tools = tools
+        self.sent = 0
+        self.open = True
+        self.moved = anyio.Event()
+
+    def note(self, notification: object) -> None:
+        if isinstance(notification, types.ToolListChangedNotification):
+            self.sent += 1
+            self.wake()
+
+    def close(self) -> None:
+        self.open = False
+        self.wake()
+
+    def wake(self) -> None:
+        self.moved.set()
+        self.moved = anyio.Event()
 
 
 class Connection:
@@ -144,7 +270,12 @@ class Connection:
         self._bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self._bus)
         self._session: ServerSession | None = None
+        self._resource_session: ServerSession | None = None
+        self._resource_uris: set[str] = set()
+        self._streams: set[_ListenStream] = set()
+        self.descriptors: dict[str, MessageDescriptor] = {d.name: d for d in runtime.messages.list()}
         self.watch = ListWatch(self.available_names, self._announce, delay=LIST_CHANGED_DEBOUNCE)
+        self.resources = ResourceWatch(self._encoded, self._announce_resource, delay=LIST_CHANGED_DEBOUNCE)
         self._begin: Callable[[], None] | None = None
 
     def begin_with(self, begin: Callable[[], None]) -> None:
@@ -152,7 +283,7 @@ class Connection:
         self._begin = begin
 
     def listening(self) -> None:
-        """The client can now be told of changes (it listed tools, or opened a listen stream)."""
+        """The client can now be told of changes (it listed tools, subscribed, or opened a listen stream)."""
         begin, self._begin = self._begin, None
         if begin is not None:
             begin()
@@ -160,11 +291,40 @@ class Connection:
     def available_names(self) -> list[str]:
         return [descriptor.name for descriptor in self.runtime.messages.available()]
 
+    def changed(self) -> None:
+        self.watch.changed()
+        self.resources.changed()
+
     def listed(self, ctx: ServerRequestContext[Connection], names: Sequence[str]) -> None:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._session = ctx.session
         self.watch.listed(names)
         self.listening()
+
+    async def after_call(self, ctx: ServerRequestContext[Connection]) -> None:
+        """Announce, before the call is answered, that the call changed which tools are available.
+
+        Clients re-list between turns: a notification that arrives after the
+        answer is a turn late. A handshake-era client hears it on the call's
+        own stream; a 2026-era client on its listen streams, and the answer
+        waits (boundedly) until it has left on them.
+        """
+
+        async def announce() -> None:
+            if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                await ctx.session.send_notification(types.ToolListChangedNotification(), related_request_id=ctx.request_id)
+            await self._publish_tools_changed()
+
+        await self.watch.check(announce)
+
+    async def _publish_tools_changed(self) -> None:
+        streams = [stream for stream in self._streams if stream.tools]
+        before = {stream: stream.sent for stream in streams}
+        await self._bus.publish(ToolsListChanged())
+        with anyio.move_on_after(DELIVERY_WAIT):
+            for stream in streams:
+                while stream.open and stream.sent == before[stream]:
+                    await stream.moved.wait()
 
     async def _announce(self) -> None:
         await self._bus.publish(ToolsListChanged())
@@ -175,6 +335,73 @@ class Connection:
             except Exception:
                 # The connection went away; a later listing registers its successor.
                 self._session = None
+
+    # --- resources ------------------------------------------------------------------
+
+    def _encoded(self, uri: str) -> bytes | None:
+        read = _read(self.runtime, uri)
+        if not is_successful(read):
+            return None
+        contents = read.unwrap().contents[0]
+        return contents.text.encode() if isinstance(contents, types.TextResourceContents) else None
+
+    def knows(self, uri: str) -> bool:
+        """Whether ``uri`` names a resource of this contract (without reading it)."""
+        if uri == _wire.CONTEXT_URI and self.runtime.has_context:
+            return True
+        name = _wire.resource_name(uri)
+        return name is not None and any(d.name == name for d in self.runtime.resources.list())
+
+    def subscribe_resource(self, ctx: ServerRequestContext[Connection], uri: str) -> None:
+        self.listening()
+        self._resource_session = ctx.session
+        if uri not in self._resource_uris:
+            self._resource_uris.add(uri)
+            self.resources.subscribe(uri)
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        if uri in self._resource_uris:
+            self._resource_uris.discard(uri)
+            self.resources.unsubscribe(uri)
+
+    async def _announce_resource(self, uri: str) -> None:
+        await self._bus.publish(ResourceUpdated(uri=uri))
+        session = self._resource_session
+        if session is not None and uri in self._resource_uris:
+            try:
+                await session.send_resource_updated(uri)
+            except Exception:
+                self._resource_session = None
+
+    # --- subscriptions/listen --------------------------------------------------------
+
+    async def serve_listen(
+        self, ctx: ServerRequestContext[Connection], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        """One listen stream, served by the SDK's handler; agentfx counts what it sends and watches its resources."""
+        wanted = params.notifications
+        stream = _ListenStream(tools=bool(wanted.tools_list_changed))
+        uris = [uri for uri in dict.fromkeys(wanted.resource_subscriptions or ()) if self.knows(uri)]
+        session = copy.copy(ctx.session)
+        send = ctx.session.send_notification
+
+        async def counted(notification: types.ServerNotification, related_request_id: types.RequestId | None = None) -> None:
+            await send(notification, related_request_id)
+            stream.note(notification)
+
+        # The SDK's handler writes the stream; a copy of the session that counts
+        # what it wrote lets a call's answer wait for its list change to leave.
+        setattr(session, "send_notification", counted)  # noqa: B010
+        self._streams.add(stream)
+        for uri in uris:
+            self.resources.subscribe(uri)
+        try:
+            return await self.listen(dataclasses.replace(ctx, session=session), params)
+        finally:
+            for uri in uris:
+                self.resources.unsubscribe(uri)
+            self._streams.discard(stream)
+            stream.close()
 
 
 class _AgentServer(Server[Connection]):
@@ -265,11 +492,13 @@ def server(
             unsubscribe: list[Callable[[], None]] = []
 
             def begin() -> None:
-                # From the first listing or listen stream, not from the
-                # connection's start: a connection (an idle HTTP session) that
-                # nobody listens on costs nothing when the Model changes.
-                unsubscribe.append(runtime.subscribe(connection.watch.changed))
+                # From the first listing, subscription or listen stream, not
+                # from the connection's start: a connection (an idle HTTP
+                # session) that nobody listens on costs nothing when the Model
+                # changes.
+                unsubscribe.append(runtime.subscribe(connection.changed))
                 task_group.start_soon(connection.watch.run)
+                task_group.start_soon(connection.resources.run)
 
             connection.begin_with(begin)
             try:
@@ -294,6 +523,7 @@ def server(
     async def call_tool(
         ctx: ServerRequestContext[Connection], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        connection = ctx.lifespan_context
         # Before anything runs: a retry's requestState is redeemed here, or refused.
         confirmation = _confirm.plan(ctx, params, approvals)
         controller = AbortController()
@@ -303,6 +533,7 @@ def server(
         call_id = new_invocation_id() if ctx.request_id is None else f"{new_invocation_id()}/{ctx.request_id}"
         invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal, confirm=confirmation.confirm)
         payload: object = {} if params.arguments is None else params.arguments
+        progress = _Progress.of(ctx, connection.descriptors.get(params.name))
         settled = anyio.Event()
         answer: list[types.CallToolResult | types.InputRequiredResult | MCPError] = []
 
@@ -315,12 +546,15 @@ def server(
             # not as an outer cancellation that interrupts it mid-step.
             with anyio.CancelScope(shield=True):
                 try:
-                    answer.append(await _dispatch(runtime, params.name, payload, invocation, ask_later))
+                    accepted = None if progress is None else progress.accepted.set
+                    answer.append(await _dispatch(runtime, params.name, payload, invocation, ask_later, accepted))
                 finally:
                     settled.set()
 
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(run)
+            if progress is not None:
+                task_group.start_soon(progress.report)
             try:
                 await settled.wait()
             except anyio.get_cancelled_exc_class():
@@ -329,9 +563,14 @@ def server(
                 # cancelled request is never answered, but it is still recorded.
                 controller.abort("The MCP client cancelled the request")
                 raise
+            finally:
+                # Progress ends before the answer: nothing follows a result.
+                if progress is not None:
+                    progress.scope.cancel()
         result = answer[0]
         if isinstance(result, MCPError):
             raise result
+        await connection.after_call(ctx)
         return result
 
     async def list_resources(
@@ -358,6 +597,21 @@ def server(
             raise _wire.unknown_resource(params.uri)
         return read.unwrap()
 
+    async def subscribe_resource(
+        ctx: ServerRequestContext[Connection], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        connection = ctx.lifespan_context
+        if not connection.knows(params.uri):
+            raise _wire.unknown_resource(params.uri)
+        connection.subscribe_resource(ctx, params.uri)
+        return types.EmptyResult()
+
+    async def unsubscribe_resource(
+        ctx: ServerRequestContext[Connection], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        ctx.lifespan_context.unsubscribe_resource(params.uri)
+        return types.EmptyResult()
+
     async def listen(
         ctx: ServerRequestContext[Connection], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
@@ -370,12 +624,13 @@ def server(
             except Exception:
                 _logger.exception("listing the available capabilities failed")
         connection.listening()
-        return await connection.listen(ctx, params)
+        return await connection.serve_listen(ctx, params)
 
-    # Availability is a function of the Model, so a change can only be noticed
-    # when the host reports Model changes or processed Messages. Without
-    # either, no notification can ever come: promise none, and serve no
-    # listen stream (a 2026-era client reads that as the same promise).
+    # Availability and resources are functions of the Model, so a change can
+    # only be noticed when the host reports Model changes or processed
+    # Messages. Without either, no notification can ever come: promise none,
+    # serve no subscription and no listen stream (a 2026-era client reads that
+    # as the same promise).
     notifies = runtime.host.subscribe is not None or runtime.host.observe is not None
     mcp_server = _AgentServer(
         name,
@@ -385,12 +640,67 @@ def server(
         on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_read_resource=read_resource,
+        on_subscribe_resource=subscribe_resource if notifies else None,
+        on_unsubscribe_resource=unsubscribe_resource if notifies else None,
         on_subscriptions_listen=listen if notifies else None,
     )
     mcp_server.notifies_tool_changes = notifies
     # Seals every requestState this server mints and verifies every one echoed back.
     mcp_server.middleware.append(RequestStateBoundary(sealing, default_audience=name))
     return mcp_server
+
+
+class _Progress:
+    """``notifications/progress`` for one call that waits for a completion, when the client asked for them.
+
+    Once the host has accepted the Message (``Dispatched <Tag>; waiting for
+    <success tags>``), then every :data:`PROGRESS_INTERVAL` while the wait
+    goes on. The call cancels :attr:`scope` before it answers, so no progress
+    follows a result.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Connection], descriptor: MessageDescriptor, waiting_for: str) -> None:
+        self._ctx = ctx
+        self._tag = descriptor.tag
+        self._waiting_for = waiting_for
+        self.accepted = anyio.Event()
+        self.scope = anyio.CancelScope()
+
+    @classmethod
+    def of(cls, ctx: ServerRequestContext[Connection], descriptor: MessageDescriptor | None) -> _Progress | None:
+        """Progress for this call, or ``None``: no such capability, or nothing to wait for.
+
+        Whether the client sent a progress token is the session's to know: on
+        JSON-RPC it rides ``_meta``, in-process it is a callback. Reporting is
+        a no-op for a call that asked for none.
+        """
+        if descriptor is None or descriptor.completion is None:
+            return None
+        completion = descriptor.completion
+        if "success" in completion:
+            waiting_for = ", ".join(completion["success"])
+        else:
+            waiting_for = "its declared state"
+        return cls(ctx, descriptor, waiting_for)
+
+    async def report(self) -> None:
+        with self.scope:
+            await self.accepted.wait()
+            step = 1
+            await self._send(step, f"Dispatched {self._tag}; waiting for {self._waiting_for}")
+            started = anyio.current_time()
+            while True:
+                await anyio.sleep(PROGRESS_INTERVAL)
+                step += 1
+                waited = anyio.current_time() - started
+                await self._send(step, f"Still waiting for {self._waiting_for} after {waited:.0f}s")
+
+    async def _send(self, step: int, message: str) -> None:
+        try:
+            await self._ctx.session.report_progress(step, None, message)
+        except Exception:
+            # Progress is a courtesy; a client that went away is told by the answer, or not at all.
+            _logger.exception("sending progress failed")
 
 
 def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourceResult, None]:
@@ -409,14 +719,16 @@ async def _dispatch(
     payload: object,
     invocation: Invocation,
     ask_later: Callable[[object], types.InputRequiredResult | None] | None = None,
+    on_dispatched: Callable[[], None] | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult | MCPError:
     """Run one call to its wire answer; never raises an ``Exception``.
 
     ``ask_later`` may turn a refusal into an ``InputRequiredResult`` (a
-    confirmation to ask on a 2026-07-28 request).
+    confirmation to ask on a 2026-07-28 request); ``on_dispatched`` is told
+    when the host accepted the Message.
     """
     try:
-        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation)
+        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation, on_dispatched=on_dispatched)
         if isinstance(outcome, IOSuccess):
             return _wire.success(unsafe_perform_io(outcome.unwrap()))
         failure = unsafe_perform_io(outcome.failure())
