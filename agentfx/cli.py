@@ -543,10 +543,13 @@ async def _demo(out: TextIO) -> int:
         out.write(line + "\n")
 
     def result(answer: types.CallToolResult) -> None:
-        text = " ".join(block.text for block in answer.content if isinstance(block, types.TextContent))
-        show(f"  <- {'error: ' if answer.is_error else ''}{text}")
-        if answer.structured_content is not None:
-            show(f"     {json.dumps(answer.structured_content)}")
+        # The text is what a model reads; it carries the same facts as the
+        # structured content (the new todo's id, what to fix), so only it is shown.
+        text = "\n".join(block.text for block in answer.content if isinstance(block, types.TextContent))
+        first, *rest = text.splitlines() or [""]
+        show(f"  <- {'error: ' if answer.is_error else ''}{first}")
+        for line in rest:
+            show(f"     {line}")
 
     async def notified(message: object) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -589,9 +592,8 @@ async def _demo(out: TextIO) -> int:
             await call(client, "ada", "create_todo", {"title": "Try agentfx"})
             await call(client, "ada", "create_todo", {"title": 42})
             await call(client, "ada", "delete_selected_todo", {})
+            # The call changes which tools exist, so the server says so before answering.
             await call(client, "ada", "select_todo", {"id": "todo-1"})
-            # The list_changed notification is debounced; give it its window.
-            await anyio.sleep(0.2)
             await tools(client, "ada")
             await call(other, "guest", "delete_selected_todo", {})
             await call(unattended, "ada's script (no one to ask)", "delete_selected_todo", {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from agentfx.cli import main
 
@@ -13,7 +14,7 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
     transcript = out.getvalue()
     for line in (
         "  <- Completed: CreatedTodo",
-        '  <- error: Invalid input for "create_todo"',
+        '  <- error: Invalid input for "create_todo": "title" must be a string',
         '  <- error: Capability "delete_selected_todo" is not available right now',
         "  <- notifications/tools/list_changed",
         '  <- error: Deleting a todo needs the "todos:delete" scope',
@@ -29,6 +30,9 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
     # The person is asked before the answer, and the approval is what deleted the todo.
     asked = transcript.index('ada -> tools/call delete_selected_todo {}\n  <- elicitation/create')
     assert transcript.index("  <- Completed: DeletedTodo") > asked
+    # The text a model reads names the new todo, and the tool list change comes before the answer.
+    assert re.search(r'\n     \{"capability":"create_todo",.*"id":"todo-\d+","title":"Try agentfx"', transcript)
+    assert "  <- notifications/tools/list_changed\n  <- Dispatched SelectedTodo\n" in transcript
     audit = transcript.split("Audit log", 1)[1].splitlines()[2:]
     assert [row.split()[1:] for row in audit] == [
         ["create_todo", "dispatched", "completed"],

@@ -669,3 +669,59 @@ async def test_a_defect_before_step_6_resolves_no_principal() -> None:
         await run(runtime, ClearedSelection, {})
     [entry] = log.entries()
     assert (entry.principal, entry.outcome, rec.principal_calls) == (None, "AgentDefect", 0)
+
+
+# on_dispatched: the adapter's cue that the host accepted the Message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("async_dispatch", [False, True])
+async def test_on_dispatched_is_told_once_when_the_host_accepted(async_dispatch: bool) -> None:
+    rec = recorder(principal=ALICE, async_dispatch=async_dispatch)
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    told: list[int] = []
+    outcome = outcome_of(
+        await runtime.messages.dispatch_unknown(
+            "delete_selected_todo", {}, on_dispatched=lambda: told.append(len(rec.dispatched))
+        )
+    )
+    # After the host took the Message, before the completion settled the call.
+    assert told == [1]
+    assert outcome.unwrap().completion == agentfx.CompletionOutcome("completed", DeletedTodo("t1"))
+    told.clear()
+    await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, on_dispatched=lambda: told.append(0))
+    assert told == [0]
+
+
+@pytest.mark.anyio
+async def test_on_dispatched_is_never_told_of_a_refusal_or_a_host_that_raised() -> None:
+    told: list[str] = []
+    rec = recorder(Model(), principal=ALICE)
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    await runtime.messages.dispatch_unknown("delete_selected_todo", {}, on_dispatched=lambda: told.append("x"))
+    await runtime.messages.dispatch_unknown("nope", {}, on_dispatched=lambda: told.append("x"))
+
+    def broken(message: object) -> None:
+        raise RuntimeError("down")
+
+    host: agentfx.Host[Model, Any, User] = agentfx.Host(model=rec.model, dispatch=broken, observe=rec.observe)
+    with pytest.raises(RuntimeError):
+        await agentfx.bind(AppAgent, host=host).messages.dispatch_unknown(
+            "requested_create_todo", {"title": "a"}, on_dispatched=lambda: told.append("x")
+        )
+    assert told == []
+
+
+@pytest.mark.anyio
+async def test_an_on_dispatched_that_raises_changes_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    rec = recorder(principal=ALICE)
+    log = audited()
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+
+    def boom() -> None:
+        raise RuntimeError("adapter bug")
+
+    outcome = outcome_of(await runtime.messages.dispatch_unknown("delete_selected_todo", {}, on_dispatched=boom))
+    assert outcome.unwrap().completion == agentfx.CompletionOutcome("completed", DeletedTodo("t1"))
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "completed")]
+    assert any("on_dispatched callback raised" in r.getMessage() for r in caplog.records)

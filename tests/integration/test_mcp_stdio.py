@@ -23,7 +23,7 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.stdio import stdio_client
-from mcp.shared.subscriptions import ToolsListChanged
+from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from tests.mcp_app import AUDIT_FILE, SECRET
 from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
@@ -297,3 +297,53 @@ async def test_serve_refuses_a_target_it_cannot_serve() -> None:
     done = await anyio.run_process(command, cwd=ROOT, check=False)
     assert done.returncode == 2
     assert b"serve accepts an App" in done.stderr
+
+
+# --- what the agent sees, over stdio (§9) ---------------------------------------------------
+
+
+@MODES
+async def test_over_stdio_changes_progress_and_resources_are_told_in_order(mode: str) -> None:
+    events: list[object] = []
+    reported: list[str | None] = []
+
+    async def handler(message: types.ServerNotification | Exception) -> None:
+        events.append(message)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(message)
+
+    async with mcp.Client(serve("tests.mcp_app:app"), mode=mode, message_handler=handler) as client:
+        listed = (await client.list_tools()).tools
+        assert all(tool.output_schema is not None for tool in listed)
+        await client.call_tool("add", {"title": "milk"})
+        if mode == "legacy":
+            subscribe = types.SubscribeRequest(params=types.SubscribeRequestParams(uri="app://items"))
+            await client.session.send_request(subscribe, types.EmptyResult)
+            await client.call_tool("select", {"item": "milk"})
+            # Over one pipe, in order: the list change was read before the answer.
+            assert any(isinstance(e, types.ToolListChangedNotification) for e in events)
+            await client.call_tool("add", {"title": "tea"})
+            with anyio.fail_after(5):
+                while not any(isinstance(e, types.ResourceUpdatedNotification) for e in events):
+                    await anyio.sleep(0.02)
+            [update] = [e for e in events if isinstance(e, types.ResourceUpdatedNotification)]
+            assert str(update.params.uri) == "app://items"
+        else:
+            async with client.listen(tools_list_changed=True, resource_subscriptions=["app://items"]) as subscription:
+                await client.call_tool("select", {"item": "milk"})
+                event: object = None
+                with anyio.CancelScope() as scope:
+                    scope.cancel()
+                    event = await subscription.__anext__()
+                assert event == ToolsListChanged()
+                await client.call_tool("add", {"title": "tea"})
+                with anyio.fail_after(5):
+                    assert await subscription.__anext__() == ResourceUpdated(uri="app://items")
+        # stall waits 0.05 s for a completion that never comes: one progress, then the timeout.
+        result = await client.call_tool("stall", {}, progress_callback=on_progress)
+        answered = len(reported)
+        await anyio.sleep(0.2)
+    assert result.is_error and text(result).startswith('"stall" was dispatched but did not complete within 0.05s')
+    assert reported == ["Dispatched Stalled; waiting for Finished"]
+    assert answered == 1, "no progress after the answer"
