@@ -636,3 +636,24 @@ async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_l
         await result(http, sessions[1], LIST)
         assert recording.listener_count == 1, "once"
     assert recording.listener_count == 0, "released with the session"
+
+
+@SDK_CLIENT
+async def test_over_http_a_call_that_changes_availability_says_so_before_its_answer(served: Served) -> None:
+    events: list[object] = []
+
+    async def handler(message: types.ServerNotification | Exception) -> None:
+        events.append(message)
+
+    async with client(served, "ann", message_handler=handler) as session:
+        tools = (await session.list_tools()).tools
+        assert all(tool.output_schema is not None for tool in tools)
+        await session.call_tool("add", {"title": "milk"})
+        assert not any(isinstance(e, types.ToolListChangedNotification) for e in events)
+        await session.call_tool("select", {"item": "milk"})
+        # Sent on the call's own response stream, ahead of the result.
+        assert any(isinstance(e, types.ToolListChangedNotification) for e in events)
+        removed = await session.call_tool("remove_selected", {})
+        summary, data = text(removed).split("\n")
+        assert summary == "Completed: Removed"
+        assert json.loads(data) == removed.structured_content

@@ -1,0 +1,74 @@
+"""Laws of the MCP change watches: a change is announced once, and only a change."""
+
+from __future__ import annotations
+
+import anyio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentfx.mcp._server import ListWatch, ResourceWatch
+
+VALUES = st.sampled_from([b"[]", b'["a"]', b'["a","b"]', None])
+# Each step: the value the resource now encodes to, and whether a check runs after it.
+STEPS = st.lists(st.tuples(VALUES, st.booleans()), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(first=VALUES, steps=STEPS)
+def test_a_resource_is_announced_exactly_when_its_encoding_differs_from_the_last_check(
+    first: bytes | None, steps: list[tuple[bytes | None, bool]]
+) -> None:
+    current = [first]
+    announced: list[str] = []
+
+    async def announce(uri: str) -> None:
+        announced.append(uri)
+
+    async def main() -> int:
+        watch = ResourceWatch(lambda uri: current[0], announce, delay=0)
+        watch.subscribe("app://r")
+        expected, seen = 0, first
+        for value, check in steps:
+            current[0] = value
+            if check:
+                await watch.check()
+                if value != seen:
+                    expected, seen = expected + 1, value
+        return expected
+
+    expected = anyio.run(main)
+    assert announced == ["app://r"] * expected
+
+
+NAMES = st.lists(st.sampled_from(["a", "b", "c"]), unique=True).map(sorted)
+
+
+@settings(max_examples=150, deadline=None)
+@given(listed=NAMES, steps=st.lists(NAMES, max_size=20))
+def test_a_tool_list_is_announced_exactly_when_it_differs_from_the_last_check(
+    listed: list[str], steps: list[list[str]]
+) -> None:
+    current = [listed]
+    announced: list[int] = []
+    immediate: list[int] = []
+
+    async def announce() -> None:
+        announced.append(1)
+
+    async def now() -> None:
+        immediate.append(1)
+
+    async def main() -> int:
+        watch = ListWatch(lambda: current[0], announce, delay=0)
+        watch.listed(listed)
+        expected, seen = 0, listed
+        for i, names in enumerate(steps):
+            current[0] = names
+            # After a call the check is immediate and announced its own way; either way once.
+            await watch.check(now if i % 2 else None)
+            if names != seen:
+                expected, seen = expected + 1, names
+        return expected
+
+    expected = anyio.run(main)
+    assert len(announced) + len(immediate) == expected
