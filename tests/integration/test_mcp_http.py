@@ -29,6 +29,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.subscriptions import ToolsListChanged
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
@@ -645,7 +646,9 @@ async def test_over_http_a_call_that_changes_availability_says_so_before_its_ans
     async def handler(message: types.ServerNotification | Exception) -> None:
         events.append(message)
 
-    async with client(served, "ann", message_handler=handler) as session:
+    # A 2025-11-25 session: the notification rides the call's own POST stream.
+    async with client(served, "ann", message_handler=handler, mode="legacy") as session:
+        assert session.protocol_version == "2025-11-25"
         tools = (await session.list_tools()).tools
         assert all(tool.output_schema is not None for tool in tools)
         await session.call_tool("add", {"title": "milk"})
@@ -657,3 +660,19 @@ async def test_over_http_a_call_that_changes_availability_says_so_before_its_ans
         summary, data = text(removed).split("\n")
         assert summary == "Completed: Removed"
         assert json.loads(data) == removed.structured_content
+
+
+@SDK_CLIENT
+async def test_over_http_a_2026_listen_stream_hears_of_the_change_before_the_answer(served: Served) -> None:
+    async with client(served, "ann") as session:
+        assert session.protocol_version == "2026-07-28"
+        await session.call_tool("add", {"title": "tea"})
+        async with session.listen(tools_list_changed=True) as subscription:
+            await session.call_tool("select", {"item": "tea"})
+            # The answer waited until the change had left on the listen stream.
+            event: object = None
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                event = await subscription.__anext__()
+            assert event == ToolsListChanged()
+        await session.call_tool("clear", {})
