@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -227,3 +228,29 @@ async def test_the_last_line_is_served_when_input_ends_without_a_newline() -> No
         for fd in (server_in, client_out, client_in, server_out):
             if fd >= 0:
                 os.close(fd)
+
+
+@pytest.mark.anyio
+async def test_input_from_a_regular_file_or_the_null_device_is_read_to_its_end(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(json.dumps(INITIALIZE).encode() + b"\n\xff\n" + json.dumps(call(1, "note", {})).encode())
+    answers = tmp_path / "answers.jsonl"
+    for source in (str(requests), os.devnull):
+        read_fd = os.open(source, os.O_RDONLY)
+        write_fd = os.open(answers, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            received: list[SessionMessage | Exception] = []
+            with anyio.fail_after(5):
+                async with stdio_transport(read_fd, write_fd) as (read, write):
+                    async for item in read:
+                        received.append(item)
+                    await write.aclose()
+        finally:
+            os.close(read_fd)
+            os.close(write_fd)
+        if source == os.devnull:
+            assert received == [] and answers.read_bytes() == b""
+        else:
+            # Two messages served, and the line between them answered in the file.
+            assert len(received) == 2
+            assert json.loads(answers.read_bytes())["error"]["code"] == types.PARSE_ERROR

@@ -47,7 +47,7 @@ from ._server import server
 if TYPE_CHECKING:
     from ..runtime import AgentRuntime
 
-__all__ = ["MAX_LINE", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
+__all__ = ["DRAIN_TIMEOUT", "MAX_LINE", "has_id", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
 
 _logger = logging.getLogger("agentfx.mcp.stdio")
 
@@ -108,9 +108,18 @@ class _Id(msgspec.Struct):
     id: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
-def _has_id(text: str) -> bool:
+def has_id(data: str | bytes) -> bool:
+    """Whether a JSON object has a top-level ``id``, whatever its value; a parsed notification with one was a bad request.
+
+    The SDK's parser reads a request whose id is not a string or an integer
+    as a notification, which nobody answers: a transport asks this to answer
+    it ``-32600`` instead.
+
+    >>> has_id('{"jsonrpc": "2.0", "id": null, "method": "x"}'), has_id('{"method": "x", "params": {"id": 1}}')
+    (True, False)
+    """
     try:
-        return msgspec.json.decode(text, type=_Id).id is not msgspec.UNSET
+        return msgspec.json.decode(data, type=_Id).id is not msgspec.UNSET
     except (msgspec.DecodeError, RecursionError):
         return False
 
@@ -140,7 +149,7 @@ def read_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:
         return protocol_error(exc)
-    if isinstance(message, types.JSONRPCNotification) and _has_id(text):
+    if isinstance(message, types.JSONRPCNotification) and has_id(text):
         # The parser takes a request whose id is an object, a bool, a float or
         # null for a notification, which nobody answers; its client would wait
         # forever. MCP ids are strings or integers.
@@ -177,16 +186,19 @@ class _End:
                 pass
 
     async def read(self) -> bytes:
-        if self.pollable:
+        while self.pollable:
             try:
                 await anyio.wait_readable(self.fd)
             except OSError:
                 # The kernel will not poll it (the null device, say): such a
                 # descriptor never blocks, so a worker thread reads it quickly.
                 self.pollable = False
-            else:
+                break
+            try:
                 # Readable, so this returns at once, with what is there.
                 return os.read(self.fd, _CHUNK)
+            except BlockingIOError:
+                continue  # a spurious wakeup on a descriptor someone made non-blocking
         return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)
 
     async def write(self, data: bytes) -> None:
