@@ -390,7 +390,8 @@ async def stopped_by_signals(err: TextIO) -> AsyncGenerator[anyio.CancelScope]:
     the serving (a pending call is aborted through its signal, so the audit
     records it) and the App still closes in good order. Where signals cannot
     be received (not the main thread, or Windows' event loop), the scope is
-    returned as it is, and Ctrl-C stops the process as Python does.
+    returned as it is, and Ctrl-C stops the process as Python does. An
+    exception leaving the block leaves as it is, not in an exception group.
     """
     scope = anyio.CancelScope()
     with ExitStack() as stack:
@@ -401,20 +402,28 @@ async def stopped_by_signals(err: TextIO) -> AsyncGenerator[anyio.CancelScope]:
         if signals is None:
             yield scope
             return
-        async with anyio.create_task_group() as task_group:
+        try:
+            async with anyio.create_task_group() as task_group:
 
-            async def watch() -> None:
-                async for received in signals:
-                    if not scope.cancel_called:
-                        err.write(f"agentfx: {signal.Signals(received).name} received; stopping\n")
-                        err.flush()
-                    scope.cancel()
+                async def watch() -> None:
+                    async for received in signals:
+                        if not scope.cancel_called:
+                            err.write(f"agentfx: {signal.Signals(received).name} received; stopping\n")
+                            err.flush()
+                        scope.cancel()
 
-            task_group.start_soon(watch)
-            try:
-                yield scope
-            finally:
-                task_group.cancel_scope.cancel()
+                task_group.start_soon(watch)
+                try:
+                    yield scope
+                finally:
+                    task_group.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The watcher never fails, so a lone exception is the block's own,
+            # which the task group wrapped: it leaves as itself, as it came.
+            if len(group.exceptions) != 1:
+                raise
+            lone = group.exceptions[0]
+            raise lone from lone.__cause__
 
 
 async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:

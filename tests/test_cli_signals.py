@@ -89,3 +89,12 @@ async def test_outside_the_main_thread_the_scope_is_handed_back_as_it_is() -> No
     thread.start()
     thread.join(10)
     assert outcome == [False]
+
+
+async def test_an_exception_from_the_block_leaves_as_itself() -> None:
+    failure = RuntimeError("a command raised")
+    with pytest.raises(RuntimeError) as raised:
+        async with stopped_by_signals(io.StringIO()) as stop:
+            with stop:
+                raise failure
+    assert raised.value is failure
