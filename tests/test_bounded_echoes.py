@@ -18,12 +18,13 @@ import agentfx
 from agentfx.audit import AuditRecord
 from agentfx.errors import ECHO_LIMIT, echo, encodable
 from agentfx.invocation import Invocation
-from tests.support import AppAgent, outcome_of, recorder
+from tests.support import AppAgent, RequestedCreateTodo, outcome_of, recorder
 
 ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=300)
 """Text that includes lone surrogates, which Hypothesis leaves out by default."""
 
 HUGE = "n" * (4 * 1024 * 1024)
+HUGE_KEY = 1_000_000
 
 
 def encodes(value: object) -> bytes:
@@ -235,3 +236,14 @@ def test_every_audit_entry_encodes_whatever_the_input_and_the_name(payload: obje
         return True
 
     assert keys_are_strings(entry.input)
+
+
+@pytest.mark.anyio
+async def test_an_invalid_input_failure_naming_a_key_the_caller_sent_encodes_bounded() -> None:
+    runtime = agentfx.bind(AppAgent, host=recorder().host)
+    outcome = outcome_of(await runtime.messages.dispatch(RequestedCreateTodo, {"title": "x", "\ud800" + "k" * HUGE_KEY: 1}))
+    assert isinstance(outcome, Failure)
+    error = outcome.failure()
+    assert isinstance(error, agentfx.AgentInvalidInputError)
+    assert error.problem == '"\ufffd' + "k" * 127 + '…" is not a field of this input'
+    assert msgspec.json.decode(encodes(error), type=agentfx.DispatchError) == error
