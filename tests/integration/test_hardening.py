@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 import httpx
+import mcp
 import mcp_types as types
 import pytest
 from anyio.abc import Process
@@ -232,6 +233,34 @@ async def test_a_signal_stops_http_serving_with_every_pending_call_audited(
     assert f"agentfx: {signum.name} received; stopping" in stderr
     assert "Traceback" not in stderr, stderr
     assert len(statuses) == PENDING
+    assert_stopped_in_order(journal(path))
+
+
+async def test_a_signal_stops_sessionless_http_serving_with_every_pending_call_audited(tmp_path: Path) -> None:
+    # 2026-07-28 clients hold no session: each call runs in its own request.
+    path = tmp_path / "journal.jsonl"
+    elapsed = 0.0
+    async with http(path) as served, anyio.create_task_group() as calls:
+
+        async def hold() -> None:
+            try:
+                async with mcp.Client(served.url, mode="auto") as client:
+                    assert client.protocol_version == "2026-07-28"
+                    await client.call_tool("hold", {})
+            except Exception:
+                pass  # the server went away mid-call: the call got no answer
+
+        for _ in range(PENDING):
+            calls.start_soon(hold)
+        await journalled(path, lambda events: observed(events, "Held") == PENDING)
+        started = time.monotonic()
+        served.process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(10):
+            await served.process.wait()
+        elapsed = time.monotonic() - started
+        assert served.process.returncode == 0
+        calls.cancel_scope.cancel()  # a client may go on trying to reach a server that has gone
+    assert elapsed < 5.0, f"stopping took {elapsed:.2f}s"
     assert_stopped_in_order(journal(path))
 
 
