@@ -10,7 +10,10 @@ never changes a dispatch's outcome.
 
 What the log never keeps: the Model (by no setting; no field can hold it), the
 principal without a projection (identities carry secrets), and the input unless
-``include_input=True``.
+``include_input=True``. Every entry the log keeps encodes to JSON: the
+capability name is bounded (:func:`agentfx.errors.echo`), and a recorded input
+has its non-string keys written as their JSON text and its lone surrogates
+replaced.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any, Literal, Protocol, TypeAlias, cast
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from .errors import echo, encodable
 from .invocation import Invocation
 
 __all__ = ["AuditEntry", "AuditLog", "AuditRecord", "AuditSink", "Decision", "audit_log"]
@@ -132,12 +136,39 @@ def _unrecordable(value: object) -> str:
     return f"[unrecordable: {type(value).__name__}]"
 
 
+def _key(key: object) -> str:
+    # A non-string key is written as its JSON text (1 -> "1", None -> "null",
+    # (1, 2) -> "[1,2]"), the way msgspec writes number keys.
+    if isinstance(key, str):
+        return encodable(key)
+    try:
+        return encodable(msgspec.json.encode(key).decode())
+    except Exception:
+        return _unrecordable(key)
+
+
+def _encodable(value: object) -> object:
+    # to_builtins leaves what JSON cannot say: keys that are not strings,
+    # strings with lone surrogates. Rewritten here, so every entry encodes.
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        items = cast("dict[object, object]", value).items()
+        return {_key(key): _encodable(item) for key, item in items}
+    if isinstance(value, list):
+        return [_encodable(item) for item in cast("list[object]", value)]
+    if isinstance(value, tuple):
+        return tuple(_encodable(item) for item in cast("tuple[object, ...]", value))
+    return value
+
+
 def _snapshot(value: object, redact: frozenset[str]) -> object:
     # to_builtins builds fresh containers all the way down, so later mutation
-    # of the caller's payload cannot reach the entry, and the entry stays
-    # encodable; a value it cannot convert is named by type instead.
+    # of the caller's payload cannot reach the entry; a value it cannot
+    # convert is named by type instead, and _encodable makes what is left
+    # encodable.
     try:
-        snapshot: object = msgspec.to_builtins(value, enc_hook=_unrecordable)
+        snapshot: object = _encodable(msgspec.to_builtins(value, enc_hook=_unrecordable))
     except Exception:  # a cycle (RecursionError) or a hook-proof oddity
         return _UNRECORDABLE
     if redact and isinstance(snapshot, dict):
@@ -213,7 +244,7 @@ class AuditLog:
                 # The runtime always fills the id; "" marks a record that broke that promise.
                 invocation=invocation.id if invocation.id is not None else "",
                 transport=invocation.transport,
-                capability=record.capability,
+                capability=echo(record.capability),
                 tag=record.tag if record.tag is not None else UNSET,
                 principal=principal,
                 decision=record.decision,
@@ -255,8 +286,10 @@ def audit_log(
             projection; a projection that raises records the entry without a
             principal.
         include_input: Record the caller's input, refusals included, as a deep
-            snapshot in builtin types. Off by default: it is caller-supplied
-            and may carry anything.
+            snapshot in builtin types that always encodes: non-string keys
+            become their JSON text (``1`` -> ``"1"``), lone surrogates become
+            U+FFFD. Off by default: it is caller-supplied and may carry
+            anything.
         redact: Top-level input keys whose values are replaced by
             ``"[redacted]"``; nested keys of the same name are kept.
         clock: Returns the ``at`` timestamp of each entry.

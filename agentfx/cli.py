@@ -24,11 +24,12 @@ import inspect
 import ipaddress
 import json
 import shlex
+import signal
 import socket
 import sys
 import traceback
-from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, Callable, Generator, Sequence
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path, PurePath
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TextIO, cast
@@ -44,7 +45,7 @@ from .runtime import AgentRuntime
 if TYPE_CHECKING:
     from .mcp import HttpApp
 
-__all__ = ["ExitCode", "UsageError", "load", "main", "render_manifest"]
+__all__ = ["STOP_SIGNALS", "ExitCode", "UsageError", "load", "main", "render_manifest", "stopped_by_signals"]
 
 
 class ExitCode(enum.IntEnum):
@@ -377,15 +378,64 @@ async def _runtime(served: _Served, target: str) -> AsyncGenerator[AgentRuntime[
     raise UsageError(f'"{target}" yielded {found}, not a runtime; serve accepts {_SERVABLE}')
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+"""What stops ``agentfx serve`` in good order: pending calls aborted and audited, the App closed, exit 0."""
+
+
+@asynccontextmanager
+async def stopped_by_signals(err: TextIO) -> AsyncGenerator[anyio.CancelScope]:
+    """A cancel scope that SIGTERM or SIGINT cancels, both caught until the block ends.
+
+    Serve inside the scope and close the App outside it: a signal then stops
+    the serving (a pending call is aborted through its signal, so the audit
+    records it) and the App still closes in good order. Where signals cannot
+    be received (not the main thread, or Windows' event loop), the scope is
+    returned as it is, and Ctrl-C stops the process as Python does. An
+    exception leaving the block leaves as it is, not in an exception group.
+    """
+    scope = anyio.CancelScope()
+    with ExitStack() as stack:
+        try:
+            signals = stack.enter_context(anyio.open_signal_receiver(*STOP_SIGNALS))
+        except (NotImplementedError, RuntimeError, ValueError):
+            signals = None
+        if signals is None:
+            yield scope
+            return
+        try:
+            async with anyio.create_task_group() as task_group:
+
+                async def watch() -> None:
+                    async for received in signals:
+                        if not scope.cancel_called:
+                            err.write(f"agentfx: {signal.Signals(received).name} received; stopping\n")
+                            err.flush()
+                        scope.cancel()
+
+                task_group.start_soon(watch)
+                try:
+                    yield scope
+                finally:
+                    task_group.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The watcher never fails, so a lone exception is the block's own,
+            # which the task group wrapped: it leaves as itself, as it came.
+            if len(group.exceptions) != 1:
+                raise
+            lone = group.exceptions[0]
+            raise lone from lone.__cause__
+
+
 async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:
     from .mcp import serve_stdio
 
-    async with _runtime(served, target) as runtime:
+    async with stopped_by_signals(err) as stop, _runtime(served, target) as runtime:
         # stdout is the protocol's: the one line for a person goes to stderr,
         # once the target has proved servable.
         err.write(f'serving "{target}" over stdio; Ctrl-C to stop\n')
         err.flush()
-        await serve_stdio(runtime)
+        with stop:
+            await serve_stdio(runtime)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -453,6 +503,14 @@ _LIMIT_CONCURRENCY = 2048
 async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None:
     import uvicorn
 
+    class _Server(uvicorn.Server):
+        # uvicorn's own handlers would wait out the grace period on open calls
+        # and then re-raise the signal, killing the process before the calls
+        # are audited; stopped_by_signals stops it in order instead.
+        @contextmanager
+        def capture_signals(self) -> Generator[None]:
+            yield
+
     # The app runs here, around the server, not in the server's lifespan,
     # which could only log a failure: a program that stops with an error (a
     # command raised) stops the server and propagates, as it does over stdio.
@@ -468,7 +526,7 @@ async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None
         timeout_keep_alive=5,
         h11_max_incomplete_event_size=16 * 1024,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     finished = anyio.Event()
 
     async def serve() -> None:
@@ -481,7 +539,7 @@ async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None
     launched = False
     # The server runs outside the app's block, so the program's failure, which
     # cancels everything inside it, lets the server shut down in good order.
-    async with anyio.create_task_group() as task_group:
+    async with stopped_by_signals(err) as stop, anyio.create_task_group() as task_group:
         try:
             async with asgi.running():
                 task_group.start_soon(serve)
@@ -491,7 +549,12 @@ async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None
                         return
                     await anyio.sleep(0.01)
                 _announce(server.servers[0].sockets[0].getsockname(), err)
-                await finished.wait()
+                with stop:
+                    await finished.wait()
+                # Stopped by a signal: accept nothing new, then leave the block,
+                # which closes every session, aborting (and auditing) its pending calls.
+                for listener in server.servers:
+                    listener.close()
         except Exception as exc:
             failure = exc
         finally:

@@ -4,7 +4,9 @@ Failures an agent can cause are *values*: frozen msgspec Structs tagged by
 class name under ``_tag``, so ``msgspec.json.encode(error)`` is the wire form
 and ``msgspec.json.decode(data, type=DispatchError)`` restores the exact class
 in another process. Their messages are written for the calling agent: they
-name the capability and never restate decoder internals.
+name the capability and never restate decoder internals. Caller text they
+repeat (an unknown name, a URI) passes through :func:`echo` first, so no
+failure grows with what the caller sent and every one encodes.
 
 Programmer mistakes are exceptions: :class:`ContractError` at definition or
 bind time, :class:`AgentProjectionError` when a projection breaks its schema.
@@ -12,7 +14,7 @@ bind time, :class:`AgentProjectionError` when a projection breaks its schema.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -32,9 +34,13 @@ __all__ = [
     "ContractError",
     "DispatchError",
     "DispatchFailed",
+    "ECHO_LIMIT",
     "Refusal",
+    "echo",
+    "encodable",
     "format_seconds",
     "is_failure",
+    "shown",
 ]
 
 
@@ -59,6 +65,64 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+ECHO_LIMIT = 128
+"""Characters of caller text (a name, a URI) a failure or an audit entry repeats, before ``…``."""
+
+
+def echo(text: str) -> str:
+    """Caller text as a failure value or an audit entry may repeat it: bounded and always encodable.
+
+    Cut to its first :data:`ECHO_LIMIT` characters plus ``…``, so no answer
+    grows with what the caller sent, and with every lone surrogate replaced by
+    U+FFFD, so the value always encodes as UTF-8 JSON.
+
+    >>> echo("todos"), len(echo("x" * 10_000)), echo("x" * 200)[-3:]
+    ('todos', 129, 'xx…')
+    >>> echo("bad " + chr(0xD800) + " name") == "bad \N{REPLACEMENT CHARACTER} name"
+    True
+    """
+    return encodable(text[:ECHO_LIMIT] + "…" if len(text) > ECHO_LIMIT else text)
+
+
+def encodable(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so it encodes as UTF-8; nothing else changes.
+
+    >>> lone, pair = chr(0xD800), chr(0xD83D) + chr(0xDE00)
+    >>> encodable("ok"), encodable(lone + "!") == "\N{REPLACEMENT CHARACTER}!", encodable(pair) == "\N{GRINNING FACE}"
+    ('ok', True, True)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Through UTF-16 with surrogatepass, a well-formed pair becomes its
+        # character again and only a lone half is replaced.
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def shown(value: object) -> str:
+    """A non-string name, as a failure names it: its ``repr``, bounded; its type when ``repr`` raises.
+
+    >>> shown(42), shown(None)
+    ('42', 'None')
+    >>> class Odd:
+    ...     def __repr__(self) -> str:
+    ...         raise RuntimeError("no")
+    >>> shown(Odd())
+    '<Odd>'
+    """
+    try:
+        text = repr(value)
+    except Exception:
+        try:
+            text = f"<{type(value).__name__}>"
+        except Exception:
+            text = "<unprintable>"
+    if not isinstance(cast(object, text), str):
+        return "<unprintable>"
+    return echo(text)
+
+
 class _Failure(msgspec.Struct, frozen=True, tag_field="_tag", tag=True):
     """Common base: frozen, tagged by class name under ``_tag``."""
 
@@ -71,6 +135,13 @@ class AgentUnknownCapabilityError(_Failure, frozen=True):
 
     @classmethod
     def of(cls, capability: str) -> AgentUnknownCapabilityError:
+        """The failure for a name nothing exposes; the name is repeated :func:`echo`-bounded.
+
+        >>> error = AgentUnknownCapabilityError.of("x" * 4_000_000)
+        >>> len(msgspec.json.encode(error)) < 400
+        True
+        """
+        capability = echo(capability)
         return cls(capability=capability, message=f"No such capability: {capability}")
 
 
@@ -234,6 +305,8 @@ class AgentResourceError(_Failure, frozen=True):
 
     @classmethod
     def of(cls, resource: str) -> AgentResourceError:
+        """The failure for a resource name nothing declares; the name is repeated :func:`echo`-bounded."""
+        resource = echo(resource)
         return cls(resource, f'Cannot read resource "{resource}": no such resource')
 
 

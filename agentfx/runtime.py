@@ -33,6 +33,8 @@ from .errors import (
     ContractError,
     DispatchError,
     DispatchFailed,
+    echo,
+    shown,
 )
 from .host import Host, Unsubscribe
 from .invocation import Invocation, new_invocation_id
@@ -222,7 +224,7 @@ class Resources(Generic[M, P]):
         known = isinstance(cast(object, name), str)
         resource = self._by_name.get(str.__str__(name)) if known else None
         if resource is None:
-            return Failure(AgentResourceError.of(str.__str__(name) if known else repr(name)))
+            return Failure(AgentResourceError.of(str.__str__(name) if known else shown(name)))
         return Success(resource.encode(self._runtime.host.model()))
 
 
@@ -350,7 +352,7 @@ class _Executor:
         if capability is not None:
             name, tag = capability.name, capability.tag
         else:
-            name = outcome.capability if isinstance(outcome, AgentUnknownCapabilityError) else str(env.target)
+            name = outcome.capability if isinstance(outcome, AgentUnknownCapabilityError) else echo(str(env.target))
             tag = None
         resolved = env.principal_resolved
         principal: object = env.principal if resolved else None
@@ -439,7 +441,7 @@ def _name_span(span: Any, env: InvocationEnv[Any, Any], outcome: object = None) 
     elif isinstance(outcome, AgentUnknownCapabilityError):
         name = outcome.capability
     else:
-        name = str(env.target)
+        name = echo(str(env.target))
     span.set_attribute("agent.capability", name)
     span.set_attribute("gen_ai.tool.name", name)
 
@@ -451,12 +453,16 @@ def _set_error_status(span: Any) -> None:
 
 
 class _NotAName:
-    """A non-string off the wire: refused as an unknown capability named by its repr."""
+    """A non-string off the wire: refused as an unknown capability named by its (bounded) repr.
+
+    The repr is taken here, once, and never raises: a name whose ``repr``
+    raises is named by its type instead.
+    """
 
     __slots__ = ("_text",)
 
     def __init__(self, value: object) -> None:
-        self._text = repr(value)
+        self._text = shown(value)
 
     def __str__(self) -> str:
         return self._text

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Generic, Literal, NotRequired, Required, Type
 
 import msgspec
 
-from agentfx.errors import AgentProjectionError
+from agentfx.errors import AgentProjectionError, echo
 
 __all__ = ["InputCodec", "InvalidPayload", "json_schema", "json_schema_components", "project"]
 
@@ -234,7 +234,6 @@ def _decoder(
 
 _NOT_AN_OBJECT = "the input must be an object"
 _TOO_DEEP = "the input is nested too deeply"
-_ECHO_LIMIT = 128
 _MAX_CHOICES = 10
 
 _KINDS = {
@@ -275,8 +274,8 @@ _FORMATS = {
 
 
 def _echo(name: str) -> str:
-    """A name the caller sent, bounded: its first 128 characters and an ellipsis."""
-    return name if len(name) <= _ECHO_LIMIT else name[:_ECHO_LIMIT] + "…"
+    """A name the caller sent, bounded: its first 128 characters and an ellipsis, lone surrogates replaced."""
+    return echo(name)
 
 
 def _undeclared_key(payload: dict[object, object], allowed: frozenset[str]) -> str:

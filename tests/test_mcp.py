@@ -28,7 +28,7 @@ from agentfx.audit import AuditEntry, AuditLog
 from agentfx.mcp import server
 from agentfx.mcp import _wire as wire
 from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, ListWatch
-from agentfx.mcp._stdio import GuardedReadStream, protocol_error
+from agentfx.mcp._stdio import protocol_error
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
 from tests.mcp_app import ADMIN, GUEST, SECRET, Added, Cleared, Finished, Model, Selected, User, Waited, app
@@ -621,39 +621,6 @@ def line_error(line: str) -> Exception:
 def test_an_unreadable_line_gets_the_matching_protocol_error(line: str, code: int, request_id: int | None) -> None:
     error = protocol_error(line_error(line))
     assert (error.error.code, error.id) == (code, request_id)
-
-
-async def test_the_guarded_stream_answers_unreadable_lines_and_passes_messages_on() -> None:
-    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](10)
-    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](10)
-    message = SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
-    await inbound_send.send(line_error("{oops"))
-    await inbound_send.send(message)
-    inbound_send.close()
-    async with GuardedReadStream(inbound, outbound) as guarded:
-        assert [item async for item in guarded] == [message]
-    answered = outbound_receive.receive_nowait().message
-    assert isinstance(answered, types.JSONRPCError) and answered.error.code == types.PARSE_ERROR
-    outbound.close()
-    outbound_receive.close()
-
-
-async def test_the_guarded_stream_skips_blank_lines_without_answering_them() -> None:
-    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](10)
-    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](10)
-    message = SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
-    for line in ("\n", "  \n", "\r\n", "\t \r\n", ""):
-        await inbound_send.send(line_error(line))
-    await inbound_send.send(message)
-    await inbound_send.send(line_error(" x \n"))
-    inbound_send.close()
-    async with GuardedReadStream(inbound, outbound) as guarded:
-        assert [item async for item in guarded] == [message]
-    outbound.close()
-    with outbound_receive:
-        answers = [item.message async for item in outbound_receive]
-    (answer,) = answers  # only the line with something on it was answered
-    assert isinstance(answer, types.JSONRPCError) and answer.error.code == types.PARSE_ERROR
 
 
 # --- packaging ----------------------------------------------------------------------

@@ -44,6 +44,7 @@ from returns.result import Failure, Result, Success
 from returns.unsafe import unsafe_perform_io
 
 from .. import __version__
+from ..errors import echo
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..tools import tool_views
 from . import _confirm, _wire
@@ -529,8 +530,9 @@ def server(
         controller = AbortController()
         # Fresh per call: a client may reuse a JSON-RPC id once its request is
         # answered, and the audit must still tell the two calls apart. The
-        # request id stays visible, to match an entry with the client's log.
-        call_id = new_invocation_id() if ctx.request_id is None else f"{new_invocation_id()}/{ctx.request_id}"
+        # request id stays visible, to match an entry with the client's log;
+        # bounded, since the client chose it and the audit keeps it.
+        call_id = new_invocation_id() if ctx.request_id is None else f"{new_invocation_id()}/{echo(str(ctx.request_id))}"
         invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal, confirm=confirmation.confirm)
         payload: object = {} if params.arguments is None else params.arguments
         progress = _Progress.of(ctx, connection.descriptors.get(params.name))

@@ -1,24 +1,43 @@
-"""Serving a runtime over stdio, answering unreadable lines instead of ignoring them.
+"""Serving a runtime over stdio: one JSON-RPC message per line, every line answered or served.
 
-This layer owns the stdio transport: the SDK's ``stdio_server`` (which keeps
-stray prints off the wire) around the server of :mod:`agentfx.mcp._server`,
-plus the one thing the SDK leaves out: a line that is not JSON gets a JSON-RPC
-parse error (``-32700``) and a line that is JSON but not a JSON-RPC message an
-invalid-request error (``-32600``), so a client never waits on a reply that
-will not come. A blank line is no message at all and is skipped. It
-deliberately knows nothing of capabilities or dispatch.
+This layer owns the stdio transport: claiming the process's stdin and stdout
+(while serving, fd 0 reads the null device and fd 1 writes to stderr, so
+nothing the application prints reaches the wire), reading the wire line by
+line, and writing each message the server sends as one line.
+
+It reads bytes, not text, because what the SDK's ``stdio_server`` leaves out
+matters to a client waiting on an answer: a line that is not valid UTF-8
+(which a text reader would "repair" with U+FFFD and dispatch) or not JSON gets
+a parse error (``-32700``); a line that is JSON but not a JSON-RPC message, or
+a request whose ``id`` is neither a string nor an integer (which the SDK's
+parser takes for a notification, so it would never be answered), gets an
+invalid-request error (``-32600``, ``id: null``); a line longer than
+:data:`MAX_LINE` is answered without being kept. A blank line is no message
+at all and is skipped. Every wait is cancellable (no reader thread blocks on
+stdin), so cancelling :func:`serve_stdio` stops it at once, which is what a
+SIGTERM handler needs. Parsing and writing messages stay the SDK's
+(``jsonrpc_message_adapter``, ``model_dump_json``).
+
+It deliberately knows nothing of capabilities or dispatch.
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Mapping
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+import logging
+import os
+import stat
+import sys
+import threading
+from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
-from mcp.server.stdio import stdio_server
+import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -26,40 +45,33 @@ from .. import __version__
 from ._server import server
 
 if TYPE_CHECKING:
-    from mcp.shared._stream_protocols import ReadStream, WriteStream
-
     from ..runtime import AgentRuntime
 
-__all__ = ["GuardedReadStream", "blank_line", "protocol_error", "serve_stdio"]
+__all__ = ["DRAIN_TIMEOUT", "MAX_LINE", "has_id", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
 
-_JSON_WHITESPACE = " \t\r\n"
+_logger = logging.getLogger("agentfx.mcp.stdio")
+
+MAX_LINE = DEFAULT_MAX_REQUEST_BODY_SIZE
+"""Bytes one line may hold (4 MiB, the SDK's limit for an HTTP request body); a longer one is answered and dropped."""
+
+DRAIN_TIMEOUT = 2.0
+"""Seconds the answers already written by the server may take to reach stdout once serving stops."""
+
+_CHUNK = 64 * 1024
+_JSON_WHITESPACE = b" \t\r\n"
 
 
-def blank_line(exc: Exception) -> bool:
-    """Whether the line that raised ``exc`` held nothing but whitespace (so nobody is waiting on it).
+def _error(request_id: types.RequestId | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
-    >>> import mcp_types as types
-    >>> def error(line: str) -> Exception:
-    ...     try:
-    ...         types.jsonrpc_message_adapter.validate_json(line)
-    ...     except ValueError as exc:
-    ...         return exc
-    ...     raise AssertionError(line)
-    >>> blank_line(error(" \\r\\n")), blank_line(error("{oops"))
-    (True, False)
-    """
-    errors = exc.errors() if isinstance(exc, ValidationError) else []
-    if not errors:
-        return False
-    for error in errors:
-        line: object = error.get("input")
-        if error["type"] != "json_invalid" or not isinstance(line, str) or line.strip(_JSON_WHITESPACE):
-            return False
-    return True
+
+_PARSE_ERROR = _error(None, types.PARSE_ERROR, "Parse error")
+_INVALID_REQUEST = _error(None, types.INVALID_REQUEST, "Invalid Request")
+_TOO_LARGE = _error(None, types.INVALID_REQUEST, "Invalid Request: the line is longer than 4 MiB")
 
 
 def protocol_error(exc: Exception) -> types.JSONRPCError:
-    """The JSON-RPC error answering a line the transport could not read as a message.
+    """The JSON-RPC error answering a line the SDK's parser could not read as a message.
 
     The id is the line's own when it is a request whose id can be read, else ``null``.
 
@@ -73,13 +85,9 @@ def protocol_error(exc: Exception) -> types.JSONRPCError:
     if isinstance(exc, ValidationError):
         errors = exc.errors()
         if any(error["type"] == "json_invalid" for error in errors):
-            return _error(None, types.PARSE_ERROR, "Parse error")
+            return _PARSE_ERROR
         return _error(_request_id(errors), types.INVALID_REQUEST, "Invalid Request")
-    return _error(None, types.PARSE_ERROR, "Parse error")
-
-
-def _error(request_id: types.RequestId | None, code: int, message: str) -> types.JSONRPCError:
-    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+    return _PARSE_ERROR
 
 
 def _request_id(errors: Any) -> types.RequestId | None:
@@ -94,67 +102,315 @@ def _request_id(errors: Any) -> types.RequestId | None:
     return None
 
 
-class GuardedReadStream:
-    """A read stream that answers unreadable input itself and passes every message on.
+class _Id(msgspec.Struct):
+    """Whether a line has a top-level ``id`` (any value, ``null`` included); every other field is skipped."""
+
+    id: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+def has_id(data: str | bytes) -> bool:
+    """Whether a JSON object has a top-level ``id``, whatever its value; a parsed notification with one was a bad request.
+
+    The SDK's parser reads a request whose id is not a string or an integer
+    as a notification, which nobody answers: a transport asks this to answer
+    it ``-32600`` instead.
+
+    >>> has_id('{"jsonrpc": "2.0", "id": null, "method": "x"}'), has_id('{"method": "x", "params": {"id": 1}}')
+    (True, False)
+    """
+    try:
+        return msgspec.json.decode(data, type=_Id).id is not msgspec.UNSET
+    except (msgspec.DecodeError, RecursionError):
+        return False
+
+
+def read_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
+    """What one line of stdin is: a message to serve, the error that answers it, or nothing.
+
+    >>> read_line(b"  \\r") is None
+    True
+    >>> read_line(b'{"jsonrpc": "2.0", "id": 1, "method": "\\xff"}').error.code
+    -32700
+    >>> answer = read_line(b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}')
+    >>> answer.error.code, answer.id
+    (-32600, None)
+    >>> type(read_line(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}')).__name__
+    'SessionMessage'
+    """
+    if not line.strip(_JSON_WHITESPACE):
+        return None
+    try:
+        # Strict: a text reader's U+FFFD would turn bytes nobody sent into a
+        # valid argument and dispatch it.
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return _PARSE_ERROR
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except Exception as exc:
+        return protocol_error(exc)
+    if isinstance(message, types.JSONRPCNotification) and has_id(text):
+        # The parser takes a request whose id is an object, a bool, a float or
+        # null for a notification, which nobody answers; its client would wait
+        # forever. MCP ids are strings or integers.
+        return _INVALID_REQUEST
+    return SessionMessage(message)
+
+
+class _End:
+    """One end of the wire: a descriptor, and how to wait on it without blocking the event loop."""
+
+    __slots__ = ("fd", "nonblocking", "pollable")
+
+    def __init__(self, fd: int, *, writing: bool) -> None:
+        self.fd = fd
+        mode = os.fstat(fd).st_mode
+        # A regular file is always ready and cannot be polled; a pipe, socket
+        # or terminal can. Windows polls sockets only.
+        self.pollable = sys.platform != "win32" and not stat.S_ISREG(mode)
+        # Writes to a pipe or socket must not block the loop when the client
+        # stops reading; the flag is restored when serving ends. A terminal
+        # is left alone: its flags are shared with the shell.
+        self.nonblocking = writing and self.pollable and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+        if self.nonblocking:
+            if os.get_blocking(fd):
+                os.set_blocking(fd, False)
+            else:
+                self.nonblocking = False  # already so: nothing to restore, and writes handle EAGAIN below
+
+    def restore(self) -> None:
+        if self.nonblocking:
+            try:
+                os.set_blocking(self.fd, True)
+            except OSError:
+                pass
+
+    async def read(self) -> bytes:
+        while self.pollable:
+            try:
+                await anyio.wait_readable(self.fd)
+            except OSError:
+                # The kernel will not poll it (the null device, say): such a
+                # descriptor never blocks, so a worker thread reads it quickly.
+                self.pollable = False
+                break
+            try:
+                # Readable, so this returns at once, with what is there.
+                return os.read(self.fd, _CHUNK)
+            except BlockingIOError:
+                continue  # a spurious wakeup on a descriptor someone made non-blocking
+        return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)
+
+    async def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self.fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+                continue
+            view = view[written:]
+        await anyio.lowlevel.checkpoint()
+
+
+class _Lines:
+    """Splits the bytes read into lines of at most ``limit`` bytes, without keeping a longer one."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._pending = bytearray()
+        self._skipping = False
+
+    def feed(self, chunk: bytes) -> Iterator[bytes | None]:
+        """Each complete line in ``chunk`` in order, and ``None`` once for a line found too long."""
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if self._skipping:
+                self._skipping = False
+            elif len(self._pending) + end - start > self._limit:
+                yield None
+            else:
+                self._pending += chunk[start:end]
+                yield bytes(self._pending)
+            self._pending.clear()
+            start = end + 1
+        if not self._skipping:
+            self._pending += chunk[start:]
+            if len(self._pending) > self._limit:
+                # Answered now, dropped until its end: memory stays bounded.
+                self._pending.clear()
+                self._skipping = True
+                yield None
+
+    def end(self) -> bytes | None:
+        """The last line, when the input ended without a newline."""
+        return None if self._skipping or not self._pending else bytes(self._pending)
+
+
+async def _read(
+    end: _End,
+    inbound: MemoryObjectSendStream[SessionMessage | Exception],
+    answers: MemoryObjectSendStream[SessionMessage],
+    limit: int,
+) -> None:
+    lines = _Lines(limit)
+
+    async def deliver(line: bytes | None) -> None:
+        item = _TOO_LARGE if line is None else read_line(line)
+        if isinstance(item, SessionMessage):
+            await inbound.send(item)
+        elif item is not None:
+            await answers.send(SessionMessage(message=item))
+
+    try:
+        async with inbound, answers:
+            while chunk := await end.read():
+                for line in lines.feed(chunk):
+                    await deliver(line)
+            last = lines.end()
+            if last is not None:
+                await deliver(last)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        # The server stopped reading: nothing more to deliver.
+        pass
+
+
+def _frame(message: SessionMessage) -> bytes:
+    try:
+        text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+    except Exception:
+        # Never a silent gap: a request still gets an answer.
+        _logger.exception("a message could not be written to stdout")
+        request_id: object = getattr(message.message, "id", None)
+        if not isinstance(request_id, str | int):
+            return b""
+        text = _error(request_id, types.INTERNAL_ERROR, "Internal error").model_dump_json(
+            by_alias=True, exclude_unset=True
+        )
+    return text.encode() + b"\n"
+
+
+async def _write(end: _End, outbound: MemoryObjectReceiveStream[SessionMessage], drained: anyio.Event) -> None:
+    broken = False
+    try:
+        async with outbound:
+            async for message in outbound:
+                if broken:
+                    continue
+                data = _frame(message)
+                try:
+                    await end.write(data)
+                except OSError:
+                    # The client closed its end; what is left has nobody to read it.
+                    broken = True
+    finally:
+        drained.set()
+
+
+@asynccontextmanager
+async def stdio_transport(
+    read_fd: int, write_fd: int, *, limit: int = MAX_LINE
+) -> AsyncGenerator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+    """The server's two streams over a pair of descriptors: messages read from one, answers written to the other.
+
+    Unreadable lines are answered here and never reach the read stream. On
+    leaving the block reading stops at once; what the server already sent is
+    written within :data:`DRAIN_TIMEOUT` seconds.
 
     Args:
-        inner: The transport's read stream (messages, or the exception a line raised).
-        write: The transport's write stream, where the protocol errors go.
+        read_fd: Where lines are read (stdin's, or a pipe's read end).
+        write_fd: Where messages are written (stdout's, or a pipe's write end).
+        limit: The longest line accepted, in bytes.
     """
+    reading_end, writing_end = _End(read_fd, writing=False), _End(write_fd, writing=True)
+    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    # The reader answers unreadable lines on its own handle, so the writer
+    # ends only once both it and the server are done.
+    answers = outbound.clone()
+    drained = anyio.Event()
+    reading = anyio.CancelScope()
 
-    def __init__(
-        self,
-        inner: ReadStream[SessionMessage | Exception],
-        write: WriteStream[SessionMessage],
-    ) -> None:
-        self._inner = inner
-        self._write = write
+    async def read() -> None:
+        with reading:
+            await _read(reading_end, inbound_send, answers, limit)
 
-    @property
-    def last_context(self) -> contextvars.Context | None:
-        """The sender's context of the last message, when the inner stream records one."""
-        context: object = getattr(self._inner, "last_context", None)
-        return context if isinstance(context, contextvars.Context) else None
+    try:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(read)
+            task_group.start_soon(_write, writing_end, outbound_receive, drained)
+            try:
+                yield inbound, outbound
+            finally:
+                reading.cancel()
+                # Closed here too, in case the reader was cancelled before it ran.
+                for stream in (inbound, inbound_send, answers, outbound):
+                    stream.close()
+                # Shielded: when serving was cancelled, answers already given still go out.
+                with anyio.move_on_after(DRAIN_TIMEOUT, shield=True):
+                    await drained.wait()
+                task_group.cancel_scope.cancel()
+    finally:
+        writing_end.restore()
 
-    async def receive(self) -> SessionMessage | Exception:
-        while True:
-            item = await self._inner.receive()
-            if isinstance(item, SessionMessage):
-                return item
-            if blank_line(item):
-                continue
-            await self._write.send(SessionMessage(message=protocol_error(item)))
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+_claimed = threading.Lock()
 
-    def __aiter__(self) -> Self:
-        return self
 
-    async def __anext__(self) -> SessionMessage | Exception:
+@contextmanager
+def _claim_stdio() -> Generator[tuple[int, int]]:
+    """Private copies of fds 0 and 1 for the wire; fd 0 reads the null device and fd 1 writes to stderr meanwhile."""
+    if not _claimed.acquire(blocking=False):
+        raise RuntimeError("this process's stdio is already being served")
+    try:
+        if sys.platform == "win32":  # pragma: no cover - the descriptors are served in place
+            yield 0, 1
+            return
+        import fcntl
+
+        _flush(sys.stdout)
+        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
         try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
+            wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        except OSError:
+            os.close(wire_in)
+            raise
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+            os.dup2(2, 1)
+        finally:
+            os.close(null)
+        try:
+            yield wire_in, wire_out
+        finally:
+            # Printed while serving, so it belongs on stderr, not on the wire restored below.
+            _flush(sys.stdout)
+            os.dup2(wire_in, 0)
+            os.dup2(wire_out, 1)
+            os.close(wire_in)
+            os.close(wire_out)
+    finally:
+        _claimed.release()
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
+def _flush(stream: object) -> None:
+    flush = getattr(stream, "flush", None)
+    if callable(flush):
+        try:
+            flush()
+        except (OSError, ValueError):
+            pass
 
 
 async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx", version: str = __version__) -> None:
-    """Serve the runtime over this process's stdin and stdout until stdin closes.
+    """Serve the runtime over this process's stdin and stdout until stdin closes, or until cancelled.
 
     While serving, anything the application prints goes to stderr, never onto
-    the wire. ``agentfx serve MODULE:ATTR`` does this for an App::
+    the wire. Cancelling it (a SIGTERM handler, say) stops reading at once
+    and aborts every pending call, each recorded by the runtime's audit as a
+    cancellation, before it returns. ``agentfx serve MODULE:ATTR`` does this
+    for an App, stopping on SIGTERM or SIGINT::
 
         async with app.run() as runtime:
             await serve_stdio(runtime)
@@ -163,7 +419,11 @@ async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx",
         runtime: A bound agentfx runtime.
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
+
+    Raises:
+        RuntimeError: This process's stdio is already being served.
     """
     app = server(runtime, name=name, version=version)
-    async with stdio_server() as (read, write):
-        await app.run(GuardedReadStream(read, write), write, app.create_initialization_options())
+    with _claim_stdio() as (wire_in, wire_out):
+        async with stdio_transport(wire_in, wire_out) as (read, write):
+            await app.run(read, write, app.create_initialization_options())

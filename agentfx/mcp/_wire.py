@@ -19,7 +19,7 @@ import mcp_types as types
 import msgspec
 from mcp.shared.exceptions import MCPError
 
-from ..errors import AgentUnknownCapabilityError
+from ..errors import AgentUnknownCapabilityError, echo
 from ..tools import ToolReply, defect_reply, reply
 
 if TYPE_CHECKING:
@@ -164,11 +164,13 @@ def resource_contents(uri: str, value: object) -> types.ReadResourceResult:
 def unknown_resource(uri: str) -> MCPError:
     """The protocol error for a URI that names no resource (``-32602``, as MCP prescribes).
 
-    The message names the URI as the client sent it, whatever made it unknown.
+    The message names the URI as the client sent it, whatever made it unknown,
+    bounded like every echo (:func:`agentfx.errors.echo`).
 
     >>> error = unknown_resource("app://nope").error
     >>> error.code, error.message
     (-32602, 'Cannot read resource "app://nope": no such resource')
     """
+    uri = echo(uri)
     message = f'Cannot read resource "{uri}": no such resource'
     return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri})

@@ -1,0 +1,256 @@
+"""The stdio transport in-process, over real pipes: what each line is, how lines are cut, how serving stops.
+
+``tests/integration/test_hardening.py`` drives the same transport through
+``agentfx serve`` in a subprocess; these tests reach what a subprocess cannot
+show cheaply: the trio backend, the line splitter's law, a client that stops
+reading.
+"""
+# pyright: reportPrivateUsage=false
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from mcp.shared.message import SessionMessage
+
+import agentfx
+from agentfx.mcp import _stdio, server
+from agentfx.mcp._stdio import read_line, stdio_transport
+from tests.hardening_app import app
+from tests.mcp_wire import INITIALIZE, call
+
+# --- what one line is ---------------------------------------------------------------
+
+NOTE = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "note", "arguments": {"text": "%s"}}}'
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [b"\xff", b"\xfe\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"caf\xe9", b"\xe2\x82"],
+    ids=["ff", "bom-like", "overlong", "surrogate", "above-max", "latin-1", "truncated"],
+)
+def test_a_line_that_is_not_utf8_is_a_parse_error(garbage: bytes) -> None:
+    answer = read_line(NOTE.replace(b"%s", garbage))
+    assert isinstance(answer, types.JSONRPCError)
+    assert (answer.id, answer.error.code, answer.error.message) == (None, types.PARSE_ERROR, "Parse error")
+
+
+def test_valid_utf8_is_served_exactly_as_sent() -> None:
+    message = read_line(NOTE.replace(b"%s", "café ☕ \U0001f600".encode()))
+    assert isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCRequest)
+    assert message.message.params == {"name": "note", "arguments": {"text": "café ☕ \U0001f600"}}
+
+
+@pytest.mark.parametrize("request_id", ["{}", '{"a": 1}', "true", "false", "1.5", "1.0", "1e3", "null", "[1]"])
+def test_a_request_whose_id_is_not_a_string_or_integer_is_an_invalid_request(request_id: str) -> None:
+    answer = read_line(f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/list"}}'.encode())
+    assert isinstance(answer, types.JSONRPCError)
+    assert (answer.id, answer.error.code, answer.error.message) == (None, types.INVALID_REQUEST, "Invalid Request")
+
+
+@pytest.mark.parametrize("request_id", ['"a"', "0", "-3", "12345678901234567890"])
+def test_string_and_integer_ids_are_requests(request_id: str) -> None:
+    message = read_line(f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/list"}}'.encode())
+    assert isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCRequest)
+
+
+def test_a_notification_stays_a_notification_even_with_an_id_in_its_params() -> None:
+    line = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "id": {}}}'
+    message = read_line(line)
+    assert isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCNotification)
+
+
+@pytest.mark.parametrize("line", [b"", b" ", b"\r", b"\t \r"])
+def test_a_blank_line_is_nothing(line: bytes) -> None:
+    assert read_line(line) is None
+
+
+# --- how lines are cut ----------------------------------------------------------------
+
+
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=12),
+    limit=st.integers(min_value=1, max_value=30),
+    newline_at_end=st.booleans(),
+)
+def test_lines_come_out_whole_in_order_however_the_bytes_are_chunked(
+    lines: list[bytes], cuts: list[int], limit: int, newline_at_end: bool
+) -> None:
+    data = b"\n".join(lines) + (b"\n" if newline_at_end and lines else b"")
+    splitter = _stdio._Lines(limit)
+    out: list[bytes | None] = []
+    start = 0
+    for cut in [*sorted(cuts), len(data)]:
+        out.extend(splitter.feed(data[start:cut]))
+        start = max(start, cut)
+    last = splitter.end()
+    if last is not None:
+        out.append(last)
+    expected: list[bytes | None] = [line if len(line) <= limit else None for line in lines]
+    if lines and not newline_at_end and lines[-1] == b"":
+        expected.pop()  # no newline and nothing after the last one: no line at all
+    assert out == expected
+
+
+# --- serving over pipes ---------------------------------------------------------------
+
+
+class Peer:
+    """The client's ends of the two pipes."""
+
+    def __init__(self, to_server: int, from_server: int) -> None:
+        self.to_server = to_server
+        self.from_server = from_server
+        self._buffer = b""
+        os.set_blocking(to_server, False)
+
+    async def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        with anyio.fail_after(5):
+            while view:
+                try:
+                    view = view[os.write(self.to_server, view) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(self.to_server)
+
+    async def send(self, message: object) -> None:
+        await self.write(json.dumps(message).encode() + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            while b"\n" not in self._buffer:
+                await anyio.wait_readable(self.from_server)
+                self._buffer += os.read(self.from_server, 65536)
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+
+@asynccontextmanager
+async def serving(log: agentfx.AuditLog) -> AsyncGenerator[tuple[Peer, anyio.abc.TaskGroup, Callable[[], int]]]:
+    """``app`` served over a pair of pipes in a task group the test may cancel; yields the peer and the held count."""
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    try:
+        async with app.run(audit=log) as runtime:
+            mcp_server = server(runtime)
+
+            async def serve() -> None:
+                async with stdio_transport(server_in, server_out) as (read, write):
+                    await mcp_server.run(read, write, mcp_server.create_initialization_options())
+
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(serve)
+                peer = Peer(client_out, client_in)
+                await peer.send(INITIALIZE)
+                assert (await peer.receive())["id"] == 0
+                await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                yield peer, task_group, lambda: runtime.host.model().held
+    finally:
+        for fd in (server_in, client_out, client_in, server_out):
+            os.close(fd)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(5):
+        while not condition():
+            await anyio.sleep(0.01)
+
+
+@pytest.mark.anyio
+async def test_cancelling_serving_aborts_every_pending_call_and_audits_it_while_input_stays_open() -> None:
+    log = agentfx.audit_log()
+    async with serving(log) as (peer, task_group, held):
+        for request_id in range(1, 6):
+            await peer.send(call(request_id, "hold", {}))
+        await until(lambda: held() == 5)
+        with anyio.fail_after(1):  # no end of input: cancelling alone must stop it, at once
+            task_group.cancel_scope.cancel()
+    entries = log.entries()
+    assert [(e.capability, e.decision, e.outcome) for e in entries] == [("hold", "dispatched", "AgentCancelledError")] * 5
+
+
+@pytest.mark.anyio
+async def test_a_client_that_stops_reading_cannot_hold_the_server_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_stdio, "DRAIN_TIMEOUT", 0.2)
+    log = agentfx.audit_log()
+    async with serving(log) as (peer, task_group, _):
+        await peer.send(call(1, "note", {"text": "x" * 300_000}))
+        assert (await peer.receive())["id"] == 1
+        # Answers far larger than a pipe holds, which the client never reads.
+        for request_id in range(2, 5):
+            await peer.send({"jsonrpc": "2.0", "id": request_id, "method": "resources/read", "params": {"uri": "app://notes"}})
+        await anyio.sleep(0.2)
+        started = anyio.current_time()
+        task_group.cancel_scope.cancel()
+    assert anyio.current_time() - started < 1.5
+
+
+@pytest.mark.anyio
+async def test_unreadable_lines_are_answered_and_never_dispatched() -> None:
+    log = agentfx.audit_log()
+    async with serving(log) as (peer, task_group, _):
+        await peer.write(NOTE.replace(b"%s", b"\xff\xfe") + b"\n")
+        assert (await peer.receive())["error"]["code"] == types.PARSE_ERROR
+        await peer.write(b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}\n')
+        assert (await peer.receive())["error"] == {"code": types.INVALID_REQUEST, "message": "Invalid Request"}
+        await peer.send(call(2, "note", {"text": "ok"}))
+        assert (await peer.receive())["id"] == 2
+        task_group.cancel_scope.cancel()
+    assert [(e.capability, e.outcome) for e in log.entries()] == [("note", "dispatched")]
+
+
+@pytest.mark.anyio
+async def test_the_last_line_is_served_when_input_ends_without_a_newline() -> None:
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    try:
+        os.write(client_out, json.dumps(INITIALIZE).encode())
+        os.close(client_out)
+        client_out = -1
+        received: list[SessionMessage | Exception] = []
+        async with stdio_transport(server_in, server_out) as (read, write):
+            async for item in read:
+                received.append(item)
+            await write.aclose()
+        assert len(received) == 1 and isinstance(received[0], SessionMessage)
+    finally:
+        for fd in (server_in, client_out, client_in, server_out):
+            if fd >= 0:
+                os.close(fd)
+
+
+@pytest.mark.anyio
+async def test_input_from_a_regular_file_or_the_null_device_is_read_to_its_end(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(json.dumps(INITIALIZE).encode() + b"\n\xff\n" + json.dumps(call(1, "note", {})).encode())
+    answers = tmp_path / "answers.jsonl"
+    for source in (str(requests), os.devnull):
+        read_fd = os.open(source, os.O_RDONLY)
+        write_fd = os.open(answers, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            received: list[SessionMessage | Exception] = []
+            with anyio.fail_after(5):
+                async with stdio_transport(read_fd, write_fd) as (read, write):
+                    async for item in read:
+                        received.append(item)
+                    await write.aclose()
+        finally:
+            os.close(read_fd)
+            os.close(write_fd)
+        if source == os.devnull:
+            assert received == [] and answers.read_bytes() == b""
+        else:
+            # Two messages served, and the line between them answered in the file.
+            assert len(received) == 2
+            assert json.loads(answers.read_bytes())["error"]["code"] == types.PARSE_ERROR
