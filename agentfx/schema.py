@@ -60,10 +60,15 @@ class InvalidPayload(Exception):
     """
 
     def __init__(self, path: str, cause: BaseException | None = None, problem: str = NOT_VALID) -> None:
-        super().__init__(f"Invalid payload at {path}")
+        # The message is formatted only when asked for: the pipeline returns
+        # this value on every refused payload and rarely prints it.
+        super().__init__(path)
         self.path = path
         self.cause = cause
         self.problem = problem
+
+    def __str__(self) -> str:
+        return f"Invalid payload at {self.path}"
 
 
 def json_schema(tp: object) -> dict[str, Any]:
