@@ -8,9 +8,10 @@ handed a decoded request, the dispatched Message and the host's listener hooks.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Generic, Literal, cast
@@ -251,8 +252,8 @@ class Pending:
         self.defect: BaseException | None = None
         self.key: Hashable = None
         # Created only if the wait actually has to suspend: a completion that update
-        # answers synchronously inside dispatch never allocates an event.
-        self._event: anyio.Event | None = None
+        # answers synchronously inside dispatch never allocates a waiter.
+        self._event: asyncio.Future[None] | anyio.Event | None = None
 
     @property
     def settled(self) -> bool:
@@ -261,24 +262,62 @@ class Pending:
     def settle(self, outcome: CompletionOutcome) -> None:
         if not self.settled:
             self.outcome = outcome
-            if self._event is not None:
-                self._event.set()
+            self._wake()
 
     def fail(self, defect: BaseException) -> None:
         if not self.settled:
             self.defect = defect
-            if self._event is not None:
-                self._event.set()
+            self._wake()
 
-    async def wait(self) -> CompletionOutcome:
-        """The outcome; raises the defect of a hook that failed while matching."""
-        if not self.settled:
-            self._event = anyio.Event()
-            await self._event.wait()
+    def _wake(self) -> None:
+        waiter = self._event
+        if waiter is None:
+            return
+        if isinstance(waiter, anyio.Event):
+            waiter.set()
+        elif not waiter.done():  # a wait cancelled meanwhile cancelled its future
+            waiter.set_result(None)
+
+    def waiter(self) -> Awaitable[object] | None:
+        """What to await until this is settled; ``None`` once it is.
+
+        Awaited by the caller itself, not inside a coroutine of this class:
+        thousands of invocations may be pending, each holding its frames.
+        """
+        if self.settled:
+            return None
+        loop = _running_asyncio_loop()
+        if loop is not None:
+            # On asyncio, one bare future: what anyio.Event would wrap in an
+            # asyncio.Event, a waiter deque and that same future, a third of
+            # a pending invocation's memory. Cancelling the waiting task (the
+            # deadline's or the signal's scope) cancels the future, as it
+            # would cancel the Event's.
+            future: asyncio.Future[None] = loop.create_future()
+            self._event = future
+            return future
+        event = anyio.Event()
+        self._event = event
+        return event.wait()
+
+    def result(self) -> CompletionOutcome:
+        """The outcome once settled; raises the defect of a hook that failed while matching."""
         if self.defect is not None:
             raise self.defect
         assert self.outcome is not None
         return self.outcome
+
+    async def wait(self) -> CompletionOutcome:
+        """The outcome; raises the defect of a hook that failed while matching."""
+        waiter = self.waiter()
+        if waiter is not None:
+            await waiter
+        return self.result()
+
+
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    # No exception on trio, where no asyncio loop runs in this thread.
+    return asyncio.events._get_running_loop()
 
 
 class _Group:

@@ -351,6 +351,10 @@ class DispatchFailed(Exception):
 
 
 def _without_tracebacks(exc: BaseException) -> BaseException:
+    if exc.__cause__ is None and exc.__context__ is None:
+        # The usual decoder exception, alone: no chain to walk.
+        exc.__traceback__ = None
+        return exc
     seen: set[int] = set()
     link: BaseException | None = exc
     while link is not None and id(link) not in seen:

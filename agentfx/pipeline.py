@@ -19,7 +19,7 @@ audit, tracing or transports: the runtime wraps it, adapters call the runtime.
 from __future__ import annotations
 
 from inspect import isawaitable
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import anyio
@@ -68,10 +68,13 @@ __all__ = [
     "Prepared",
     "Step",
     "authorize",
+    "authorize_begin",
+    "authorize_finish",
     "check_available",
     "check_not_aborted",
     "check_still_not_aborted",
     "construct",
+    "construct_message",
     "decode",
     "dispatch",
     "fail",
@@ -80,6 +83,8 @@ __all__ = [
     "resolve_principal",
     "run_direct",
     "send",
+    "send_begin",
+    "send_wait",
     "snapshot",
 ]
 
@@ -109,12 +114,17 @@ class DispatchResult(msgspec.Struct, frozen=True):
 class Bound(Generic[M, P]):
     """What a bound runtime holds for every invocation: the host and the capability tables."""
 
-    __slots__ = ("by_class", "by_name", "host", "hub")
+    __slots__ = ("by_class", "by_name", "host", "hub", "unauthorized", "unavailable")
 
     def __init__(self, capabilities: tuple[Capability[M, P], ...], host: Host[M, Any, P]) -> None:
         self.host = host
         self.by_name: dict[str, Capability[M, P]] = {c.name: c for c in capabilities}
         self.by_class: dict[type[Any], Capability[M, P]] = {c.message: c for c in capabilities}
+        # The refusals that say nothing but the capability, built once: they are
+        # frozen values, and a refusal must not cost more than a dispatch.
+        self.unavailable = {c.name: AgentCapabilityUnavailableError.of(c.name, c.tag) for c in capabilities}
+        self.unauthorized = {c.name: AgentAuthorizationError.of(c.name, c.tag) for c in capabilities}
+
         self.hub = MessageHub(host.observe)
         for c in capabilities:
             if isinstance(c.completion, Completion):
@@ -242,7 +252,7 @@ def available_step(env: Env, capability: Capability[Any, Any]) -> AgentCapabilit
         return None
     answer = available(env.model)
     if answer is not True and (answer is False or not truth(answer, "available")):
-        return AgentCapabilityUnavailableError.of(capability.name, capability.tag)
+        return env.bound.unavailable[capability.name]
     return None
 
 
@@ -261,11 +271,11 @@ def principal_step(env: Env) -> None:
     env.principal_resolved = True
 
 
-def _verdict(capability: Capability[Any, Any], verdict: object) -> AgentAuthorizationError | None:
+def _verdict(env: Env, capability: Capability[Any, Any], verdict: object) -> AgentAuthorizationError | None:
     if verdict is True:
         return None
     if verdict is False:
-        return AgentAuthorizationError.of(capability.name, capability.tag)
+        return env.bound.unauthorized[capability.name]
     if isinstance(verdict, Refusal):
         return AgentAuthorizationError.of(capability.name, capability.tag, verdict.reason)
     raise ContractError(
@@ -292,6 +302,42 @@ async def _raced(env: Env, pending: Any) -> Any:
     return _Unsettled
 
 
+def authorize_begin(
+    env: Env, capability: Capability[Any, Any], value: Any
+) -> AgentAuthorizationError | Awaitable[object] | Confirm | None:
+    """Ask ``authorize``: its refusal, ``None`` to go on, or what :func:`authorize_finish` must wait on.
+
+    The synchronous half of step 7, so a synchronous ``authorize`` is answered
+    without a coroutine of its own; an async verdict or a
+    :class:`~agentfx.Confirm` is handed back for the second half.
+    """
+    check = capability.authorize
+    if check is None:
+        return None
+    verdict = check(AuthorizationRequest(env.principal, value, env.model, env.invocation.transport))
+    if verdict is True:
+        return None
+    if verdict is not False and isawaitable(verdict):
+        return cast("Awaitable[object]", verdict)
+    if isinstance(verdict, Confirm):
+        return verdict
+    return _verdict(env, capability, verdict)
+
+
+async def authorize_finish(
+    env: Env, capability: Capability[Any, Any], begun: Awaitable[object] | Confirm
+) -> AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None:
+    """Step 7's rest: await an async verdict (raced against the signal), then a confirmation."""
+    verdict: object = begun
+    if not isinstance(begun, Confirm):
+        verdict = await _raced(env, begun)
+        if verdict is _Unsettled:
+            return AgentCancelledError.before_dispatch(capability.name)
+    if isinstance(verdict, Confirm):
+        return await confirm_step(env, capability, verdict)
+    return _verdict(env, capability, verdict)
+
+
 async def authorize_step(
     env: Env, decoded: Decoded
 ) -> AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None:
@@ -300,18 +346,10 @@ async def authorize_step(
     A :class:`~agentfx.Confirm` answer goes on to :func:`confirm_step`, so
     confirmation is part of step 7 whichever way the steps run.
     """
-    capability = decoded.capability
-    check = capability.authorize
-    if check is None:
-        return None
-    verdict = check(AuthorizationRequest(env.principal, decoded.input, env.model, env.invocation.transport))
-    if verdict is not True and verdict is not False and isawaitable(verdict):
-        verdict = await _raced(env, verdict)
-        if verdict is _Unsettled:
-            return AgentCancelledError.before_dispatch(capability.name)
-    if isinstance(verdict, Confirm):
-        return await confirm_step(env, capability, verdict)
-    return _verdict(capability, verdict)
+    begun = authorize_begin(env, decoded.capability, decoded.input)
+    if begun is None or is_failure(begun):
+        return begun
+    return await authorize_finish(env, decoded.capability, begun)
 
 
 async def confirm_step(
@@ -351,28 +389,65 @@ async def confirm_step(
 
 
 def construct_step(env: Env, decoded: Decoded) -> Prepared:
-    capability = decoded.capability
+    return Prepared(decoded.capability, decoded.input, construct_message(env, decoded.capability, decoded.input))
+
+
+def construct_message(env: Env, capability: Capability[Any, Any], value: Any) -> Any:
+    """Step 9's logic: the Message, built by ``to_message`` over the snapshot (the input itself if direct)."""
     to_message = capability.to_message
     if to_message is None:
-        message = decoded.input
-    else:
-        message = to_message(decoded.input, InvocationContext(env.model, env.principal, env.invocation))
-        if type(message) is not capability.message:
-            # A subclass is still another Message when it carries its own tag (a
-            # tagged subclass is a variant of its own), so the tag decides too.
-            made = message_tag(_type_of(message))
-            if made != capability.tag or not isinstance(message, capability.message):
-                raise ContractError(f'"{capability.name}" made a "{made}" Message, but is exposed as "{capability.tag}"')
-    return Prepared(capability, decoded.input, message)
+        return value
+    message = to_message(value, InvocationContext(env.model, env.principal, env.invocation))
+    if type(message) is not capability.message:
+        # A subclass is still another Message when it carries its own tag (a
+        # tagged subclass is a variant of its own), so the tag decides too.
+        made = message_tag(_type_of(message))
+        if made != capability.tag or not isinstance(message, capability.message):
+            raise ContractError(f'"{capability.name}" made a "{made}" Message, but is exposed as "{capability.tag}"')
+    return message
 
 
 def _type_of(value: object) -> type[object]:
     return type(value)
 
 
-def _result(env: Env, prepared: Prepared, completion: CompletionOutcome | None) -> DispatchResult:
-    capability = prepared.capability
-    return DispatchResult(capability.name, capability.tag, prepared.message, env.invocation, completion)
+def _result(env: Env, capability: Capability[Any, Any], message: Any, completion: CompletionOutcome | None) -> DispatchResult:
+    return DispatchResult(capability.name, capability.tag, message, env.invocation, completion)
+
+
+def send_begin(env: Env, capability: Capability[Any, Any], message: Any) -> DispatchResult | Awaitable[object]:
+    """Send the Message of a capability without completion: the result, or an async host's awaitable.
+
+    The synchronous half of steps 10–12 without completion, so a synchronous
+    host is answered without a coroutine of its own; :func:`send_wait` awaits
+    the rest.
+    """
+    env.stage = SENDING
+    sent = env.bound.host.dispatch(message)
+    if sent is not None and isawaitable(sent):
+        return cast("Awaitable[object]", sent)
+    env.stage = SENT
+    return _result(env, capability, message, None)
+
+
+async def send_wait(
+    env: Env, capability: Capability[Any, Any], message: Any, sent: Awaitable[object]
+) -> DispatchResult | DispatchError:
+    """Await an async host's dispatch (no completion), raced against the invocation's signal."""
+    signal = env.invocation.signal
+    if signal is None:
+        await sent
+    else:
+        with anyio.CancelScope() as scope:
+            signal.attach(scope)
+            try:
+                await sent
+            finally:
+                signal.detach(scope)
+        if scope.cancelled_caught:
+            return AgentCancelledError.while_sending(capability.name)
+    env.stage = SENT
+    return _result(env, capability, message, None)
 
 
 async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchError:
@@ -388,22 +463,10 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
     host = env.bound.host
     signal = env.invocation.signal
     if completion is None:
-        env.stage = SENDING
-        sent = host.dispatch(prepared.message)
-        if sent is not None and isawaitable(sent):
-            if signal is None:
-                await sent
-            else:
-                with anyio.CancelScope() as scope:
-                    signal.attach(scope)
-                    try:
-                        await sent
-                    finally:
-                        signal.detach(scope)
-                if scope.cancelled_caught:
-                    return AgentCancelledError.while_sending(capability.name)
-        env.stage = SENT
-        return _result(env, prepared, None)
+        sent = send_begin(env, capability, prepared.message)
+        if type(sent) is DispatchResult:
+            return sent
+        return await send_wait(env, capability, prepared.message, cast("Awaitable[object]", sent))
 
     pending = Pending(prepared.input, CallInfo(env.invocation, prepared.message))
     hub = env.bound.hub
@@ -425,7 +488,9 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
                 env.stage = SENT
                 if state is not None:
                     state.check()
-                await pending.wait()
+                waiter = pending.waiter()
+                if waiter is not None:
+                    await waiter
             finally:
                 if signal is not None:
                     signal.detach(scope)
@@ -438,7 +503,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
             # that *this* Message reached update: an uncorrelated or state completion
             # may have been met by another invocation.
             env.stage = SENT
-            return _result(env, prepared, await pending.wait())
+            return _result(env, capability, prepared.message, pending.result())
         invocation_id = env.invocation.id or ""
         # Not settled, so the scope was cancelled: by the signal, or by the deadline.
         if signal is not None and signal.aborted:
@@ -577,26 +642,44 @@ def _future(refusal: DispatchError | None, value: T) -> FutureResult[T, Dispatch
 async def run_direct(env: Env) -> DispatchResult | DispatchError:
     """The same steps, in the same order, called directly: the runtime's fast path."""
     capability = resolve_step(env)
-    if is_failure(capability):
+    if not isinstance(capability, Capability):
         return capability
-    refusal: DispatchError | None = aborted_step(env, capability)
-    if refusal is not None:
-        return refusal
+    # The guards below only skip calling a step that has nothing to do (no
+    # signal, no ``available``); each step's logic stays in its function.
+    signal = env.invocation.signal
+    refusal: DispatchError | None
+    if signal is not None:
+        refusal = aborted_step(env, capability)
+        if refusal is not None:
+            return refusal
     snapshot_step(env)
-    refusal = available_step(env, capability)
-    if refusal is not None:
-        return refusal
+    if capability.available is not None:
+        refusal = available_step(env, capability)
+        if refusal is not None:
+            return refusal
     value = decode_step(env, capability)
     if isinstance(value, AgentInvalidInputError):
         return value
     principal_step(env)
-    decoded = Decoded(capability, value)
+    # No Decoded or Prepared values here: the composition needs them to carry
+    # a step's result to the next bind, this straight-line run does not.
     if capability.authorize is not None:
-        refusal = await authorize_step(env, decoded)
+        # authorize_step's halves, so a synchronous authorize costs no coroutine.
+        begun = authorize_begin(env, capability, value)
+        if begun is not None:
+            refusal = begun if is_failure(begun) else await authorize_finish(env, capability, begun)
+            if refusal is not None:
+                return refusal
+    if signal is not None:
+        refusal = aborted_step(env, capability)
         if refusal is not None:
             return refusal
-    refusal = aborted_step(env, capability)
-    if refusal is not None:
-        return refusal
-    return await send_step(env, construct_step(env, decoded))
+    message = construct_message(env, capability, value)
+    if capability.completion is None:
+        # send_step's halves without completion, likewise for a synchronous host.
+        sent = send_begin(env, capability, message)
+        if type(sent) is DispatchResult:
+            return sent
+        return await send_wait(env, capability, message, cast("Awaitable[object]", sent))
+    return await send_step(env, Prepared(capability, value, message))
 

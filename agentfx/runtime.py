@@ -297,24 +297,29 @@ class _Executor:
         outcome = await self.execute(target, payload, invocation, runner, on_dispatched)
         return Failure(outcome) if is_failure(outcome) else Success(outcome)
 
-    async def execute(
+    def execute(
         self,
         target: object,
         payload: object,
         invocation: Invocation | None,
         runner: Callable[[InvocationEnv[Any, Any]], Any],
         on_dispatched: Callable[[], None] | None = None,
-    ) -> DispatchResult | DispatchError:
-        """One invocation, audited and traced as configured; the outcome unwrapped."""
+    ) -> Awaitable[DispatchResult | DispatchError]:
+        """One invocation, audited and traced as configured: await it for the outcome, unwrapped.
+
+        Not a coroutine itself: it hands back the runner's (or the audit's, or
+        the span's), so a dispatch suspends one frame fewer, in time and in the
+        memory a pending completion holds.
+        """
         invocation = Invocation(new_invocation_id()) if invocation is None else invocation.filled()
         bound = self.bound if on_dispatched is None else _watched(self.bound, on_dispatched)
         env = InvocationEnv(bound, target, payload, invocation)
         tracer = self.tracer if self.tracer is not None else active_tracer()
         if tracer is not None:
-            return await self.traced(env, runner, tracer)
+            return self.traced(env, runner, tracer)
         if self.audit is not None:
-            return await self.audited(env, runner)
-        return await runner(env)
+            return self.audited(env, runner)
+        return runner(env)
 
     async def audited(self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any]) -> Any:
         try:

@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Generic, Literal, NotRequired, Required, TypeVar, Union, cast
 
 import msgspec
@@ -60,10 +60,15 @@ class InvalidPayload(Exception):
     """
 
     def __init__(self, path: str, cause: BaseException | None = None, problem: str = NOT_VALID) -> None:
-        super().__init__(f"Invalid payload at {path}")
+        # The message is formatted only when asked for: the pipeline returns
+        # this value on every refused payload and rarely prints it.
+        super().__init__(path)
         self.path = path
         self.cause = cause
         self.problem = problem
+
+    def __str__(self) -> str:
+        return f"Invalid payload at {self.path}"
 
 
 def json_schema(tp: object) -> dict[str, Any]:
@@ -181,7 +186,12 @@ class InputCodec(Generic[T]):
         # A second, validating pass is needed only where msgspec would accept
         # an undeclared key below the root.
         self.attempt, self.decode = _decoder(
-            tp, fits, mirror if _has_open_record(struct) else None, allowed, self.schema
+            tp,
+            fits,
+            mirror if _has_open_record(struct) else None,
+            allowed,
+            self.schema,
+            str_keys=_has_non_str_keys(struct),
         )
 
     def __repr__(self) -> str:
@@ -189,14 +199,24 @@ class InputCodec(Generic[T]):
 
 
 def _decoder(
-    tp: type[T], fits: Callable[[Any], bool], strict: object, allowed: frozenset[str], schema: dict[str, Any]
+    tp: type[T],
+    fits: Callable[[Any], bool],
+    strict: object,
+    allowed: frozenset[str],
+    schema: dict[str, Any],
+    *,
+    str_keys: bool = True,
 ) -> tuple[Callable[[object], T | InvalidPayload], Callable[[object], T]]:
     # Closures over locals: decoding sits on the dispatch path, where every
     # attribute lookup shows next to a single msgspec.convert. ``str_keys``:
-    # JSON object keys are always strings, so ``dict[int, X]`` must accept "1".
+    # JSON object keys are always strings, so ``dict[int, X]`` must accept "1";
+    # it is passed only to a type with such a mapping, as any keyword argument
+    # costs msgspec.convert more than converting a small Struct does.
     # ``attempt`` returns the problem instead of raising it: the pipeline refuses
     # far more often than it crashes, and a raise costs as much as the decode.
     convert = msgspec.convert
+    if str_keys:
+        convert = functools.partial(msgspec.convert, str_keys=True)
     validation_error = msgspec.ValidationError
 
     def attempt(payload: object) -> T | InvalidPayload:
@@ -206,8 +226,8 @@ def _decoder(
             return InvalidPayload("$", None, _undeclared_key(cast("dict[object, object]", payload), allowed))
         try:
             if strict is not None:
-                convert(payload, strict, str_keys=True)
-            return convert(payload, tp, str_keys=True)
+                convert(payload, strict)
+            return convert(payload, tp)
         except validation_error as exc:
             text = str(exc)
             return InvalidPayload(_error_path(exc), exc, _problem(text, schema))
@@ -807,6 +827,38 @@ def _has_open_record(root: type) -> bool:
         record = _record(tp)
         if record is not None and not record.closed:
             return True
+        pending.extend(_components(tp))
+    return False
+
+
+def _is_mapping(tp: object) -> bool:
+    return isinstance(tp, type) and issubclass(tp, Mapping)
+
+
+def _has_non_str_keys(root: type) -> bool:
+    """Whether a mapping below ``root`` has keys other than ``str``, which JSON spells as strings.
+
+    >>> import msgspec
+    >>> class ByName(msgspec.Struct):
+    ...     scores: dict[str, int]
+    >>> class ById(msgspec.Struct):
+    ...     names: list[dict[int, str]]
+    >>> _has_non_str_keys(ByName), _has_non_str_keys(ById)
+    (False, True)
+    """
+    seen: set[int] = set()
+    pending: list[Any] = list(_components(root))
+    while pending:
+        tp = pending.pop()
+        if id(tp) in seen:
+            continue
+        seen.add(id(tp))
+        if _is_mapping(tp):
+            return True  # a bare mapping type: keys of any type
+        if _is_mapping(typing.get_origin(tp)):
+            args = typing.get_args(tp)
+            if not args or args[0] is not str:
+                return True
         pending.extend(_components(tp))
     return False
 

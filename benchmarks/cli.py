@@ -24,6 +24,7 @@ from .documentation import manifest_at_size
 from .harness import FULL, SMOKE, Config, Row
 from .peers import mcp_servers, validation
 from .report import markdown_table, target_lines, write_json
+from .transports import cold_start, http_peers, stdio_peers
 
 __all__ = ["RESULTS", "SCENARIOS", "main", "run"]
 
@@ -37,6 +38,9 @@ SCENARIOS: dict[str, Scenario] = {
     "completion": completion_at_scale,
     "refusals": refusal_paths,
     "confirmation": confirmation_paths,
+    "stdio": stdio_peers,
+    "http": http_peers,
+    "cold-start": cold_start,
 }
 """Every scenario, in the order the suite runs them."""
 

@@ -25,10 +25,13 @@ __all__ = [
     "SMOKE",
     "AsyncOp",
     "Config",
+    "Measure",
     "Row",
     "SyncOp",
     "compare_async",
+    "compare_measured",
     "compare_sync",
+    "column",
     "median_ratio",
     "quartiles",
     "row",
@@ -36,6 +39,8 @@ __all__ = [
 
 AsyncOp = Callable[[], Awaitable[object]]
 SyncOp = Callable[[], object]
+Measure = Callable[[], Awaitable[tuple[float, ...]]]
+"""A batch that measures itself: it returns its own figures (say, wall-clock and server CPU per call)."""
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,6 +57,12 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
         correlate_max: The largest ``N`` timed with ``correlate`` (it is quadratic in ``N``).
         correlate_rounds_at_max: Rounds at that largest ``N``.
         capabilities: The size of the contract documented by ``to_manifest``.
+        served_rounds: Paired rounds per comparison of served (subprocess) contenders.
+        served_calls: Calls per timed batch against a served contender, per concurrent client.
+        concurrency: The numbers of concurrent clients (HTTP) or requests in flight (stdio).
+        idle_sessions: The idle HTTP sessions opened beside the one client calling.
+        session_batch: HTTP sessions opened per resident-memory round.
+        cold_rounds: Spawns per contender for cold start.
     """
 
     mode: Literal["full", "smoke"]
@@ -64,6 +75,12 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     correlate_max: int
     correlate_rounds_at_max: int
     capabilities: int
+    served_rounds: int
+    served_calls: int
+    concurrency: tuple[int, ...]
+    idle_sessions: int
+    session_batch: int
+    cold_rounds: int
 
 
 FULL = Config(
@@ -77,6 +94,12 @@ FULL = Config(
     correlate_max=10_000,
     correlate_rounds_at_max=1,
     capabilities=200,
+    served_rounds=7,
+    served_calls=100,
+    concurrency=(16, 64),
+    idle_sessions=500,
+    session_batch=100,
+    cold_rounds=7,
 )
 
 SMOKE = Config(
@@ -90,6 +113,12 @@ SMOKE = Config(
     correlate_max=10,
     correlate_rounds_at_max=1,
     capabilities=5,
+    served_rounds=2,
+    served_calls=3,
+    concurrency=(2, 3),
+    idle_sessions=4,
+    session_batch=2,
+    cold_rounds=1,
 )
 
 
@@ -104,7 +133,8 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
         ratio_iqr: The first and third quartile of those ratios.
         value: The subject's own median, in ``unit``.
         baseline_value: The baseline's own median, in ``unit``.
-        unit: ``"us"`` per call or per invocation, or ``"B"`` per pending invocation.
+        unit: ``"us"`` per call or per invocation, ``"ms"`` per process start, or ``"B"`` per pending
+            invocation or open session.
         target: The limit a target sets, or ``None`` for an informational row.
         target_on: Whether the limit applies to ``ratio`` or to ``value``.
         verdict: ``"PASS"``/``"MISS"`` against ``target``, ``None`` without one.
@@ -232,3 +262,33 @@ def compare_sync(ops: Mapping[str, SyncOp], *, calls: int, rounds: int) -> dict[
         for name in _order(names, round_):
             series[name].append(_batch_sync(ops[name], calls))
     return series
+
+
+async def compare_measured(
+    ops: Mapping[str, Measure], *, rounds: int, warm_up: bool = True
+) -> dict[str, list[tuple[float, ...]]]:
+    """:func:`compare_async` for batches that measure themselves (across processes).
+
+    A served contender runs in another process, so the client's CPU time says
+    nothing of it; each batch measures itself and returns its figures, one
+    tuple per round. One unmeasured batch of each runs first unless
+    ``warm_up`` is false; rounds rotate as in :func:`compare_async`.
+    """
+    names = list(ops)
+    for name in names if warm_up else ():
+        await ops[name]()
+    series: dict[str, list[tuple[float, ...]]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        gc.collect()
+        for name in _order(names, round_):
+            series[name].append(await ops[name]())
+    return series
+
+
+def column(series: Mapping[str, Sequence[tuple[float, ...]]], index: int) -> dict[str, list[float]]:
+    """One figure of every round of :func:`compare_measured`, per contender.
+
+    >>> column({"a": [(1.0, 2.0), (3.0, 4.0)]}, 1)
+    {'a': [2.0, 4.0]}
+    """
+    return {name: [figures[index] for figures in rounds] for name, rounds in series.items()}

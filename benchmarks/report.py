@@ -26,11 +26,13 @@ _PACKAGES = ("agentfx", "msgspec", "returns", "anyio", "mcp", "pydantic", "opent
 def _amount(value: float, unit: str) -> str:
     """A measured value with its unit.
 
-    >>> _amount(5.678, "us"), _amount(7730.6, "B"), _amount(1234.5, "us")
-    ('5.68 µs', '7,731 B', '1,234 µs')
+    >>> _amount(5.678, "us"), _amount(7730.6, "B"), _amount(1234.5, "us"), _amount(473.14, "ms")
+    ('5.68 µs', '7,731 B', '1,234 µs', '473 ms')
     """
     if unit == "B":
         return f"{value:,.0f} B"
+    if unit == "ms":
+        return f"{value:,.0f} ms"
     if value >= 100:
         return f"{value:,.0f} µs"
     return f"{value:.2f} µs"

@@ -28,6 +28,9 @@ _SCENARIO_NAMES = {
     "completion at scale",
     "documentation",
     "confirmation",
+    "stdio peers",
+    "HTTP peers",
+    "cold start",
 }
 
 _TARGETS = {
@@ -41,6 +44,9 @@ _TARGETS = {
     ("confirmation", "Confirm, asked and approved"),
     ("confirmation", "Confirm, asked and declined"),
     ("confirmation", "Confirm, nobody to ask"),
+    ("stdio peers", "agentfx serve, sequential: time per call"),
+    ("HTTP peers", "agentfx serve, 1 client: time per call"),
+    ("HTTP peers", "agentfx serve, RSS per open session"),
 }
 
 
@@ -77,6 +83,16 @@ def test_smoke_run_reports_every_figure_with_a_verdict_per_target(
         r.scenario == "completion at scale" and r.name.startswith("keyed") and r.target is not None and r.unit == "us"
         for r in record.rows
     )
+    # The served contenders run as processes: agentfx serve, MCPServer and (installed with the
+    # test extra) FastMCP 4, each measured against MCPServer over every path.
+    served = [r for r in record.rows if r.scenario in {"stdio peers", "HTTP peers", "cold start"}]
+    for contender in ("agentfx serve", "FastMCP 4"):
+        assert any(r.name.startswith(contender) and r.baseline.startswith("MCPServer (mcp 2.3)") for r in served)
+    idle = [r for r in served if "idle sessions" in r.name]
+    assert {r.name.split(",")[0] for r in idle} == {"agentfx serve", "MCPServer", "FastMCP 4"}
+    assert any(r.target is not None and r.name.startswith("agentfx serve") for r in idle)
+    assert any(r.scenario == "stdio peers" and "requests in flight" in r.name and r.target is not None for r in served)
+    assert any(r.scenario == "HTTP peers" and "concurrent clients" in r.name and r.target is not None for r in served)
     printed = capsys.readouterr().out
     assert len(record.targets) == len(targeted)
     for line in record.targets:

@@ -879,3 +879,36 @@ async def test_a_completion_seen_while_the_host_is_still_dispatching(cut_short_b
         assert error.message.startswith('The host was still dispatching "create"')
         expected = ("unknown", "timeout")
     assert [(e.decision, e.outcome) for e in log.entries()] == [expected]
+
+
+async def test_a_pending_invocation_settled_after_its_wait_was_cancelled_settles_quietly(anyio_backend: str) -> None:
+    # The waiter is a bare future on asyncio: a deadline cancels it, and a result
+    # arriving before the invocation has unwound must not try to complete it again.
+    from agentfx.completion import CallInfo, CompletionOutcome, Pending
+
+    pending = Pending(None, CallInfo(agentfx.Invocation("i1"), None))
+    with anyio.move_on_after(0.01) as scope:
+        await pending.wait()
+    pending.settle(CompletionOutcome("completed"))
+
+    assert scope.cancelled_caught
+    assert pending.settled and pending.result() == CompletionOutcome("completed")
+    assert await pending.wait() == CompletionOutcome("completed")
+
+
+async def test_a_pending_invocation_waits_until_settled_from_another_task(anyio_backend: str) -> None:
+    from agentfx.completion import CallInfo, CompletionOutcome, Pending
+
+    pending = Pending(None, CallInfo(agentfx.Invocation("i1"), None))
+    outcomes: list[CompletionOutcome] = []
+
+    async def wait() -> None:
+        outcomes.append(await pending.wait())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait)
+        await anyio.wait_all_tasks_blocked()
+        assert outcomes == []
+        pending.settle(CompletionOutcome("failed", "boom"))
+        pending.settle(CompletionOutcome("completed"))  # settled at most once
+    assert outcomes == [CompletionOutcome("failed", "boom")]

@@ -528,3 +528,24 @@ def test_payload_free_schemas_share_no_containers() -> None:
     first["properties"]["x"] = {}
     first["required"].append("x")
     assert second == {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+
+
+class _ScoresById(msgspec.Struct, frozen=True, tag=True):
+    scores: dict[int, str]
+    nested: list[dict[int, int]] = []
+
+
+class _ScoresByName(msgspec.Struct, frozen=True, tag=True):
+    scores: dict[str, int]
+
+
+def test_integer_keys_decode_from_the_strings_json_spells_them_as() -> None:
+    # Only a type with a non-str mapping key pays for msgspec's str_keys; the others must
+    # decode exactly as before, and both must still refuse what does not fit.
+    by_id = InputCodec(_ScoresById)
+    by_name = InputCodec(_ScoresByName)
+
+    assert by_id.decode({"scores": {"1": "a"}, "nested": [{"2": 3}]}) == _ScoresById({1: "a"}, [{2: 3}])
+    assert isinstance(by_id.attempt({"scores": {"x": "a"}}), InvalidPayload)
+    assert by_name.decode({"scores": {"a": 1}}) == _ScoresByName({"a": 1})
+    assert isinstance(by_name.attempt({"scores": {"a": "1"}}), InvalidPayload)
