@@ -15,7 +15,10 @@ import time
 from collections.abc import Generator
 from pathlib import Path
 
-__all__ = ["RedisServer", "redis_server"]
+import anyio
+import anyio.abc
+
+__all__ = ["Link", "RedisServer", "redis_server"]
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
@@ -88,3 +91,65 @@ def redis_server() -> Generator[RedisServer]:
             yield server
         finally:
             server.stop()
+
+
+class Link:
+    """A TCP proxy in front of a server that a test can cut and restore: Redis unreachable, its data kept.
+
+    ``cut()`` closes every proxied connection and stops listening, so a client
+    sees a reset and then refused connections; ``restore()`` listens again on
+    the same port. Runs in the test's event loop (asyncio).
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = _free_port()
+        self._scope: anyio.CancelScope | None = None
+        self._restored = anyio.Event()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def _pipe(self, source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+        try:
+            async for chunk in source:
+                await sink.send(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        finally:
+            await sink.aclose()
+
+    async def _serve(self, client: anyio.abc.SocketStream) -> None:
+        async with client:
+            try:
+                upstream = await anyio.connect_tcp("127.0.0.1", self.target_port)
+            except OSError:
+                return
+            async with upstream, anyio.create_task_group() as group:
+                group.start_soon(self._pipe, client, upstream)
+                group.start_soon(self._pipe, upstream, client)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; ``task_group.start(link.run)`` returns once it listens."""
+        started = False
+        while True:
+            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if not started:
+                    started = True
+                    task_status.started()
+                async with listener:
+                    await listener.serve(self._serve)
+            self._scope = None
+            # Cut: wait to be restored.
+            self._restored = anyio.Event()
+            await self._restored.wait()
+
+    def cut(self) -> None:
+        assert self._scope is not None, "not serving"
+        self._scope.cancel()
+
+    def restore(self) -> None:
+        self._restored.set()

@@ -33,6 +33,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
+import socket
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -220,7 +222,8 @@ class RedisProgram(Program[M, Msg]):
         self._lease = options.lease
         self._model_decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(cast("Any", model_type))
         self._message_decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(cast("Any", message_type))
-        self._token = uuid.uuid4().hex
+        # Says who holds the lease to whoever reads <ns>:writer.
+        self._token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._version = 0
         self._log_id = "0-0"
         self._applied: StreamId = (0, 0)
@@ -243,6 +246,11 @@ class RedisProgram(Program[M, Msg]):
     def version(self) -> int:
         """The version of this process's copy of the Model: how many Messages the writers have applied."""
         return self._version
+
+    @property
+    def token(self) -> str:
+        """This process's lease token, ``host:pid:random``; ``<ns>:writer`` holds the writer's."""
+        return self._token
 
     @property
     def is_writer(self) -> bool:
@@ -409,7 +417,8 @@ class RedisProgram(Program[M, Msg]):
     async def _lead(self, init: M) -> None:
         """Compete for the lease forever; while holding it, apply the inbox."""
         delay = _BACKOFF[0]
-        poll = self._lease / 4
+        # Frequent enough that a released lease is taken at once, an expired one well within 2 x lease.
+        poll = min(self._lease / 4, 0.25)
         while True:
             try:
                 acquired = await self._client.set(self._keys.writer, self._token, nx=True, px=self._options.lease_ms)
@@ -611,6 +620,7 @@ async def run_program(
         socket_timeout=lease + 5,
     )
     client = Redis(connection_pool=pool)
+    lone: BaseException | None = None
     try:
         async with anyio.create_task_group() as task_group:
             program = RedisProgram(
@@ -630,10 +640,23 @@ async def run_program(
                 yield program
             finally:
                 task_group.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # As agentfx.run_program: a lone failure (the block's own, a command's)
+        # comes out bare, so callers catch what was raised.
+        if len(group.exceptions) != 1:
+            raise
+        lone = group.exceptions[0]
     finally:
         with anyio.CancelScope(shield=True):
             await client.aclose()
             await pool.aclose()
+    if lone is not None:
+        context, suppress = lone.__context__, lone.__suppress_context__
+        try:
+            raise lone
+        finally:
+            lone.__context__, lone.__suppress_context__ = context, suppress
+            del lone, context
 
 
 def program(
