@@ -56,6 +56,7 @@ class Added(msgspec.Struct, frozen=True, tag=True):
 
 class Requested(msgspec.Struct, frozen=True, tag=True):
     key: str
+    delay: float = 0.0
 
 
 class Confirmed(msgspec.Struct, frozen=True, tag=True):
@@ -84,8 +85,9 @@ class Boom(msgspec.Struct, frozen=True, tag=True):
 Message = Added | Requested | Confirmed | Opened | Closed | Withdrew | Boom
 
 
-def _confirm(key: str) -> Command[Message]:
+def _confirm(key: str, delay: float) -> Command[Message]:
     async def confirm() -> Message:
+        await anyio.sleep(delay)
         return Confirmed(key=key, by=os.getpid())
 
     return confirm
@@ -95,8 +97,8 @@ def update(model: Model, message: Message) -> Model | tuple[Model, list[Command[
     match message:
         case Added(key=key, n=n):
             return msgspec.structs.replace(model, keys=(*model.keys, key), total=model.total + n)
-        case Requested(key=key):
-            return model, [_confirm(key)]
+        case Requested(key=key, delay=delay):
+            return model, [_confirm(key, delay)]
         case Confirmed(key=key):
             return msgspec.structs.replace(model, confirmed=(*model.confirmed, key))
         case Opened():
@@ -125,6 +127,7 @@ class Request(msgspec.Struct, frozen=True):
     """What to request."""
 
     key: str
+    delay: float = 0.0
 
 
 def _request_key(request: Request, _call: CallInfo) -> str:
@@ -146,8 +149,8 @@ contract = Tally.define(
             "Request a confirmation",
             name="request",
             input=Request,
-            to_message=lambda request, _ctx: Requested(key=request.key),
-            completion=Completion(success=Confirmed, correlate_key=(_request_key, _result_key), timeout=5.0),
+            to_message=lambda request, _ctx: Requested(key=request.key, delay=request.delay),
+            completion=Completion(success=Confirmed, correlate_key=(_request_key, _result_key), timeout=2.0),
         ),
         Tally.variant(Opened, "Open the shop", name="open", available=lambda m: not m.open),
         Tally.variant(Closed, "Close the shop", name="close", available=lambda m: m.open),
