@@ -23,6 +23,7 @@ from .dispatch import dispatch_overhead, refusal_paths
 from .documentation import manifest_at_size
 from .harness import FULL, SMOKE, Config, Row
 from .peers import mcp_servers, validation
+from .redis_program import redis_program
 from .report import markdown_table, target_lines, write_json
 
 __all__ = ["RESULTS", "SCENARIOS", "main", "run"]
@@ -37,6 +38,7 @@ SCENARIOS: dict[str, Scenario] = {
     "completion": completion_at_scale,
     "refusals": refusal_paths,
     "confirmation": confirmation_paths,
+    "redis": redis_program,
 }
 """Every scenario, in the order the suite runs them."""
 

@@ -8,9 +8,11 @@ asyncio, and one checks the clear refusal on trio.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncGenerator, Generator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -486,3 +488,21 @@ class RedisServerGone:
 
     def __exit__(self, *_: object) -> None:
         return None
+
+
+async def test_the_readme_example_serves_the_todo_app_on_redis(server: RedisServer) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## One Model, many processes (Redis)", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert found is not None
+    ns = namespace()
+    code = found.group(1).replace("redis://127.0.0.1:6379/0", server.url).replace('namespace="todo"', f'namespace="{ns}"')
+    scope: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(code, "README.md", "exec"), scope)
+    readme_app: App[Any, Any, Any] = scope["app"]
+    async with readme_app.run() as first, readme_app.run() as second:
+        result = await first.messages.call("create_todo", {"title": "shared"})
+        assert result.completion is not None and result.completion.status == "completed"
+        with anyio.fail_after(5):
+            while [todo.title for todo in second.host.model().todos][-1:] != ["shared"]:
+                await anyio.sleep(0.01)

@@ -85,11 +85,22 @@ _BATCH = 256
 _BACKOFF = (0.05, 2.0)
 _CHANGED, _UNCHANGED, _FAILED = b"c", b"u", b"x"
 
-# A full inbox answers nil, so nothing is queued; XLEN counts at most one
-# already-applied entry (XTRIM MINID keeps the last applied id).
+# One call queues a whole batch of sends (group commit): ARGV[1] is the
+# bound, then one Message per argument; each gets its entry id, or nil once
+# the inbox is full. XLEN counts at most one already-applied entry (XTRIM
+# MINID keeps the last applied id).
 _SEND = """
-if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[2]) then return false end
-return redis.call('XADD', KEYS[1], '*', 'm', ARGV[1])
+local room = tonumber(ARGV[1]) - redis.call('XLEN', KEYS[1])
+local ids = {}
+for k = 2, #ARGV do
+  if room > 0 then
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', 'm', ARGV[k])
+    room = room - 1
+  else
+    ids[#ids + 1] = false
+  end
+end
+return ids
 """
 
 # KEYS: writer, model, log, inbox. ARGV: token, lease ms, log length, base
@@ -163,6 +174,22 @@ class _Waiter:
         self.failure: str | None = None
 
 
+class _Outgoing:
+    """One Message on its way to the inbox, in the next batch the flusher sends."""
+
+    __slots__ = ("data", "done", "entry", "failure")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.done = anyio.Event()
+        self.entry: StreamId | None = None
+        self.failure = _UNSENT
+
+
+_UNSENT = "The program stopped while the Message was on its way to Redis; whether it was queued is unknown"
+_UNREACHABLE = "Redis is unreachable; the Message may not have been queued"
+
+
 class _Keys:
     __slots__ = ("inbox", "log", "model", "writer")
 
@@ -194,7 +221,9 @@ class RedisProgram(Program[M, Msg]):
         "_model_decoder",
         "_message_decoder",
         "_namespace",
+        "_flushing",
         "_options",
+        "_outbox",
         "_scripts",
         "_token",
         "_version",
@@ -230,6 +259,8 @@ class RedisProgram(Program[M, Msg]):
         self._waiters: dict[StreamId, _Waiter] = {}
         self._writer = False
         self._connected = True
+        self._outbox: list[_Outgoing] = []
+        self._flushing = False
         self._scripts = (
             client.register_script(_SEND),
             client.register_script(_APPLY),
@@ -295,19 +326,58 @@ class RedisProgram(Program[M, Msg]):
             raise RedisProgramError(waiter.failure)
 
     async def _enqueue(self, message: Msg) -> StreamId:
-        data = msgspec.msgpack.encode(message)
+        outgoing = _Outgoing(msgspec.msgpack.encode(message))
+        self._outbox.append(outgoing)
+        if not self._flushing:
+            self._flushing = True
+            self._task_group.start_soon(self._flush)
+        await outgoing.done.wait()
+        if outgoing.entry is None:
+            raise RedisProgramError(outgoing.failure)
+        return outgoing.entry
+
+    async def _flush(self) -> None:
+        """Send what the outbox holds, one script call per batch, until it is empty.
+
+        Sends made while a batch is on the wire wait for the next one, so
+        under load one round trip queues many Messages and at rest a lone
+        send goes out at once.
+        """
+        batch: list[_Outgoing] = []
         try:
-            entry = await self._scripts[0](keys=[self._keys.inbox], args=[data, self._options.max_pending])
-        except (RedisConnectionError, RedisTimeoutError):
-            raise RedisProgramError(
-                "Redis is unreachable; the Message may not have been queued"
-            ) from None
-        if entry is None:
-            raise RedisProgramError(
-                f"{self._keys.inbox} already holds {self._options.max_pending} Messages waiting for the writer; "
-                "this one was not queued"
-            )
-        return _stream_id(cast("bytes", entry))
+            while self._outbox:
+                batch = self._outbox[:_BATCH]
+                del self._outbox[:_BATCH]
+                try:
+                    ids = await self._scripts[0](
+                        keys=[self._keys.inbox], args=[self._options.max_pending, *(item.data for item in batch)]
+                    )
+                except (RedisConnectionError, RedisTimeoutError, OSError):
+                    for item in batch:
+                        item.failure = _UNREACHABLE
+                except RedisError as exc:
+                    _logger.exception("Redis refused to queue %d Messages", len(batch))
+                    for item in batch:
+                        item.failure = f"Redis refused to queue the Message ({type(exc).__name__})"
+                else:
+                    full = (
+                        f"{self._keys.inbox} already holds {self._options.max_pending} Messages waiting for the "
+                        "writer; this one was not queued"
+                    )
+                    for item, entry in zip(batch, cast("list[bytes | None]", ids), strict=True):
+                        if entry is None:
+                            item.failure = full
+                        else:
+                            item.entry = _stream_id(entry)
+                for item in batch:
+                    item.done.set()
+                batch = []
+        finally:
+            # Stopped mid-flight (the program is leaving): nobody may wait forever.
+            self._flushing = False
+            for item in (*batch, *self._outbox):
+                item.done.set()
+            self._outbox.clear()
 
     async def _run_command(self, command: Command[Msg]) -> None:
         result = await command()
