@@ -506,3 +506,17 @@ async def test_the_readme_example_serves_the_todo_app_on_redis(server: RedisServ
         with anyio.fail_after(5):
             while [todo.title for todo in second.host.model().todos][-1:] != ["shared"]:
                 await anyio.sleep(0.01)
+
+
+async def test_a_stopped_program_refuses_to_send_and_leaves_no_listener_or_lease(server: RedisServer) -> None:
+    ns = namespace()
+    async with running(server.url, ns) as stopped:
+        await writer_among([stopped])
+        unsubscribe = stopped.subscribe(lambda: None)
+        unsubscribe()
+        assert stopped.listener_count == 0
+    with pytest.raises(RuntimeError, match="the program has stopped"):
+        await stopped.send(Added(key="late"))
+    assert "stopped" in repr(stopped)
+    async with client(server.url) as raw:
+        assert await raw.get(f"{ns}:writer") is None
