@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
+from contextlib import AbstractAsyncContextManager
+
 import anyio
 import msgspec
 
@@ -22,6 +24,7 @@ from agentfx.app import App
 from agentfx.completion import CallInfo, Completion
 from agentfx.contract import for_model
 from agentfx.program import Command
+from agentfx.runtime import AgentRuntime
 
 __all__ = [
     "Added",
@@ -36,6 +39,7 @@ __all__ = [
     "Withdrew",
     "app",
     "fold",
+    "runtime_factory",
     "update",
 ]
 
@@ -161,6 +165,11 @@ contract = Tally.define(
 
 app = App(contract, init=Model(), update=update)
 """Served by ``agentfx serve tests.redis_app:app --redis URL``."""
+
+
+def runtime_factory() -> AbstractAsyncContextManager[AgentRuntime[Model, None]]:
+    """A runtime factory target, which ``--redis`` refuses: it runs a program of its own."""
+    return app.run()
 
 
 async def _worker(url: str, namespace: str, lease: float, name: str, count: int) -> None:

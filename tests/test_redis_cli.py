@@ -46,7 +46,7 @@ def test_a_malformed_namespace_is_a_usage_error() -> None:
     assert code == 2 and err.startswith("agentfx: The Redis namespace must be a non-empty string without spaces")
 
 
-@pytest.mark.parametrize("target", ["agentfx.docs:to_manifest"])
+@pytest.mark.parametrize("target", ["tests.redis_app:runtime_factory"])
 def test_redis_serves_an_app_not_a_runtime_factory(target: str) -> None:
     code, err = run("serve", target, "--redis", "redis://127.0.0.1:1/0")
     assert code == 2
