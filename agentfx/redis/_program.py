@@ -221,6 +221,7 @@ class RedisProgram(Program[M, Msg]):
         "_model_decoder",
         "_message_decoder",
         "_namespace",
+        "_failures",
         "_flushing",
         "_options",
         "_outbox",
@@ -261,6 +262,7 @@ class RedisProgram(Program[M, Msg]):
         self._connected = True
         self._outbox: list[_Outgoing] = []
         self._flushing = False
+        self._failures: dict[StreamId, str] = {}
         self._scripts = (
             client.register_script(_SEND),
             client.register_script(_APPLY),
@@ -310,6 +312,9 @@ class RedisProgram(Program[M, Msg]):
         entry = await self._enqueue(message)
         if entry <= self._applied:
             # The log may already have been read past it by the time the reply came back.
+            failure = self._failures.get(entry)
+            if failure is not None:
+                raise RedisProgramError(failure)
             return
         waiter = self._waiters[entry] = _Waiter()
         try:
@@ -417,7 +422,13 @@ class RedisProgram(Program[M, Msg]):
             for _stream, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
                 for log_id, fields in entries:
                     if not self._take(fields):
-                        await self._resync()
+                        try:
+                            reloaded = await self._resync()
+                        except (RedisConnectionError, RedisTimeoutError, OSError):
+                            reloaded = False
+                        if not reloaded:
+                            # Read the same entries again after a pause, not in a tight loop.
+                            await anyio.sleep(delay)
                         break
                     self._log_id = log_id.decode()
 
@@ -451,6 +462,11 @@ class RedisProgram(Program[M, Msg]):
         if waiter is not None:
             waiter.failure = failure
             waiter.done.set()
+        elif failure is not None:
+            # Its sender may not be waiting yet (the log outran the send's reply).
+            self._failures[entry] = failure
+            if len(self._failures) > _BATCH:
+                del self._failures[next(iter(self._failures))]
         return True
 
     def _notify(self, listeners: tuple[Any, ...], args: tuple[object, ...]) -> None:
@@ -460,13 +476,15 @@ class RedisProgram(Program[M, Msg]):
             except Exception:
                 _logger.exception("a listener raised at version %d; the others still run", self._version)
 
-    async def _resync(self) -> None:
+    async def _resync(self) -> bool:
         """The log no longer reaches back to this copy's version: reload the Model from ``<ns>:model``."""
         raw, version, applied, log_id = await self._client.hmget(
             self._keys.model, ["model", "version", "applied", "log"]
         )
         if raw is None or version is None or applied is None or log_id is None:
-            return
+            _logger.error("%s is missing while %s skips versions; the Model stays at version %d",
+                          self._keys.model, self._keys.log, self._version)
+            return False
         _logger.warning(
             "%s was trimmed past version %d; reloading the Model at version %s (observers miss the Messages between)",
             self._keys.log,
@@ -481,6 +499,7 @@ class RedisProgram(Program[M, Msg]):
             if entry <= self._applied:
                 waiter.done.set()
         self._notify(self._subscribers.snapshot(), ())
+        return True
 
     # -- the writer ------------------------------------------------------
 
