@@ -22,7 +22,7 @@ import msgspec
 
 from agentfx.app import App
 from agentfx.completion import CallInfo, Completion
-from agentfx.contract import for_model
+from agentfx.builder import for_model
 from agentfx.program import Command
 from agentfx.runtime import AgentRuntime
 
