@@ -2,8 +2,8 @@
 
 Calls are spread across the three servers; each answers from its own copy
 of the Model, a completion is settled by whichever process holds the writer
-lease, and a change made through one server reaches a ``list_changed``
-listener held by another. Only the public CLI and the public client are
+lease, and a change made through one server reaches ``list_changed``
+listeners held by the others, over both MCP revisions the endpoint serves. Only the public CLI and the public client are
 used, so the test does not depend on how the endpoint is built. The SDK's
 HTTP client runs on asyncio here (see ``tests/integration/test_mcp_http.py``
 for why it is not run on trio); the server side is asyncio-only anyway.
@@ -27,6 +27,7 @@ import mcp_types as types
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.subscriptions import ToolsListChanged
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.redis_server import RedisServer, redis_server
@@ -133,12 +134,21 @@ async def test_a_change_through_one_process_reaches_a_list_changed_listener_on_a
     async def handler(message: object) -> None:
         notifications.append(message)
 
-    async with three(server, ns) as (a, b, _c), connect(a.url) as on_a, connect(b.url, message_handler=handler) as on_b:
+    async with (
+        three(server, ns) as (a, b, c),
+        connect(a.url) as on_a,
+        connect(b.url, message_handler=handler, mode="legacy") as on_b,
+        connect(c.url) as on_c,
+    ):
+        # B's client speaks the 2025-11-25 sessions (a notification on its stream),
+        # C's the 2026-07-28 revision (a subscriptions/listen stream).
         assert "withdraw" not in [tool.name for tool in (await on_b.list_tools()).tools]
-        assert text(await on_a.call_tool("open", {})) == "Dispatched Opened"
-        with anyio.fail_after(5):
-            while not any(isinstance(m, types.ToolListChangedNotification) for m in notifications):
-                await anyio.sleep(0.02)
+        async with on_c.listen(tools_list_changed=True) as stream:
+            assert text(await on_a.call_tool("open", {})) == "Dispatched Opened"
+            with anyio.fail_after(5):
+                assert isinstance(await anext(stream), ToolsListChanged)
+                while not any(isinstance(m, types.ToolListChangedNotification) for m in notifications):
+                    await anyio.sleep(0.02)
         assert "withdraw" in [tool.name for tool in (await on_b.list_tools()).tools]
         answer = await on_b.call_tool("withdraw", {"n": 5})
         assert text(answer) == "Dispatched Withdrew"
