@@ -3,17 +3,19 @@
 This layer owns :class:`App`, a contract together with the ``init`` and
 ``update`` of the reference program (:mod:`agentfx.program`) and the
 principal its agents act as. ``async with app.run() as runtime`` starts the
-program and binds the runtime; nothing else is needed to serve it.
+program and binds the runtime; nothing else is needed to serve it. Any
+:data:`ProgramFactory` may run the program instead of the in-process one
+(``agentfx.redis.program`` shares one Model across processes).
 
-It deliberately knows nothing of transports: adapters take the runtime it
-yields.
+It deliberately knows nothing of transports (adapters take the runtime it
+yields) and imports no program but the in-process one: a factory is passed in.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
 from .program import Commands, Program, run_program
 from .runtime import AgentRuntime, bind
@@ -23,11 +25,23 @@ if TYPE_CHECKING:
     from .contract import Definition
     from .invocation import Invocation
 
-__all__ = ["App"]
+__all__ = ["App", "ProgramFactory"]
 
 M = TypeVar("M")
 Msg = TypeVar("Msg")
 P = TypeVar("P")
+
+ProgramFactory: TypeAlias = Callable[[Any, Any], AbstractAsyncContextManager[Program[Any, Any]]]
+"""``factory(init, update)`` -> an async context manager running the program.
+
+:func:`agentfx.run_program` (keyword arguments) is the default;
+``agentfx.redis.program(url, namespace=..., message_type=...)`` returns one
+whose Model lives in Redis.
+"""
+
+
+def _in_process(init: Any, update: Any) -> AbstractAsyncContextManager[Program[Any, Any]]:
+    return run_program(init=init, update=update)
 
 
 class _Keep:
@@ -52,6 +66,9 @@ class App(Generic[M, Msg, P]):
             callable is passed as ``lambda _: principal``. ``None`` (the
             default) gives every invocation the principal ``None``.
         audit: Receives one record per dispatch of every runtime the app binds.
+        program: Runs the program, ``factory(init, update)``; the in-process
+            :func:`agentfx.run_program` by default. :meth:`program`,
+            :meth:`run` and every server given this App use it.
 
     >>> import anyio, msgspec, agentfx
     >>> class Bumped(msgspec.Struct, frozen=True, tag=True):
@@ -66,7 +83,7 @@ class App(Generic[M, Msg, P]):
     2
     """
 
-    __slots__ = ("audit", "definition", "init", "principal", "update")
+    __slots__ = ("_programs", "audit", "definition", "init", "principal", "update")
 
     def __init__(
         self,
@@ -76,16 +93,22 @@ class App(Generic[M, Msg, P]):
         principal: P | Callable[[Invocation], P] | None = None,
         *,
         audit: AuditSink | None = None,
+        program: ProgramFactory | None = None,
     ) -> None:
         self.definition = definition
         self.init = init
         self.update = update
         self.principal = principal
         self.audit = audit
+        self._programs: ProgramFactory = _in_process if program is None else program
 
-    def program(self) -> AbstractAsyncContextManager[Program[M, Msg]]:
-        """Start the program alone, for binding several runtimes to one running application."""
-        return run_program(init=self.init, update=self.update)
+    def program(self, factory: ProgramFactory | None = None) -> AbstractAsyncContextManager[Program[M, Msg]]:
+        """Start the program alone, for binding several runtimes to one running application.
+
+        Args:
+            factory: Runs it instead of the app's own program factory.
+        """
+        return (self._programs if factory is None else factory)(self.init, self.update)
 
     def bind(
         self,
@@ -114,6 +137,7 @@ class App(Generic[M, Msg, P]):
         *,
         principal: P | Callable[[Invocation], P] | None = _KEEP,
         audit: AuditSink | None = None,
+        program: ProgramFactory | None = None,
     ) -> AsyncGenerator[AgentRuntime[M, P]]:
         """Start the program and bind the runtime for the duration of an ``async with`` block.
 
@@ -123,9 +147,11 @@ class App(Generic[M, Msg, P]):
                 is kept; ``None`` is an override like any other, giving every
                 invocation the principal ``None``.
             audit: Overrides the app's audit sink for this run.
+            program: Runs the program for this run, ``factory(init, update)``
+                (see :data:`ProgramFactory`); the app's own by default.
         """
-        async with self.program() as program:
-            yield self.bind(program, principal=principal, audit=audit)
+        async with self.program(program) as running:
+            yield self.bind(running, principal=principal, audit=audit)
 
     def __repr__(self) -> str:
         names = ", ".join(c.name for c in self.definition.capabilities)

@@ -28,6 +28,7 @@ import signal
 import socket
 import sys
 import traceback
+import urllib.parse
 from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path, PurePath
@@ -426,6 +427,27 @@ async def stopped_by_signals(err: TextIO) -> AsyncGenerator[anyio.CancelScope]:
             raise lone from lone.__cause__
 
 
+_REDIS_EXTRA = "pip install 'agentfx[redis]'"
+
+
+def _on_redis(served: _Served, target: str, url: str, namespace: str | None) -> App[Any, Any, Any]:
+    """The App served on the program ``agentfx.redis`` runs, imported only here."""
+    if not isinstance(served, App):
+        raise UsageError(f'--redis serves an App, and "{target}" names a runtime factory, which runs its own program')
+    if urllib.parse.urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+        raise UsageError(f'--redis takes a redis://, rediss:// or unix:// URL, got "{url}"')
+    try:
+        adapter: Any = importlib.import_module("agentfx.redis")
+    except ImportError:
+        raise UsageError(f"--redis needs the Redis extra: {_REDIS_EXTRA}") from None
+    app = cast("App[Any, Any, Any]", served)
+    try:
+        factory = adapter.program(url, namespace=namespace or target, message_type=app.definition.union)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return App(app.definition, app.init, app.update, app.principal, audit=app.audit, program=factory)
+
+
 async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:
     from .mcp import serve_stdio
 
@@ -735,6 +757,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="network transports only; a Host header to accept besides loopback and --host (name:* for any port); repeatable",
     )
+    serve.add_argument(
+        "--redis",
+        metavar="URL",
+        help="share one Model with every process serving the App on this Redis (needs agentfx[redis])",
+    )
+    serve.add_argument("--namespace", metavar="NS", help="with --redis: the prefix of its keys; default: MODULE:ATTR")
     serve.set_defaults(run=_serve_command)
 
     demo = commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
@@ -758,6 +786,10 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _network_flags_fit(args)
     # The target first: a wrong one is told apart without loading the MCP SDK.
     served = _served(args.target)
+    if args.redis is not None:
+        served = _on_redis(served, args.target, args.redis, args.namespace)
+    elif args.namespace is not None:
+        raise UsageError("--namespace names the keys of --redis; give --redis URL too")
     _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
     try:
         if args.transport == "stdio":

@@ -23,6 +23,7 @@ from .dispatch import dispatch_overhead, refusal_paths
 from .documentation import manifest_at_size
 from .harness import FULL, SMOKE, Config, Row
 from .peers import mcp_servers, validation
+from .redis_program import redis_program
 from .report import markdown_table, target_lines, write_json
 from .transports import cold_start, http_peers, stdio_peers
 
@@ -41,6 +42,7 @@ SCENARIOS: dict[str, Scenario] = {
     "stdio": stdio_peers,
     "http": http_peers,
     "cold-start": cold_start,
+    "redis": redis_program,
 }
 """Every scenario, in the order the suite runs them."""
 

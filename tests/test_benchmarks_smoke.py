@@ -31,6 +31,7 @@ _SCENARIO_NAMES = {
     "stdio peers",
     "HTTP peers",
     "cold start",
+    "redis program",
 }
 
 _TARGETS = {

@@ -1,0 +1,207 @@
+"""The MCP SDK's ``SubscriptionBus`` over Redis pub/sub, for listen streams on every process.
+
+This layer owns one channel, ``<ns>:events``: :meth:`RedisSubscriptionBus.publish`
+delivers an event to this process's listeners at once and publishes it for
+every other process sharing the namespace, whose reader task hands it to
+their listeners. Pub/sub is fire-and-forget, as the SDK's listen streams are
+(no replay: a client that lost its stream re-listens and refetches), so an
+event published while Redis is unreachable reaches this process only.
+
+It deliberately knows nothing of agentfx's runtime or of what the events
+mean: it carries the SDK's typed ``ServerEvent`` values and leaves
+subscription ids, filters and wire notifications to the SDK's
+``ListenHandler``. asyncio only, like redis-py's client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+import anyio
+import msgspec
+from redis.exceptions import RedisError
+
+from . import _client
+
+if TYPE_CHECKING:
+    from mcp.shared.subscriptions import ServerEvent
+    from redis.asyncio import Redis
+    from redis.asyncio.client import PubSub
+
+__all__ = ["RedisSubscriptionBus", "subscription_bus"]
+
+_logger = logging.getLogger("agentfx.redis")
+
+_BACKOFF = (0.05, 2.0)
+_MAX_URI = 4096
+
+
+class _Wire(msgspec.Struct, frozen=True):
+    origin: str
+    kind: str
+    uri: str | None = None
+
+
+@cache
+def _vocabulary() -> tuple[dict[type[object], str], dict[str, ServerEvent]]:
+    # Imported on first use, so agentfx.redis's program runs without the MCP extra.
+    from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
+
+    kinds: dict[type[object], str] = {
+        ToolsListChanged: "tools",
+        PromptsListChanged: "prompts",
+        ResourcesListChanged: "resources",
+        ResourceUpdated: "resource",
+    }
+    singletons: dict[str, ServerEvent] = {
+        "tools": ToolsListChanged(),
+        "prompts": PromptsListChanged(),
+        "resources": ResourcesListChanged(),
+    }
+    return kinds, singletons
+
+
+class RedisSubscriptionBus:
+    """A ``SubscriptionBus`` (the MCP SDK's protocol) shared by every process on one namespace.
+
+    Obtain one from :func:`subscription_bus`. Pass it wherever the SDK takes
+    a bus (``MCPServer(subscriptions=bus)``, ``ListenHandler(bus)``).
+    Listeners are synchronous and run on the event loop, in publication
+    order per publishing process; one that raises is logged and skipped.
+    """
+
+    __slots__ = ("_channel", "_client", "_decoder", "_listeners", "_origin")
+
+    def __init__(self, client: Redis, channel: str) -> None:
+        self._client = client
+        self._channel = channel
+        self._origin = uuid.uuid4().hex
+        self._listeners: dict[object, Callable[[ServerEvent], None]] = {}
+        self._decoder = msgspec.json.Decoder(_Wire)
+
+    @property
+    def channel(self) -> str:
+        """The Redis channel events travel on."""
+        return self._channel
+
+    @property
+    def listener_count(self) -> int:
+        """Listeners subscribed in this process."""
+        return len(self._listeners)
+
+    async def publish(self, event: ServerEvent) -> None:
+        """Deliver ``event`` to this process's listeners, then to every other process's.
+
+        Raises:
+            TypeError: ``event`` is not one of the SDK's ``ServerEvent`` types.
+            redis.exceptions.RedisError: Redis is unreachable; this process's
+                listeners have been told already.
+        """
+        kind = _vocabulary()[0].get(type(event))
+        if kind is None:
+            raise TypeError(f"Cannot publish {type(event).__name__}: it is not an MCP ServerEvent")
+        self._deliver(event)
+        uri: str | None = getattr(event, "uri", None) if kind == "resource" else None
+        await _client.publish(self._client, self._channel, msgspec.json.encode(_Wire(self._origin, kind, uri)))
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        """Register ``listener`` in this process and return an idempotent unsubscribe."""
+        token = object()
+        self._listeners[token] = listener
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    def _deliver(self, event: ServerEvent) -> None:
+        for listener in list(self._listeners.values()):
+            try:
+                listener(event)
+            except Exception:
+                _logger.exception("a subscription listener raised; the others still run")
+
+    def _received(self, data: bytes) -> None:
+        try:
+            wire = self._decoder.decode(data)
+        except msgspec.DecodeError:
+            _logger.warning("ignored a malformed event on %s", self._channel)
+            return
+        if wire.origin == self._origin:
+            return
+        if wire.kind == "resource":
+            if wire.uri is None or len(wire.uri) > _MAX_URI:
+                _logger.warning("ignored a malformed event on %s", self._channel)
+                return
+            from mcp.shared.subscriptions import ResourceUpdated
+
+            event: ServerEvent = ResourceUpdated(uri=wire.uri)
+        else:
+            known = _vocabulary()[1].get(wire.kind)
+            if known is None:
+                _logger.warning("ignored a malformed event on %s", self._channel)
+                return
+            event = known
+        self._deliver(event)
+
+    async def _read(self, ready: anyio.Event) -> None:
+        delay = _BACKOFF[0]
+        while True:
+            pubsub: PubSub = _client.pubsub(self._client)
+            try:
+                await pubsub.subscribe(self._channel)
+                ready.set()
+                delay = _BACKOFF[0]
+                while True:
+                    data = _client.message_data(await _client.next_message(pubsub))
+                    if data is not None:
+                        self._received(data)
+            except (RedisError, OSError):
+                _logger.warning("lost Redis while listening on %s; reconnecting", self._channel)
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                    await pubsub.aclose()
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _BACKOFF[1])
+
+
+@asynccontextmanager
+async def subscription_bus(url: str, *, namespace: str) -> AsyncGenerator[RedisSubscriptionBus]:
+    """A :class:`RedisSubscriptionBus` on ``<namespace>:events`` for the duration of an ``async with`` block.
+
+    The block starts once the channel is subscribed, so an event another
+    process publishes after that reaches this one. asyncio only.
+
+    Args:
+        url: A redis-py URL, ``redis://host:port/db``.
+        namespace: Processes sharing it share events.
+
+    Raises:
+        RuntimeError: Not running on asyncio.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError("agentfx.redis runs on asyncio only: redis-py's client does not run on trio") from None
+    client = _client.client(url, socket_connect_timeout=2)
+    try:
+        bus = RedisSubscriptionBus(client, f"{namespace}:events")
+        async with anyio.create_task_group() as task_group:
+            ready = anyio.Event()
+            task_group.start_soon(bus._read, ready)  # pyright: ignore[reportPrivateUsage]
+            with anyio.fail_after(10):
+                await ready.wait()
+            try:
+                yield bus
+            finally:
+                task_group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await client.aclose()

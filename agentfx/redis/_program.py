@@ -1,0 +1,802 @@
+"""The reference program on Redis: one Model shared by many processes, one writer at a time.
+
+This layer owns the keys of one namespace and what happens to them:
+
+- ``<ns>:inbox``, a stream: :meth:`RedisProgram.send` appends the
+  msgspec-encoded Message (refused when :data:`MAX_PENDING` are waiting);
+- ``<ns>:writer``, the lease (``SET NX PX``, renewed): exactly one process
+  holds it, reads the inbox, runs ``update`` and starts the commands;
+- ``<ns>:model``, a hash with the Model, its version, the last applied inbox
+  id and the log id of that version;
+- ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``.
+
+The writer applies a batch of inbox entries in one Lua script that checks it
+still holds the lease and that the version has not moved, stores the Model,
+the version and the last applied inbox id, appends one log entry per Message
+and trims what the inbox no longer needs: all of it or nothing. A writer that
+dies mid-batch leaves the inbox where the last applied id says, so the next
+writer resumes there and nothing is applied twice or lost.
+
+Every process, the writer included, keeps a local copy of the Model by tailing
+the log, so :attr:`~agentfx.program.Program.model` stays synchronous and
+immutable, and notifies its subscribers and observers in version order: a
+completion contract works whichever process took the call.
+
+It deliberately knows nothing of contracts, dispatch or MCP: it is a
+:class:`~agentfx.program.Program` (same ``model``, ``send``, ``observe``,
+``subscribe``, ``host``) so every adapter works unchanged. It runs on asyncio
+only, because redis-py's client is asyncio-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import socket
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+import anyio
+import msgspec
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import EncodableT
+
+from ..app import ProgramFactory
+from ..contract import ContractError
+from ..program import Command, Commands, Program, _as_pair  # pyright: ignore[reportPrivateUsage]
+from . import _client
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+__all__ = [
+    "DEFAULT_LEASE",
+    "MAX_PENDING",
+    "RedisProgram",
+    "RedisProgramError",
+    "program",
+    "run_program",
+]
+
+_logger = logging.getLogger("agentfx.redis")
+
+M = TypeVar("M")
+Msg = TypeVar("Msg")
+
+DEFAULT_LEASE = 5.0
+"""Seconds a writer lease lasts unless renewed; a dead writer is replaced within twice this."""
+
+MAX_PENDING = 10_000
+"""Messages the inbox holds before :meth:`RedisProgram.send` refuses another."""
+
+LOG_LENGTH = 10_000
+"""Roughly how many versions ``<ns>:log`` keeps; a copy further behind reloads the Model."""
+
+_BATCH = 256
+_BACKOFF = (0.05, 2.0)
+_CHANGED, _UNCHANGED, _FAILED = b"c", b"u", b"x"
+
+# One call queues a whole batch of sends (group commit): ARGV[1] is the
+# bound, then one Message per argument; each gets its entry id, or nil once
+# the inbox is full. XLEN counts at most one already-applied entry (XTRIM
+# MINID keeps the last applied id).
+_SEND = """
+local room = tonumber(ARGV[1]) - redis.call('XLEN', KEYS[1])
+local ids = {}
+for k = 2, #ARGV do
+  if room > 0 then
+    ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', 'm', ARGV[k])
+    room = room - 1
+  else
+    ids[#ids + 1] = false
+  end
+end
+return ids
+"""
+
+# KEYS: writer, model, log, inbox. ARGV: token, lease ms, log length, base
+# version, entry count, then per entry: inbox id, flag, message, Model (empty
+# unless the flag says the Model changed).
+_APPLY = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('AGENTFX_LEASE lost') end
+local version = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
+if version ~= tonumber(ARGV[4]) then return redis.error_reply('AGENTFX_VERSION moved') end
+local model = false
+local logid = false
+local last = false
+for k = 0, tonumber(ARGV[5]) - 1 do
+  local b = 6 + 4 * k
+  version = version + 1
+  if ARGV[b + 1] == 'c' then
+    model = ARGV[b + 3]
+    logid = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*',
+      'v', version, 'i', ARGV[b], 'f', 'c', 'm', ARGV[b + 2], 's', model)
+  else
+    logid = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*',
+      'v', version, 'i', ARGV[b], 'f', ARGV[b + 1], 'm', ARGV[b + 2])
+  end
+  last = ARGV[b]
+end
+if model then redis.call('HSET', KEYS[2], 'model', model) end
+redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid)
+redis.call('XTRIM', KEYS[4], 'MINID', last)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return logid
+"""
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class RedisProgramError(RuntimeError):
+    """:meth:`RedisProgram.send` could not see its Message applied.
+
+    The pipeline treats it like any exception from ``host.dispatch``: a
+    defect, audited with decision ``unknown``. The message names what went
+    wrong, never the Message's contents.
+    """
+
+
+class _LeaseLost(Exception):
+    pass
+
+
+StreamId = tuple[int, int]
+
+
+def _stream_id(raw: bytes | str) -> StreamId:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class _Waiter:
+    __slots__ = ("done", "failure")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.failure: str | None = None
+
+
+class _Outgoing:
+    """One Message on its way to the inbox, in the next batch the flusher sends."""
+
+    __slots__ = ("data", "done", "entry", "failure")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.done = anyio.Event()
+        self.entry: StreamId | None = None
+        self.failure = _UNSENT
+
+
+_UNSENT = "The program stopped while the Message was on its way to Redis; whether it was queued is unknown"
+_UNREACHABLE = "Redis is unreachable; the Message may not have been queued"
+
+
+class _Keys:
+    __slots__ = ("inbox", "log", "model", "writer")
+
+    def __init__(self, namespace: str) -> None:
+        self.inbox = f"{namespace}:inbox"
+        self.writer = f"{namespace}:writer"
+        self.model = f"{namespace}:model"
+        self.log = f"{namespace}:log"
+
+
+class RedisProgram(Program[M, Msg]):
+    """A :class:`~agentfx.program.Program` whose Model lives in Redis; obtain one from :func:`run_program`.
+
+    ``model``, ``observe``, ``subscribe``, ``host`` and ``listener_count``
+    behave as the in-process program's, over this process's copy of the
+    Model. Listeners run in version order, subscribers (when the Model
+    changed) before observers, after the copy has taken the new Model. Unlike
+    the in-process program, a listener that raises is logged and skipped: it
+    runs in the task that tails the log, not in the sender's.
+    """
+
+    __slots__ = (
+        "_applied",
+        "_client",
+        "_connected",
+        "_keys",
+        "_lease",
+        "_log_id",
+        "_model_decoder",
+        "_message_decoder",
+        "_namespace",
+        "_failures",
+        "_flushing",
+        "_options",
+        "_outbox",
+        "_scripts",
+        "_token",
+        "_version",
+        "_waiters",
+        "_writer",
+    )
+
+    def __init__(
+        self,
+        model: M,
+        update: Callable[[M, Msg], M | tuple[M, Commands[Msg]]],
+        task_group: TaskGroup,
+        *,
+        client: Redis,
+        namespace: str,
+        model_type: object,
+        message_type: object,
+        options: _Options,
+    ) -> None:
+        super().__init__(model, update, task_group)
+        self._client = client
+        self._namespace = namespace
+        self._keys = _Keys(namespace)
+        self._options = options
+        self._lease = options.lease
+        self._model_decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(cast("Any", model_type))
+        self._message_decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(cast("Any", message_type))
+        # Says who holds the lease to whoever reads <ns>:writer.
+        self._token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._version = 0
+        self._log_id = "0-0"
+        self._applied: StreamId = (0, 0)
+        self._waiters: dict[StreamId, _Waiter] = {}
+        self._writer = False
+        self._connected = True
+        self._outbox: list[_Outgoing] = []
+        self._flushing = False
+        self._failures: dict[StreamId, str] = {}
+        self._scripts = (
+            client.register_script(_SEND),
+            client.register_script(_APPLY),
+            client.register_script(_RENEW),
+            client.register_script(_RELEASE),
+        )
+
+    @property
+    def namespace(self) -> str:
+        """The prefix of every key this program uses."""
+        return self._namespace
+
+    @property
+    def version(self) -> int:
+        """The version of this process's copy of the Model: how many Messages the writers have applied."""
+        return self._version
+
+    @property
+    def token(self) -> str:
+        """This process's lease token, ``host:pid:random``; ``<ns>:writer`` holds the writer's."""
+        return self._token
+
+    @property
+    def is_writer(self) -> bool:
+        """Whether this process holds the writer lease right now."""
+        return self._writer
+
+    @property
+    def connected(self) -> bool:
+        """Whether the last read of the log reached Redis; the Model is the last copy either way."""
+        return self._connected
+
+    # -- sending ---------------------------------------------------------
+
+    async def send(self, message: Msg) -> None:
+        """Queue ``message`` on the inbox and return once this process's copy has applied it.
+
+        Raises:
+            RuntimeError: The program has stopped.
+            RedisProgramError: Redis is unreachable or the inbox is full (the
+                Message was not queued, or whether it was is unknown), no
+                writer applied it within ``apply_timeout``, or ``update``
+                raised on the writer.
+        """
+        if self._closed:
+            raise RuntimeError("Cannot send a Message: the program has stopped (its run_program block has exited)")
+        entry = await self._enqueue(message)
+        if entry <= self._applied:
+            # The log may already have been read past it by the time the reply came back.
+            failure = self._failures.get(entry)
+            if failure is not None:
+                raise RedisProgramError(failure)
+            return
+        waiter = self._waiters[entry] = _Waiter()
+        try:
+            with anyio.move_on_after(self._options.apply_timeout):
+                await waiter.done.wait()
+        finally:
+            del self._waiters[entry]
+        if not waiter.done.is_set():
+            raise RedisProgramError(
+                f"The Message was queued on {self._keys.inbox}, but no writer applied it within "
+                f"{self._options.apply_timeout:g}s; it may still be applied later"
+            )
+        if waiter.failure is not None:
+            raise RedisProgramError(waiter.failure)
+
+    async def _enqueue(self, message: Msg) -> StreamId:
+        outgoing = _Outgoing(msgspec.msgpack.encode(message))
+        self._outbox.append(outgoing)
+        if not self._flushing:
+            self._flushing = True
+            self._task_group.start_soon(self._flush)
+        await outgoing.done.wait()
+        if outgoing.entry is None:
+            raise RedisProgramError(outgoing.failure)
+        return outgoing.entry
+
+    async def _flush(self) -> None:
+        """Send what the outbox holds, one script call per batch, until it is empty.
+
+        Sends made while a batch is on the wire wait for the next one, so
+        under load one round trip queues many Messages and at rest a lone
+        send goes out at once.
+        """
+        batch: list[_Outgoing] = []
+        try:
+            while self._outbox:
+                batch = self._outbox[:_BATCH]
+                del self._outbox[:_BATCH]
+                try:
+                    ids = await self._scripts[0](
+                        keys=[self._keys.inbox], args=[self._options.max_pending, *(item.data for item in batch)]
+                    )
+                except (RedisConnectionError, RedisTimeoutError, OSError):
+                    for item in batch:
+                        item.failure = _UNREACHABLE
+                except RedisError as exc:
+                    _logger.exception("Redis refused to queue %d Messages", len(batch))
+                    for item in batch:
+                        item.failure = f"Redis refused to queue the Message ({type(exc).__name__})"
+                else:
+                    full = (
+                        f"{self._keys.inbox} already holds {self._options.max_pending} Messages waiting for the "
+                        "writer; this one was not queued"
+                    )
+                    for item, entry in zip(batch, cast("list[bytes | None]", ids), strict=True):
+                        if entry is None:
+                            item.failure = full
+                        else:
+                            item.entry = _stream_id(entry)
+                for item in batch:
+                    item.done.set()
+                batch = []
+        finally:
+            # Stopped mid-flight (the program is leaving): nobody may wait forever.
+            self._flushing = False
+            for item in (*batch, *self._outbox):
+                item.done.set()
+            self._outbox.clear()
+
+    async def _run_command(self, command: Command[Msg]) -> None:
+        result = await command()
+        if result is not None and not self._closed:
+            try:
+                await self._enqueue(result)
+            except RedisProgramError:
+                _logger.exception("a command's Message could not be queued; it is lost")
+
+    # -- the local copy --------------------------------------------------
+
+    async def _load(self, init: M) -> None:
+        """Take the stored Model (or ``init`` for a fresh namespace) as this copy's start."""
+        raw, version, log_id = await self._client.hmget(self._keys.model, ["model", "version", "log"])
+        self._model = init if raw is None else self._model_decoder.decode(cast("bytes", raw))
+        self._version = 0 if version is None else int(cast("bytes", version))
+        self._log_id = "0-0" if log_id is None else cast("bytes", log_id).decode()
+
+    async def _tail(self) -> None:
+        delay = _BACKOFF[0]
+        while True:
+            try:
+                reply = await self._client.xread(
+                    {self._keys.log: self._log_id}, count=_BATCH, block=self._options.block_ms
+                )
+            except (RedisConnectionError, RedisTimeoutError, OSError):
+                if self._connected:
+                    _logger.warning("lost Redis while reading %s; the Model stays at version %d", self._keys.log, self._version)
+                self._connected = False
+                await anyio.sleep(delay)
+                delay = min(delay * 2, self._options.backoff_max)
+                continue
+            if not self._connected:
+                _logger.warning("reconnected to Redis; reading %s from version %d", self._keys.log, self._version)
+            self._connected = True
+            delay = _BACKOFF[0]
+            for _stream, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
+                for log_id, fields in entries:
+                    if not self._take(fields):
+                        try:
+                            reloaded = await self._resync()
+                        except (RedisConnectionError, RedisTimeoutError, OSError):
+                            reloaded = False
+                        if not reloaded:
+                            # Read the same entries again after a pause, not in a tight loop.
+                            await anyio.sleep(delay)
+                        break
+                    self._log_id = log_id.decode()
+
+    def _take(self, fields: dict[bytes, bytes]) -> bool:
+        """Apply one log entry to the copy; ``False`` when versions were skipped (the log was trimmed)."""
+        version = int(fields[b"v"])
+        if version <= self._version:
+            return True
+        if version != self._version + 1:
+            return False
+        flag = fields[b"f"]
+        entry = _stream_id(fields[b"i"])
+        self._version = version
+        self._applied = entry
+        failure: str | None = None
+        if flag == _FAILED:
+            failure = "update raised while the writer applied this Message; the Model is unchanged"
+        else:
+            try:
+                message = self._message_decoder.decode(fields[b"m"])
+                if flag == _CHANGED:
+                    self._model = self._model_decoder.decode(fields[b"s"])
+            except msgspec.DecodeError:
+                _logger.exception("version %d of %s does not decode with this process's types", version, self._keys.log)
+                failure = "this process cannot decode the Model the writer stored"
+            else:
+                if flag == _CHANGED:
+                    self._notify(self._subscribers.snapshot(), ())
+                self._notify(self._observers.snapshot(), (message,))
+        waiter = self._waiters.get(entry)
+        if waiter is not None:
+            waiter.failure = failure
+            waiter.done.set()
+        elif failure is not None:
+            # Its sender may not be waiting yet (the log outran the send's reply).
+            self._failures[entry] = failure
+            if len(self._failures) > _BATCH:
+                del self._failures[next(iter(self._failures))]
+        return True
+
+    def _notify(self, listeners: tuple[Any, ...], args: tuple[object, ...]) -> None:
+        for listener in listeners:
+            try:
+                listener.call(*args)
+            except Exception:
+                _logger.exception("a listener raised at version %d; the others still run", self._version)
+
+    async def _resync(self) -> bool:
+        """The log no longer reaches back to this copy's version: reload the Model from ``<ns>:model``."""
+        raw, version, applied, log_id = await self._client.hmget(
+            self._keys.model, ["model", "version", "applied", "log"]
+        )
+        if raw is None or version is None or applied is None or log_id is None:
+            _logger.error("%s is missing while %s skips versions; the Model stays at version %d",
+                          self._keys.model, self._keys.log, self._version)
+            return False
+        _logger.warning(
+            "%s was trimmed past version %d; reloading the Model at version %s (observers miss the Messages between)",
+            self._keys.log,
+            self._version,
+            cast("bytes", version).decode(),
+        )
+        self._model = self._model_decoder.decode(cast("bytes", raw))
+        self._version = int(cast("bytes", version))
+        self._applied = _stream_id(cast("bytes", applied))
+        self._log_id = cast("bytes", log_id).decode()
+        for entry, waiter in list(self._waiters.items()):
+            if entry <= self._applied:
+                waiter.done.set()
+        self._notify(self._subscribers.snapshot(), ())
+        return True
+
+    # -- the writer ------------------------------------------------------
+
+    async def _lead(self, init: M) -> None:
+        """Compete for the lease forever; while holding it, apply the inbox."""
+        delay = _BACKOFF[0]
+        # Frequent enough that a released lease is taken at once, an expired one well within 2 x lease.
+        poll = min(self._lease / 4, 0.25)
+        while True:
+            try:
+                acquired = await self._client.set(self._keys.writer, self._token, nx=True, px=self._options.lease_ms)
+                if not acquired:
+                    await anyio.sleep(poll)
+                    continue
+                delay = _BACKOFF[0]
+                _logger.info("took the writer lease of %s", self._namespace)
+                await self._write(init)
+            except _LeaseLost:
+                _logger.warning("lost the writer lease of %s", self._namespace)
+            except (RedisError, OSError) as exc:
+                if self._writer or not isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+                    _logger.warning("the writer of %s stopped: %s; retrying", self._namespace, type(exc).__name__)
+                self._writer = False
+                await anyio.sleep(delay)
+                delay = min(delay * 2, self._options.backoff_max)
+            finally:
+                self._writer = False
+
+    async def _write(self, init: M) -> None:
+        self._writer = True
+        lost = False
+
+        async def renew(scope: anyio.CancelScope) -> None:
+            nonlocal lost
+            while True:
+                await anyio.sleep(self._lease / 3)
+                try:
+                    kept = await self._scripts[2](keys=[self._keys.writer], args=[self._token, self._options.lease_ms])
+                except RedisError:
+                    kept = 0
+                if not kept:
+                    lost = True
+                    scope.cancel()
+                    return
+
+        try:
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(renew, group.cancel_scope)
+                    await self._apply_inbox(init)
+            except BaseExceptionGroup as failures:
+                # The group wraps even a lone failure; the caller tells them apart.
+                if len(failures.exceptions) == 1:
+                    raise failures.exceptions[0] from None
+                raise
+        finally:
+            if self._closed:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                    # Leaving on purpose: hand the lease over now rather than after it expires.
+                    try:
+                        await self._scripts[3](keys=[self._keys.writer], args=[self._token])
+                    except RedisError:
+                        pass
+        if lost:
+            raise _LeaseLost
+
+    async def _apply_inbox(self, init: M) -> None:
+        raw, version, applied = await self._client.hmget(self._keys.model, ["model", "version", "applied"])
+        if raw is None:
+            model = init
+            # A fresh namespace: store the initial Model so a copy started later reads it.
+            await self._client.hsetnx(self._keys.model, "model", msgspec.msgpack.encode(init))
+        else:
+            model = cast(M, self._model_decoder.decode(cast("bytes", raw)))
+        base = 0 if version is None else int(cast("bytes", version))
+        position = "0-0" if applied is None else cast("bytes", applied).decode()
+        update = self._update
+        decode = self._message_decoder.decode
+        while True:
+            reply = await self._client.xread({self._keys.inbox: position}, count=_BATCH, block=self._options.block_ms)
+            if not reply:
+                continue
+            entries = cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply)[0][1]
+            args: list[EncodableT] = [self._token, self._options.lease_ms, self._options.log_length, base, len(entries)]
+            commands: list[Command[Msg]] = []
+            for entry_id, fields in entries:
+                data = fields.get(b"m", b"")
+                try:
+                    result = update(model, decode(data))
+                    pair = _as_pair(result) if result.__class__ is tuple else None
+                    new = cast(M, result) if pair is None else cast(M, pair[0])
+                    snapshot = b"" if new is model else msgspec.msgpack.encode(new)
+                except Exception:
+                    _logger.exception("update raised on inbox entry %s; it is recorded as failed", entry_id.decode())
+                    args += [entry_id, _FAILED, data, b""]
+                    continue
+                args += [entry_id, _UNCHANGED if new is model else _CHANGED, data, snapshot]
+                model = new
+                if pair is not None:
+                    commands.extend(pair[1])
+            try:
+                await self._scripts[1](keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args)
+            except ResponseError as exc:
+                if "AGENTFX_" in str(exc):
+                    raise _LeaseLost from None
+                raise
+            base += len(entries)
+            position = entries[-1][0].decode()
+            # Only after the apply is stored: a batch that was not applied
+            # asked for nothing, and its next writer will ask again.
+            start = self._task_group.start_soon
+            for command in commands:
+                start(self._run_command, command)
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._closed else ("writer" if self._writer else "running")
+        return f"<RedisProgram {self._namespace!r} {state} version={self._version} listeners={self.listener_count}>"
+
+
+class _Options(msgspec.Struct, frozen=True):
+    lease: float
+    apply_timeout: float
+    max_pending: int
+    log_length: int
+    backoff_max: float
+
+    @property
+    def lease_ms(self) -> int:
+        return max(1, math.ceil(self.lease * 1000))
+
+    @property
+    def block_ms(self) -> int:
+        # Short enough that a writer notices a lost lease between reads.
+        return max(1, int(self.lease * 1000 / 3))
+
+
+def _check(namespace: str, lease: float, apply_timeout: float, max_pending: int, log_length: int) -> None:
+    if not namespace or any(c.isspace() for c in namespace):
+        raise ContractError(f"The Redis namespace must be a non-empty string without spaces, got {namespace!r}")
+    if not (lease > 0 and math.isfinite(lease)):
+        raise ContractError(f"The writer lease must be a positive number of seconds, got {lease!r}")
+    if not (apply_timeout > 0 and math.isfinite(apply_timeout)):
+        raise ContractError(f"apply_timeout must be a positive number of seconds, got {apply_timeout!r}")
+    if max_pending < 1 or log_length < 1:
+        raise ContractError("max_pending and log_length must be at least 1")
+
+
+@asynccontextmanager
+async def run_program(
+    url: str,
+    *,
+    namespace: str,
+    init: M,
+    update: Callable[[M, Msg], M | tuple[M, Commands[Msg]]],
+    message_type: object,
+    model_type: object = None,
+    lease: float = DEFAULT_LEASE,
+    apply_timeout: float = 30.0,
+    max_pending: int = MAX_PENDING,
+    log_length: int = LOG_LENGTH,
+) -> AsyncGenerator[RedisProgram[M, Msg]]:
+    """Run an Elm program whose Model is shared, through Redis, by every process on ``namespace``.
+
+    Every process runs the same ``init`` and ``update``; one of them at a
+    time holds the writer lease and applies the inbox. ``init`` is the Model
+    of a namespace nothing has been stored under yet; otherwise the stored
+    Model is loaded. ``update`` and its commands follow
+    :func:`agentfx.run_program`'s rules; commands run on the writer and their
+    Messages go through the inbox. An ``update`` that raises is logged on the
+    writer, the Model is unchanged and the sender's :meth:`RedisProgram.send`
+    raises :class:`RedisProgramError`.
+
+    asyncio only: redis-py's client runs on asyncio, not on trio.
+
+    Args:
+        url: A redis-py URL, ``redis://host:port/db``.
+        namespace: The prefix of the keys; processes sharing it share a Model.
+        init: The Model of a fresh namespace.
+        update: ``update(model, message)``; synchronous and pure.
+        message_type: The Message union, to decode the inbox and the log with msgspec.
+        model_type: The Model's type for decoding; ``type(init)`` by default
+            (pass it when that loses information, e.g. a tuple of Structs).
+        lease: Seconds the writer lease lasts unless renewed (every third of it).
+        apply_timeout: Seconds :meth:`RedisProgram.send` waits for its Message to be applied.
+        max_pending: Messages the inbox holds before ``send`` refuses another.
+        log_length: Roughly how many versions the log keeps.
+
+    Raises:
+        ContractError: A malformed namespace or a non-positive duration or size.
+        RuntimeError: Not running on asyncio.
+        redis.exceptions.ConnectionError: Redis is unreachable when the program starts.
+    """
+    _check(namespace, lease, apply_timeout, max_pending, log_length)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError("agentfx.redis runs on asyncio only: redis-py's client does not run on trio") from None
+    options = _Options(lease, apply_timeout, max_pending, log_length, _BACKOFF[1])
+    # No retries: a retried XADD whose first reply was lost would queue the
+    # Message twice. Failures surface, and the loops reconnect with backoff.
+    pool = _client.pool(
+        url,
+        max_connections=64,
+        timeout=5,
+        retry=Retry(NoBackoff(), 0),
+        socket_connect_timeout=2,
+        socket_timeout=lease + 5,
+    )
+    client = Redis(connection_pool=pool)
+    lone: BaseException | None = None
+    try:
+        async with anyio.create_task_group() as task_group:
+            program = RedisProgram(
+                init,
+                update,
+                task_group,
+                client=client,
+                namespace=namespace,
+                model_type=type(init) if model_type is None else model_type,
+                message_type=message_type,
+                options=options,
+            )
+            await program._load(init)  # pyright: ignore[reportPrivateUsage]
+            task_group.start_soon(program._tail)  # pyright: ignore[reportPrivateUsage]
+            task_group.start_soon(program._lead, init)  # pyright: ignore[reportPrivateUsage]
+            try:
+                yield program
+            finally:
+                task_group.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # As agentfx.run_program: a lone failure (the block's own, a command's)
+        # comes out bare, so callers catch what was raised.
+        if len(group.exceptions) != 1:
+            raise
+        lone = group.exceptions[0]
+    finally:
+        with anyio.CancelScope(shield=True):
+            await client.aclose()
+            await pool.aclose()
+    if lone is not None:
+        context, suppress = lone.__context__, lone.__suppress_context__
+        try:
+            raise lone
+        finally:
+            lone.__context__, lone.__suppress_context__ = context, suppress
+            del lone, context
+
+
+def program(
+    url: str,
+    *,
+    namespace: str,
+    message_type: object,
+    model_type: object = None,
+    lease: float = DEFAULT_LEASE,
+    apply_timeout: float = 30.0,
+    max_pending: int = MAX_PENDING,
+    log_length: int = LOG_LENGTH,
+) -> ProgramFactory:
+    """A program factory for :class:`agentfx.App`: ``App(..., program=program(url, namespace=..., message_type=Msg))``.
+
+    The arguments are :func:`run_program`'s; ``init`` and ``update`` come
+    from the App. ``message_type`` is required because a factory receives
+    only ``init`` and ``update``.
+
+    >>> factory = program("redis://127.0.0.1:6379/0", namespace="todo", message_type=int)
+    >>> factory
+    <agentfx.redis program namespace='todo'>
+    """
+    _check(namespace, lease, apply_timeout, max_pending, log_length)
+    return _Factory[Any, Any](
+        url,
+        namespace=namespace,
+        message_type=message_type,
+        model_type=model_type,
+        lease=lease,
+        apply_timeout=apply_timeout,
+        max_pending=max_pending,
+        log_length=log_length,
+    )
+
+
+class _Factory(Generic[M, Msg]):
+    """``(init, update) -> async context manager of a running program``, on Redis."""
+
+    __slots__ = ("_options", "url", "namespace")
+
+    def __init__(self, url: str, *, namespace: str, **options: Any) -> None:
+        self.url = url
+        self.namespace = namespace
+        self._options = options
+
+    def __call__(
+        self, init: M, update: Callable[[M, Msg], M | tuple[M, Commands[Msg]]]
+    ) -> AbstractAsyncContextManager[Program[M, Msg]]:
+        return run_program(self.url, namespace=self.namespace, init=init, update=update, **self._options)
+
+    def __repr__(self) -> str:
+        # Never the URL: it may carry a password.
+        return f"<agentfx.redis program namespace={self.namespace!r}>"

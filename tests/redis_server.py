@@ -1,0 +1,155 @@
+"""A real ``redis-server`` for the Redis tests: its own temp dir, a free loopback port, nothing saved.
+
+Every server is started and stopped by the test that needs it; other test
+runs on the same machine get servers of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Generator
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+__all__ = ["Link", "RedisServer", "redis_server"]
+
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One ``redis-server`` process; :meth:`stop` and :meth:`start` again on the same port for outages."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        assert self._process is None, "already running"
+        for _attempt in range(20):
+            port = self.port or _free_port()
+            process = subprocess.Popen(
+                [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", str(self.directory), "--loglevel", "warning"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and process.poll() is None:
+                if _ping(port):
+                    self.port, self._process = port, process
+                    return
+                time.sleep(0.01)
+            process.kill()
+            process.wait()
+            # Another process took the port between the probe and the bind; a
+            # restart must keep its port, so only a fresh server moves on.
+            if self.port:
+                time.sleep(0.1)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def redis_server() -> Generator[RedisServer]:
+    """A running server for the duration of the block."""
+    with tempfile.TemporaryDirectory(prefix="agentfx-redis-") as directory:
+        server = RedisServer(Path(directory))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+class Link:
+    """A TCP proxy in front of a server that a test can cut and restore: Redis unreachable, its data kept.
+
+    ``cut()`` closes every proxied connection and stops listening, so a client
+    sees a reset and then refused connections; ``restore()`` listens again on
+    the same port. Runs in the test's event loop (asyncio).
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = _free_port()
+        self._scope: anyio.CancelScope | None = None
+        self._restored = anyio.Event()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def _pipe(self, source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+        try:
+            async for chunk in source:
+                await sink.send(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        finally:
+            await sink.aclose()
+
+    async def _serve(self, client: anyio.abc.SocketStream) -> None:
+        async with client:
+            try:
+                upstream = await anyio.connect_tcp("127.0.0.1", self.target_port)
+            except OSError:
+                return
+            async with upstream, anyio.create_task_group() as group:
+                group.start_soon(self._pipe, client, upstream)
+                group.start_soon(self._pipe, upstream, client)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; ``task_group.start(link.run)`` returns once it listens."""
+        started = False
+        while True:
+            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if not started:
+                    started = True
+                    task_status.started()
+                async with listener:
+                    await listener.serve(self._serve)
+            self._scope = None
+            # Cut: wait to be restored.
+            self._restored = anyio.Event()
+            await self._restored.wait()
+
+    def cut(self) -> None:
+        assert self._scope is not None, "not serving"
+        self._scope.cancel()
+
+    def restore(self) -> None:
+        self._restored.set()

@@ -1,0 +1,157 @@
+"""agentfx.redis's SubscriptionBus against a real redis-server, and under the MCP SDK's own listen streams.
+
+Two buses on one namespace stand for two server processes: each has its
+own Redis connection and listeners. asyncio only (redis-py's client).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Generator
+
+import anyio
+import mcp
+import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
+
+from agentfx.redis import subscription_bus
+from agentfx.redis import _client as raw_client
+from tests.redis_server import RedisServer, redis_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def server() -> Generator[RedisServer]:
+    with redis_server() as running:
+        yield running
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def namespace() -> str:
+    return f"bus-{uuid.uuid4().hex[:10]}"
+
+
+async def received(events: list[ServerEvent], count: int) -> None:
+    with anyio.fail_after(5):
+        while len(events) < count:
+            await anyio.sleep(0.005)
+
+
+async def test_an_event_published_on_one_process_reaches_the_others_once_each(server: RedisServer) -> None:
+    ns = namespace()
+    async with subscription_bus(server.url, namespace=ns) as a, subscription_bus(server.url, namespace=ns) as b:
+        on_a: list[ServerEvent] = []
+        on_b: list[ServerEvent] = []
+        a.subscribe(on_a.append)
+        b.subscribe(on_b.append)
+        sent: list[ServerEvent] = [
+            ToolsListChanged(),
+            ResourceUpdated(uri="app://total"),
+            PromptsListChanged(),
+            ResourcesListChanged(),
+        ]
+        for event in sent:
+            await a.publish(event)
+        await received(on_b, 4)
+        assert on_b == sent
+        # The publisher's own listeners hear it at once, and not a second time from Redis.
+        await anyio.sleep(0.05)
+        assert on_a == sent
+
+
+async def test_other_namespaces_hear_nothing(server: RedisServer) -> None:
+    async with subscription_bus(server.url, namespace=namespace()) as a, subscription_bus(
+        server.url, namespace=namespace()
+    ) as elsewhere:
+        heard: list[ServerEvent] = []
+        elsewhere.subscribe(heard.append)
+        await a.publish(ToolsListChanged())
+        await anyio.sleep(0.1)
+        assert heard == []
+
+
+async def test_unsubscribe_is_idempotent_and_a_raising_listener_is_skipped(server: RedisServer) -> None:
+    ns = namespace()
+    async with subscription_bus(server.url, namespace=ns) as a, subscription_bus(server.url, namespace=ns) as b:
+        heard: list[ServerEvent] = []
+
+        def bad(_event: ServerEvent) -> None:
+            raise RuntimeError("listener bug")
+
+        b.subscribe(bad)
+        gone = b.subscribe(heard.append)
+        kept: list[ServerEvent] = []
+        b.subscribe(kept.append)
+        await a.publish(ToolsListChanged())
+        await received(kept, 1)
+        assert heard == [ToolsListChanged()]
+        gone()
+        gone()
+        assert b.listener_count == 2
+        await a.publish(ToolsListChanged())
+        await received(kept, 2)
+        assert heard == [ToolsListChanged()]
+
+
+async def test_malformed_payloads_on_the_channel_are_ignored(server: RedisServer) -> None:
+    ns = namespace()
+    async with subscription_bus(server.url, namespace=ns) as bus:
+        heard: list[ServerEvent] = []
+        bus.subscribe(heard.append)
+        connection = raw_client.client(server.url)
+        try:
+            for junk in (b"not json", b'{"origin":"x","kind":"nope"}', b'{"origin":"x","kind":"resource"}'):
+                await raw_client.publish(connection, bus.channel, junk)
+            await raw_client.publish(connection, bus.channel, b'{"origin":"x","kind":"tools"}')
+        finally:
+            await connection.aclose()
+        await received(heard, 1)
+        assert heard == [ToolsListChanged()]
+
+
+async def test_publishing_something_else_is_a_type_error(server: RedisServer) -> None:
+    async with subscription_bus(server.url, namespace=namespace()) as bus:
+        with pytest.raises(TypeError, match="not an MCP ServerEvent"):
+            await bus.publish("tools")  # pyright: ignore[reportArgumentType]
+
+
+async def test_two_sdk_servers_share_listen_streams_through_the_bus(server: RedisServer) -> None:
+    ns = namespace()
+    async with subscription_bus(server.url, namespace=ns) as a, subscription_bus(server.url, namespace=ns) as b:
+        # pyright checks here that the bus is the SDK's SubscriptionBus protocol.
+        replica_a: MCPServer[object] = MCPServer("a", subscriptions=a)
+        replica_b: MCPServer[object] = MCPServer("b", subscriptions=b)
+
+        @replica_a.tool()
+        async def change(ctx: Context) -> str:
+            """Change the tools and a resource."""
+            await ctx.notify_tools_changed()
+            await ctx.notify_resource_updated("app://total")
+            return "changed"
+
+        async with mcp.Client(replica_a) as on_a, mcp.Client(replica_b) as on_b:
+            async with on_b.listen(tools_list_changed=True, resource_subscriptions=["app://total"]) as stream:
+                await on_a.call_tool("change", {})
+                events: list[ServerEvent] = []
+                with anyio.fail_after(5):
+                    async for event in stream:
+                        events.append(event)
+                        if len(events) == 2:
+                            break
+        assert events == [ToolsListChanged(), ResourceUpdated(uri="app://total")]
+
+
+def test_the_bus_refuses_to_run_on_trio(server: RedisServer) -> None:
+    async def scenario() -> None:
+        async with subscription_bus(server.url, namespace=namespace()):
+            pass
+
+    with pytest.raises(RuntimeError, match="agentfx.redis runs on asyncio only"):
+        anyio.run(scenario, backend="trio")

@@ -1,0 +1,522 @@
+"""agentfx.redis's program against a real redis-server: several programs (processes, as far as Redis can tell) on one namespace.
+
+Each program has its own connections, lease token and local copy of the
+Model, so two of them in one test are two processes to Redis. The program
+runs on asyncio only (redis-py's client is asyncio-only): these tests run on
+asyncio, and one checks the clear refusal on trio.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import AsyncGenerator, Generator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+import pytest
+import redis.asyncio
+from redis.exceptions import ConnectionError as RedisConnectionError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from returns.io import IOSuccess
+
+import agentfx
+from agentfx.app import App
+from agentfx.contract import ContractError
+from agentfx.program import Program
+from agentfx.redis import RedisProgram, RedisProgramError, program, run_program
+from tests.redis_app import Added, Boom, Confirmed, Message, Model, Opened, Requested, app, contract, fold, update
+from tests.redis_server import Link, RedisServer, redis_server
+
+LEASE = 0.3
+
+
+@pytest.fixture(scope="module")
+def server() -> Generator[RedisServer]:
+    with redis_server() as running:
+        yield running
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def namespace() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def running(url: str, ns: str, **options: Any) -> Any:
+    options.setdefault("lease", LEASE)
+    return run_program(url, namespace=ns, init=Model(), update=update, message_type=Message, **options)
+
+
+@asynccontextmanager
+async def programs(url: str, ns: str, count: int, **options: Any) -> AsyncGenerator[list[RedisProgram[Model, Message]]]:
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(running(url, ns, **options)) for _ in range(count)]
+
+
+async def settled(*copies: RedisProgram[Model, Message], version: int) -> None:
+    with anyio.fail_after(5):
+        while any(copy.version < version for copy in copies):
+            await anyio.sleep(0.005)
+
+
+async def writer_among(copies: list[RedisProgram[Model, Message]]) -> RedisProgram[Model, Message]:
+    with anyio.fail_after(5):
+        while True:
+            holders = [copy for copy in copies if copy.is_writer]
+            if holders:
+                assert len(holders) == 1
+                return holders[0]
+            await anyio.sleep(0.01)
+
+
+@asynccontextmanager
+async def client(url: str) -> AsyncGenerator[redis.asyncio.Redis]:
+    connection = redis.asyncio.Redis.from_url(url)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        yield connection
+    finally:
+        await connection.aclose()
+
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_processes_share_one_model_and_exactly_one_writes(server: RedisServer) -> None:
+    async with programs(server.url, namespace(), 3) as copies:
+        assert isinstance(copies[0], Program)
+        sent: list[Message] = []
+        for index in range(30):
+            message = Added(key=f"k{index}", n=index)
+            sent.append(message)
+            await copies[index % 3].send(message)
+            # Read-your-writes: send returns once this copy has applied it.
+            assert copies[index % 3].model.keys[-1] == f"k{index}"
+        await settled(*copies, version=30)
+        assert {copy.model for copy in copies} == {fold(sent)}
+        assert sum(copy.is_writer for copy in copies) == 1
+
+
+async def test_a_fresh_program_loads_the_stored_model_not_its_init(server: RedisServer) -> None:
+    ns = namespace()
+    async with running(server.url, ns) as first:
+        await first.send(Added(key="a", n=5))
+    async with run_program(
+        server.url, namespace=ns, init=Model(total=-1), update=update, message_type=Message, lease=LEASE
+    ) as later:
+        assert later.model == Model(keys=("a",), total=5)
+        assert later.version == 1
+
+
+async def test_commands_run_once_on_the_writer_and_their_messages_come_back_through_the_inbox(server: RedisServer) -> None:
+    async with programs(server.url, namespace(), 2) as copies:
+        writer = await writer_among(copies)
+        follower = next(copy for copy in copies if copy is not writer)
+        confirmed: list[Confirmed] = []
+        follower.observe(lambda m: confirmed.append(m) if isinstance(m, Confirmed) else None)
+        for index in range(5):
+            await follower.send(Requested(key=f"r{index}"))
+        await settled(*copies, version=10)
+        # Commands run concurrently, so their answers may come back in any order, each once.
+        assert sorted(m.key for m in confirmed) == [f"r{index}" for index in range(5)]
+        assert writer.model.confirmed == follower.model.confirmed
+        assert sorted(writer.model.confirmed) == [f"r{index}" for index in range(5)]
+
+
+async def test_listeners_run_in_version_order_subscribers_first_and_only_on_change(server: RedisServer) -> None:
+    async with programs(server.url, namespace(), 2) as (a, b):
+        events: list[tuple[str, object]] = []
+        b.subscribe(lambda: events.append(("model", b.model.total)))
+        b.observe(lambda m: events.append(("message", m)))
+        await a.send(Added(key="x", n=2))
+        await a.send(Opened())
+        await a.send(Opened())  # update returns the same Model: no subscriber call
+        await settled(b, version=3)
+        assert events == [
+            ("model", 2),
+            ("message", Added(key="x", n=2)),
+            ("model", 2),
+            ("message", Opened()),
+            ("message", Opened()),
+        ]
+
+
+async def test_a_listener_that_raises_is_skipped_and_the_others_still_run(server: RedisServer) -> None:
+    async with programs(server.url, namespace(), 1) as (a,):
+        seen: list[object] = []
+
+        def bad(_message: object) -> None:
+            raise RuntimeError("listener bug")
+
+        a.observe(bad)
+        a.observe(seen.append)
+        await a.send(Added(key="x"))
+        await a.send(Added(key="y"))
+        assert seen == [Added(key="x"), Added(key="y")]
+
+
+async def test_an_update_that_raises_fails_that_send_and_changes_nothing(server: RedisServer) -> None:
+    async with programs(server.url, namespace(), 2) as (a, b):
+        await a.send(Added(key="x"))
+        with pytest.raises(RedisProgramError, match="update raised while the writer applied this Message"):
+            await b.send(Boom())
+        await b.send(Added(key="y"))
+        await settled(a, b, version=3)
+        assert a.model == b.model == Model(keys=("x", "y"), total=2)
+
+
+async def test_without_a_writer_sends_queue_until_the_inbox_is_full_and_a_new_writer_applies_each_once(
+    server: RedisServer,
+) -> None:
+    ns = namespace()
+    async with client(server.url) as raw:
+        # Someone else holds the lease: nothing is applied, everything queues.
+        await raw.set(f"{ns}:writer", "elsewhere", px=60_000)
+        async with programs(server.url, ns, 1, max_pending=3, apply_timeout=0.2) as (a,):
+            for key in ("a", "b", "c"):
+                with pytest.raises(RedisProgramError, match="no writer applied it within 0.2s; it may still be applied later"):
+                    await a.send(Added(key=key))
+            with pytest.raises(RedisProgramError, match="already holds 3 Messages waiting for the writer; this one was not queued"):
+                await a.send(Added(key="d"))
+            assert a.model == Model() and a.version == 0
+            await raw.delete(f"{ns}:writer")
+            await settled(a, version=3)
+            assert a.model.keys == ("a", "b", "c")
+            await a.send(Added(key="e"))
+            assert a.model.keys == ("a", "b", "c", "e")
+
+
+async def test_a_writer_whose_lease_was_taken_cannot_apply(server: RedisServer) -> None:
+    ns = namespace()
+    async with programs(server.url, ns, 1, apply_timeout=0.2) as (a,), client(server.url) as raw:
+        await writer_among([a])
+        await a.send(Added(key="before"))
+        # The lease is overwritten (as if it expired and another process took it).
+        await raw.set(f"{ns}:writer", "usurper", px=int(LEASE * 2000))
+        with pytest.raises(RedisProgramError, match="no writer applied it"):
+            await a.send(Added(key="fenced"))
+        assert a.model.keys == ("before",)
+        # The usurper's lease runs out; a takes it back and applies the queued Message once.
+        await settled(a, version=2)
+        assert a.model.keys == ("before", "fenced")
+        assert await raw.get(f"{ns}:writer") == a.token.encode()
+
+
+async def test_leaving_hands_the_lease_over_at_once(server: RedisServer) -> None:
+    ns = namespace()
+    stop = anyio.Event()
+
+    async def leaves(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with running(server.url, ns, lease=30.0) as first:
+            await writer_among([first])
+            task_status.started()
+            await stop.wait()
+
+    async with anyio.create_task_group() as group:
+        await group.start(leaves)
+        async with running(server.url, ns, lease=30.0) as stays:
+            assert not stays.is_writer
+            stop.set()
+            # A 30 s lease, released on exit: the other takes over within its poll, not after expiry.
+            with anyio.fail_after(2):
+                while not stays.is_writer:
+                    await anyio.sleep(0.01)
+            await stays.send(Added(key="after"))
+            assert stays.model.keys == ("after",)
+
+
+async def test_redis_unreachable_fails_sends_keeps_the_model_and_reconnects(server: RedisServer) -> None:
+    ns = namespace()
+    link = Link(server.port)
+    async with anyio.create_task_group() as group:
+        await group.start(link.run)
+        async with programs(link.url, ns, 1) as (a,):
+            await writer_among([a])
+            async with running(server.url, ns) as direct:
+                await a.send(Added(key="before", n=1))
+                link.cut()
+                with pytest.raises(RedisProgramError, match="Redis is unreachable; the Message may not have been queued"):
+                    await a.send(Added(key="lost"))
+                assert a.model == Model(keys=("before",), total=1)
+                # Acknowledged while the writer is cut off: the lease moves to a process that can reach Redis.
+                await direct.send(Added(key="during", n=2))
+                with anyio.fail_after(5):
+                    while a.connected:
+                        await anyio.sleep(0.01)
+                assert a.model == Model(keys=("before",), total=1)
+                link.restore()
+                await settled(a, version=2)
+                assert a.model == direct.model == Model(keys=("before", "during"), total=3)
+                await a.send(Added(key="after"))
+                assert a.connected and a.model.keys == ("before", "during", "after")
+        group.cancel_scope.cancel()
+
+
+async def test_a_copy_left_behind_a_trimmed_log_reloads_the_model(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = namespace()
+    link = Link(server.port)
+    async with anyio.create_task_group() as group:
+        await group.start(link.run)
+        async with running(server.url, ns, log_length=2) as writer:
+            await writer_among([writer])
+            async with running(link.url, ns, log_length=2) as behind:
+                changes: list[int] = []
+                behind.subscribe(lambda: changes.append(behind.model.total))
+                link.cut()
+                for index in range(300):
+                    await writer.send(Added(key=f"k{index}"))
+                link.restore()
+                await settled(behind, version=300)
+                assert behind.model == writer.model
+                assert changes[-1] == 300
+        assert any("was trimmed past version" in record.getMessage() for record in caplog.records)
+        group.cancel_scope.cancel()
+
+
+class _NoInput(msgspec.Struct, frozen=True):
+    pass
+
+
+async def test_an_invocation_keeps_its_snapshot_while_another_process_changes_the_model(server: RedisServer) -> None:
+    ns = namespace()
+    release = anyio.Event()
+    seen: list[int] = []
+
+    async def authorize(request: Any) -> bool:
+        seen.append(request.model.total)
+        await release.wait()
+        return True
+
+    Tally = agentfx.for_model(Model)
+    checked = Tally.define(
+        messages=Tally.expose(
+            Message,
+            Tally.variant(
+                Added,
+                "Add the total seen",
+                name="echo",
+                input=_NoInput,
+                to_message=lambda _, ctx: Added(key="echo", n=ctx.model.total),
+                authorize=authorize,
+            ),
+        )
+    )
+    factory = program(server.url, namespace=ns, message_type=Message, lease=LEASE)
+    async with App(checked, init=Model(), update=update, program=factory).run() as runtime, running(server.url, ns) as other:
+        await other.send(Added(key="a", n=10))
+        await settled(other, version=1)
+        outcome: list[Any] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                outcome.append(await runtime.messages.dispatch_unknown("echo", {}))
+
+            group.start_soon(call)
+            with anyio.fail_after(5):
+                while not seen:
+                    await anyio.sleep(0.005)
+            await other.send(Added(key="b", n=100))
+            with anyio.fail_after(5):
+                while runtime.host.model().total != 110:
+                    await anyio.sleep(0.005)
+            release.set()
+        assert isinstance(outcome[0], IOSuccess)
+        await settled(other, version=3)
+        # The Message was built from the snapshot the invocation read (10), not the newer Model (110).
+        assert other.model.keys[-1] == "echo" and other.model.total == 120
+        assert seen == [10]
+
+
+async def test_a_completion_settles_when_another_process_wrote_the_answer(server: RedisServer) -> None:
+    ns = namespace()
+    factory = program(server.url, namespace=ns, message_type=Message, lease=LEASE)
+    log = agentfx.audit_log()
+    served = App(contract, init=Model(), update=update, program=factory, audit=log)
+    async with running(server.url, ns) as writer:
+        await writer_among([writer])
+        async with served.program() as follower:
+            assert isinstance(follower, RedisProgram) and not follower.is_writer
+            runtime = served.bind(follower)
+            result = await runtime.messages.call(Requested, {"key": "q"})
+            assert result.completion is not None and result.completion.status == "completed"
+            assert result.completion.message == Confirmed(key="q", by=result.completion.message.by)
+            assert writer.model.confirmed == ("q",)
+    assert [(e.capability, e.decision, e.outcome) for e in log.entries()] == [("request", "dispatched", "completed")]
+
+
+async def test_a_send_that_fails_is_a_host_defect_audited_unknown(server: RedisServer) -> None:
+    ns = namespace()
+    link = Link(server.port)
+    log = agentfx.audit_log()
+    async with anyio.create_task_group() as group:
+        await group.start(link.run)
+        factory = program(link.url, namespace=ns, message_type=Message, lease=LEASE)
+        async with app.run(program=factory, audit=log) as runtime:
+            await runtime.messages.call(Added, {"key": "ok"})
+            link.cut()
+            with pytest.raises(RedisProgramError):
+                await runtime.messages.dispatch(Added, {"key": "lost"})
+            with pytest.raises(RedisProgramError):
+                await runtime.messages.call(Added, {"key": "lost again"})
+            assert runtime.host.model().keys == ("ok",)
+            link.restore()
+        group.cancel_scope.cancel()
+    assert [(e.capability, e.decision, e.outcome) for e in log.entries()] == [
+        ("add", "dispatched", "dispatched"),
+        ("add", "unknown", "AgentDefect"),
+        ("add", "unknown", "AgentDefect"),
+    ]
+
+
+async def test_app_run_takes_a_program_factory_and_the_app_keeps_its_own(server: RedisServer) -> None:
+    ns = namespace()
+    factory = program(server.url, namespace=ns, message_type=Message, lease=LEASE)
+    async with app.run(program=factory) as on_redis:
+        await on_redis.messages.call(Added, {"key": "shared"})
+    async with app.run() as in_process:
+        assert in_process.host.model() == Model()
+    shared = App(contract, init=Model(), update=update, program=factory)
+    async with shared.run() as again, shared.program() as direct:
+        assert again.host.model().keys == ("shared",)
+        assert isinstance(direct, RedisProgram)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sends=st.lists(
+        st.tuples(st.integers(0, 2), st.sampled_from(["add", "open", "request", "boom"]), st.integers(-3, 3)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_every_process_sees_every_message_in_one_version_order_with_the_model_it_made(
+    server: RedisServer, sends: list[tuple[int, str, int]]
+) -> None:
+    def message(kind: str, n: int, index: int) -> Message:
+        match kind:
+            case "add":
+                return Added(key=f"k{index}", n=n)
+            case "open":
+                return Opened()
+            case "request":
+                return Requested(key=f"r{index}")
+            case _:
+                return Boom()
+
+    async def scenario() -> None:
+        ns = namespace()
+        async with programs(server.url, ns, 3) as copies:
+            seen: list[list[tuple[Message, Model]]] = [[] for _ in copies]
+            for copy, log in zip(copies, seen, strict=True):
+                copy.observe(lambda m, copy=copy, log=log: log.append((m, copy.model)))
+
+            async def send(index: int, target: int, kind: str, n: int) -> None:
+                try:
+                    await copies[target].send(message(kind, n, index))
+                except RedisProgramError:
+                    assert kind == "boom"
+
+            async with anyio.create_task_group() as group:
+                for index, (target, kind, n) in enumerate(sends):
+                    group.start_soon(send, index, target, kind, n)
+            expected_versions = len(sends) + sum(kind == "request" for _, kind, _ in sends)
+            await settled(*copies, version=expected_versions)
+            # A Message update refused is applied as a failure: no observer hears it.
+            observed = expected_versions - sum(kind == "boom" for _, kind, _ in sends)
+            assert [len(log) for log in seen] == [observed] * 3
+            # One order everywhere, and each observer saw the Model that order makes.
+            assert seen[0] == seen[1] == seen[2]
+            order = [m for m, _ in seen[0]]
+            for position, (_, model) in enumerate(seen[0]):
+                assert model == fold(order[: position + 1])
+            assert sorted(m.key for m in order if isinstance(m, Added)) == sorted(
+                f"k{index}" for index, (_, kind, _) in enumerate(sends) if kind == "add"
+            )
+
+    anyio.run(scenario, backend="asyncio")
+
+
+async def test_programmer_mistakes_are_contract_errors(server: RedisServer) -> None:
+    with pytest.raises(ContractError, match="namespace"):
+        program(server.url, namespace="", message_type=Message)
+    with pytest.raises(ContractError, match="lease"):
+        program(server.url, namespace="x", message_type=Message, lease=0)
+    with pytest.raises(ContractError, match="apply_timeout"):
+        program(server.url, namespace="x", message_type=Message, apply_timeout=float("inf"))
+
+
+def test_the_factory_repr_never_shows_the_url() -> None:
+    factory = program("redis://:hunter2@127.0.0.1:1/0", namespace="shop", message_type=Message)
+    assert "hunter2" not in repr(factory) and "shop" in repr(factory)
+
+
+def test_the_program_refuses_to_run_on_trio(server: RedisServer) -> None:
+    async def scenario() -> None:
+        async with running(server.url, namespace()):
+            pass
+
+    with pytest.raises(RuntimeError, match="agentfx.redis runs on asyncio only"):
+        anyio.run(scenario, backend="trio")
+
+
+async def test_starting_without_redis_fails_at_once() -> None:
+    with RedisServerGone() as url, pytest.raises(RedisConnectionError):
+        async with running(url, namespace()):
+            pass
+
+
+class RedisServerGone:
+    """A loopback URL nothing listens on."""
+
+    def __enter__(self) -> str:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        return f"redis://127.0.0.1:{port}/0"
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+async def test_the_readme_example_serves_the_todo_app_on_redis(server: RedisServer) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## One Model, many processes (Redis)", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert found is not None
+    ns = namespace()
+    code = found.group(1).replace("redis://127.0.0.1:6379/0", server.url).replace('namespace="todo"', f'namespace="{ns}"')
+    scope: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(code, "README.md", "exec"), scope)
+    readme_app: App[Any, Any, Any] = scope["app"]
+    async with readme_app.run() as first, readme_app.run() as second:
+        result = await first.messages.call("create_todo", {"title": "shared"})
+        assert result.completion is not None and result.completion.status == "completed"
+        with anyio.fail_after(5):
+            while [todo.title for todo in second.host.model().todos][-1:] != ["shared"]:
+                await anyio.sleep(0.01)
+
+
+async def test_a_stopped_program_refuses_to_send_and_leaves_no_listener_or_lease(server: RedisServer) -> None:
+    ns = namespace()
+    async with running(server.url, ns) as stopped:
+        await writer_among([stopped])
+        unsubscribe = stopped.subscribe(lambda: None)
+        unsubscribe()
+        assert stopped.listener_count == 0
+    with pytest.raises(RuntimeError, match="the program has stopped"):
+        await stopped.send(Added(key="late"))
+    assert "stopped" in repr(stopped)
+    async with client(server.url) as raw:
+        assert await raw.get(f"{ns}:writer") is None
