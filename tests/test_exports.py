@@ -21,6 +21,7 @@ ROOT = Path(agentfx.__file__).resolve().parent.parent
 # The agent framework adapters: one module each, never re-exported from agentfx, each
 # with its own exact ``__all__``; the value is the framework's top-level package.
 FRAMEWORKS = {
+    "agentfx.anthropic": "anthropic",
     "agentfx.openai_agents": "agents",
     "agentfx.pydantic_ai": "pydantic_ai",
 }
