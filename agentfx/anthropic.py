@@ -15,10 +15,14 @@ call dispatched through the runtime as ``Invocation(transport="anthropic")``:
 
 The Messages API takes a raw JSON Schema verbatim and nothing validates the
 model's ``input`` against it: the runtime's strict decoding is the one check.
-A refusal (invalid input says what to fix; a capability whose ``authorize``
-answers :class:`~agentfx.Confirm` says it needs a person to confirm, since no
-one can be asked in band here), a declared failure Message and a defect are
-all ``is_error: true`` results carrying the reply text. The tool runner
+A refusal (invalid input says what to fix), a declared failure Message and a
+defect are all ``is_error: true`` results carrying the reply text.
+
+A capability whose ``authorize`` answers :class:`~agentfx.Confirm` is answered
+``"<name>" needs a person to confirm: <prompt>`` and nothing is sent, unless
+the application passes ``confirm=``: an ``async (ConfirmationRequest) ->
+bool`` that asks its user now (``Invocation.confirm``). ``True`` dispatches
+the call; ``False`` answers ``Declined: <prompt>``. The tool runner
 would send any exception but its ``ToolError`` to the model as the
 exception's ``repr``, so these tools raise nothing else; a defect (a hook or
 the host raised) is logged here and answered ``Capability "<name>" failed
@@ -47,6 +51,7 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
         "Install it with: pip install 'agentfx[anthropic]'"
     ) from missing
 
+from .confirm import Confirmer
 from .invocation import Invocation, new_invocation_id
 from .runtime import AgentRuntime
 from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
@@ -90,8 +95,16 @@ def _param(view: ToolView) -> ToolParam:
     return {"name": view.name, "description": view.description, "input_schema": view.input_schema}
 
 
-async def run_tool_use(runtime: AgentRuntime[Any, Any], block: ToolUse) -> ToolResultBlockParam:
+async def run_tool_use(
+    runtime: AgentRuntime[Any, Any], block: ToolUse, *, confirm: Confirmer | None = None
+) -> ToolResultBlockParam:
     """Answer one ``tool_use`` block: dispatch it and return its ``tool_result``. Never raises an ``Exception``.
+
+    Args:
+        runtime: The bound runtime the call goes through.
+        block: The ``tool_use`` block of the model's reply.
+        confirm: Asks a person when ``authorize`` answers
+            :class:`~agentfx.Confirm`; without it such a call is refused.
 
     >>> import anyio, msgspec, agentfx
     >>> from anthropic.types import ToolUseBlock
@@ -105,7 +118,7 @@ async def run_tool_use(runtime: AgentRuntime[Any, Any], block: ToolUse) -> ToolR
     >>> anyio.run(run_tool_use, runtime, block)
     {'type': 'tool_result', 'tool_use_id': 'toolu_1', 'content': 'Invalid input for "ping": "loud" is not a field of this input', 'is_error': True}
     """
-    answer = await _dispatch(runtime, block.name, block.input, block.id)
+    answer = await _dispatch(runtime, block.name, block.input, block.id, confirm)
     result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": block.id, "content": answer.text}
     if not answer.ok:
         result["is_error"] = True
@@ -120,8 +133,9 @@ class AgentfxTool(BetaAsyncBuiltinFunctionTool):
     an ``is_error`` result; nothing else is ever raised.
     """
 
-    def __init__(self, runtime: AgentRuntime[Any, Any], view: ToolView) -> None:
+    def __init__(self, runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | None = None) -> None:
         self._runtime = runtime
+        self._confirm = confirm
         self._definition: BetaToolParam = {
             "name": view.name,
             "description": view.description,
@@ -133,14 +147,17 @@ class AgentfxTool(BetaAsyncBuiltinFunctionTool):
 
     async def call(self, input: object) -> BetaFunctionToolResultType:
         # The runner hands over the input, not the block, so the call id is ours alone.
-        answer = await _dispatch(self._runtime, self._definition["name"], input, None)
+        answer = await _dispatch(self._runtime, self._definition["name"], input, None, self._confirm)
         if not answer.ok:
             raise ToolError(answer.text)
         return answer.text
 
 
-def beta_tools(runtime: AgentRuntime[Any, Any]) -> list[AgentfxTool]:
+def beta_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | None = None) -> list[AgentfxTool]:
     """Every capability of the contract, for ``AsyncAnthropic``'s tool runner, in declaration order.
+
+    ``confirm`` asks a person when ``authorize`` answers
+    :class:`~agentfx.Confirm`, as for :func:`run_tool_use`.
 
     >>> import msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
@@ -152,13 +169,16 @@ def beta_tools(runtime: AgentRuntime[Any, Any]) -> list[AgentfxTool]:
     >>> [tool.name for tool in beta_tools(runtime)]
     ['ping']
     """
-    return [AgentfxTool(runtime, view) for view in tool_views(runtime, available_only=False)]
+    return [AgentfxTool(runtime, view, confirm) for view in tool_views(runtime, available_only=False)]
 
 
-async def _dispatch(runtime: AgentRuntime[Any, Any], name: str, payload: object, call_id: str | None) -> ToolReply:
+async def _dispatch(
+    runtime: AgentRuntime[Any, Any], name: str, payload: object, call_id: str | None, confirm: Confirmer | None
+) -> ToolReply:
     """The reply to one call; never raises an ``Exception`` (the runner would send its ``repr``)."""
     # A fresh id per call, the model's tool_use id kept visible to match the audit with the conversation.
-    invocation = Invocation(id=new_invocation_id() if call_id is None else f"{new_invocation_id()}/{call_id}", transport=TRANSPORT)
+    invocation_id = new_invocation_id() if call_id is None else f"{new_invocation_id()}/{call_id}"
+    invocation = Invocation(id=invocation_id, transport=TRANSPORT, confirm=confirm)
     try:
         return reply(await runtime.messages.dispatch_unknown(name, payload, invocation))
     except Exception:

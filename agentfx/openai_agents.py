@@ -105,8 +105,7 @@ def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, descriptor: MessageDe
         # Approval is per call: a call that reached the tool after a person approved it
         # is dispatched confirmed; the same tool called again is asked about again.
         approved = ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id) is True
-        invocation = Invocation(id=f"{new_invocation_id()}/{ctx.tool_call_id}", transport=TRANSPORT)
-        del approved
+        invocation = Invocation(id=f"{new_invocation_id()}/{ctx.tool_call_id}", transport=TRANSPORT, confirmed=approved)
         return (await _dispatch(runtime, name, _payload(arguments), invocation)).text
 
     return FunctionTool(
@@ -116,6 +115,8 @@ def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, descriptor: MessageDe
         on_invoke_tool=on_invoke_tool,
         strict_json_schema=False,
         is_enabled=is_enabled,
+        # ``may_confirm`` only documents it: an undeclared Confirm still works, so
+        # every authorize may ask a person, and only an approved call is confirmed.
         needs_approval=descriptor.requires_authorization,
     )
 

@@ -40,7 +40,7 @@ import logging
 from typing import Any
 
 try:
-    from pydantic_ai import ModelRetry, RunContext, ToolDefinition, ToolFailed, ToolReturn
+    from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolDefinition, ToolFailed, ToolReturn
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
@@ -58,7 +58,7 @@ import msgspec
 from returns.io import IOFailure
 from returns.unsafe import unsafe_perform_io
 
-from .errors import AgentInvalidInputError, DispatchError
+from .errors import AgentConfirmationRequiredError, AgentInvalidInputError, DispatchError
 from .invocation import Invocation, new_invocation_id
 from .runtime import AgentRuntime
 from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
@@ -140,10 +140,15 @@ class AgentfxToolset(AbstractToolset[Any]):
         # A fresh id per call, with the model's call id kept visible: a resumed
         # (approved) call reuses its call id, and the audit must tell the two apart.
         call_id = new_invocation_id() if ctx.tool_call_id is None else f"{new_invocation_id()}/{ctx.tool_call_id}"
-        invocation = Invocation(id=call_id, transport=TRANSPORT)
+        invocation = Invocation(id=call_id, transport=TRANSPORT, confirmed=ctx.tool_call_approved)
         answer, failure = await _dispatch(self._runtime, name, tool_args, invocation)
         if isinstance(failure, AgentInvalidInputError):
             raise ModelRetry(answer.text)
+        if isinstance(failure, AgentConfirmationRequiredError):
+            # Nothing was sent. pydantic-ai ends the run with this call among the
+            # DeferredToolRequests' approvals; approving it re-runs the call with
+            # ctx.tool_call_approved, which confirms it (and nothing else).
+            raise ApprovalRequired(metadata={"prompt": failure.prompt, "capability": failure.capability})
         if not answer.ok:
             raise ToolFailed(answer.text)
         return ToolReturn(return_value=answer.text, metadata=answer.data)

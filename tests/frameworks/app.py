@@ -88,8 +88,9 @@ PINNED = "pinned"
 INITIAL = Model(todos=(Todo("milk", "Buy milk"), Todo(PINNED, "Pinned note")))
 
 
-def _confirm_delete(req: agentfx.AuthorizationRequest[User, NoInput, Model]) -> bool:
-    return True
+def _confirm_delete(req: agentfx.AuthorizationRequest[User, NoInput, Model]) -> agentfx.Confirm:
+    title = next(t.title for t in req.model.todos if t.id == req.model.selected)
+    return agentfx.Confirm(f'Delete the todo "{title}"?')
 
 
 def _explode(_: NoInput, ctx: agentfx.InvocationContext[Model, User]) -> RequestedExport:
@@ -122,6 +123,7 @@ Contract = TodoAgent.define(
             input=NoInput,
             to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected or ""),
             authorize=_confirm_delete,
+            may_confirm=True,
             completion=agentfx.Completion(
                 success=DeletedTodo,
                 failure=FailedDeleteTodo,

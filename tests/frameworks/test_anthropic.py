@@ -23,8 +23,12 @@ from anthropic import AsyncAnthropic
 from anthropic.types import MessageParam, ToolResultBlockParam
 
 from agentfx.anthropic import TRANSPORT, beta_tools, run_tool_use, tool_params
+from agentfx.confirm import ConfirmationRequest, Confirmer
 from tests.frameworks.app import (
+    CONFIRM_PROMPT,
+    CONFIRM_TEXT,
     CREATED_TEXT_PREFIX,
+    DELETED_TEXT_PREFIX,
     DEFECT_TEXT,
     FAILED_TEXT_PREFIX,
     INITIAL,
@@ -106,9 +110,9 @@ def _client(api: MessagesAPI) -> AsyncAnthropic:
     )
 
 
-async def _own_loop(h: Harness, api: MessagesAPI, prompt: str = "Go") -> str:
+async def _own_loop(h: Harness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
     """The loop an application writes: ``tool_params`` per request, ``run_tool_use`` per block."""
-    messages: list[MessageParam] = [{"role": "user", "content": prompt}]
+    messages: list[MessageParam] = [{"role": "user", "content": "Go"}]
     async with _client(api) as client:
         for _ in range(10):
             reply = await client.messages.create(
@@ -118,25 +122,39 @@ async def _own_loop(h: Harness, api: MessagesAPI, prompt: str = "Go") -> str:
             if not uses:
                 return "".join(block.text for block in reply.content if block.type == "text")
             messages.append({"role": "assistant", "content": reply.content})
-            results: list[ToolResultBlockParam] = [await run_tool_use(h.runtime, block) for block in uses]
+            results: list[ToolResultBlockParam] = [
+                await run_tool_use(h.runtime, block, confirm=confirm) for block in uses
+            ]
             messages.append({"role": "user", "content": results})
     raise AssertionError("the loop did not end")
 
 
-async def _tool_runner(h: Harness, api: MessagesAPI, prompt: str = "Go") -> str:
+async def _tool_runner(h: Harness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
     async with _client(api) as client:
         runner = client.beta.messages.tool_runner(
             model="claude-test",
             max_tokens=256,
-            messages=[{"role": "user", "content": prompt}],
-            tools=beta_tools(h.runtime),
+            messages=[{"role": "user", "content": "Go"}],
+            tools=beta_tools(h.runtime, confirm=confirm),
             max_iterations=10,
         )
         final = await runner.until_done()
     return "".join(block.text for block in final.content if block.type == "text")
 
 
-Loop = Callable[[Harness, MessagesAPI], Any]
+Loop = Callable[..., Any]
+
+
+class Person:
+    """Answers confirmations as told, remembering what it was asked."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.asked: list[ConfirmationRequest] = []
+
+    async def __call__(self, request: ConfirmationRequest) -> bool:
+        self.asked.append(request)
+        return self.answer
 LOOPS = [pytest.param(_own_loop, id="own-loop"), pytest.param(_tool_runner, id="tool-runner")]
 
 
@@ -238,7 +256,7 @@ async def test_invalid_input_is_an_error_result_saying_what_to_fix(
 async def test_a_declared_failure_message_is_an_error_result_with_its_reason(anyio_backend: str, loop: Loop) -> None:
     h = harness(msgspec.structs.replace(INITIAL, selected=PINNED))
     api = MessagesAPI([("delete_selected_todo", {})], "could not")
-    assert await loop(h, api) == "could not"
+    assert await loop(h, api, Person(True)) == "could not"
     [(text, is_error)] = api.returned(1)
     assert is_error and text.startswith(FAILED_TEXT_PREFIX) and "Pinned todos cannot be deleted" in text
     assert h.recorder.dispatched == [RequestedDeleteTodo(id=PINNED)]
@@ -258,6 +276,45 @@ async def test_a_defect_is_an_error_result_without_the_exception(
     assert SECRET not in repr(api.results) and "RuntimeError" not in repr(api.results)
     assert SECRET in caplog.text
     assert h.outcomes() == [("export_todos", "AgentDefect")]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+async def test_a_confirmation_without_a_person_to_ask_sends_nothing(anyio_backend: str, loop: Loop) -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    api = MessagesAPI([("delete_selected_todo", {})], "asked")
+    assert await loop(h, api) == "asked"
+    assert api.returned(1) == [(CONFIRM_TEXT, True)]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentConfirmationRequiredError")]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+async def test_a_person_who_confirms_lets_the_call_through(anyio_backend: str, loop: Loop) -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    person = Person(True)
+    api = MessagesAPI([("delete_selected_todo", {})], "deleted")
+    assert await loop(h, api, person) == "deleted"
+    [asked] = person.asked
+    assert (asked.capability, asked.prompt, asked.invocation.transport) == (
+        "delete_selected_todo",
+        CONFIRM_PROMPT,
+        TRANSPORT,
+    )
+    [(text, is_error)] = api.returned(1)
+    assert not is_error and text.startswith(DELETED_TEXT_PREFIX)
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    [entry] = h.audit.entries()
+    assert (entry.outcome, entry.confirmed) == ("completed", True)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+async def test_a_person_who_declines_stops_the_call(anyio_backend: str, loop: Loop) -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    api = MessagesAPI([("delete_selected_todo", {})], "kept")
+    assert await loop(h, api, Person(False)) == "kept"
+    assert api.returned(1) == [(f"Declined: {CONFIRM_PROMPT}", True)]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentAuthorizationError")]
 
 
 async def test_run_tool_use_never_raises_for_any_input(anyio_backend: str) -> None:

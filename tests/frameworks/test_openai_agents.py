@@ -35,6 +35,7 @@ from agents.testing import assistant_message, function_call
 
 from agentfx.openai_agents import TRANSPORT, function_tools
 from tests.frameworks.app import (
+    CONFIRM_TEXT,
     CREATED_TEXT_PREFIX,
     DEFECT_TEXT,
     DELETED_TEXT_PREFIX,
@@ -282,6 +283,8 @@ async def test_an_approved_call_is_dispatched_and_a_rejected_one_is_not() -> Non
     [(call_id, text)] = model.outputs[1]
     assert call_id == "c1" and text.startswith(DELETED_TEXT_PREFIX)
     assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    [entry] = h.audit.entries()
+    assert (entry.outcome, entry.confirmed, entry.transport) == ("completed", True, TRANSPORT)
 
     h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
     model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "kept")
@@ -293,6 +296,20 @@ async def test_an_approved_call_is_dispatched_and_a_rejected_one_is_not() -> Non
     assert second.final_output == "kept"
     assert model.outputs[1] == [("c1", "The user kept the todo")]
     assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
+async def test_a_confirmation_without_an_approval_is_answered_and_nothing_sent() -> None:
+    # An application that turned needs_approval off for a capability that does ask.
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "asked")
+    tools = function_tools(h.runtime)
+    for tool in tools:
+        tool.needs_approval = False
+    result = await Runner.run(Agent(name="todos", model=model, tools=list(tools)), "Delete", run_config=_CONFIG)
+    assert result.final_output == "asked"
+    assert model.outputs[1] == [("c1", CONFIRM_TEXT)]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentConfirmationRequiredError")]
 
 
 async def test_a_declared_failure_message_is_answered_with_its_reason() -> None:

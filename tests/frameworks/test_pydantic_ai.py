@@ -18,11 +18,13 @@ import pytest
 from pydantic_ai import (
     Agent,
     DeferredToolRequests,
+    DeferredToolResults,
     ModelMessage,
     ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolDenied,
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -31,6 +33,8 @@ from agentfx.pydantic_ai import TRANSPORT, AgentfxToolset
 from tests.frameworks.app import (
     CREATED_TEXT_PREFIX,
     DEFECT_TEXT,
+    CONFIRM_PROMPT,
+    DELETED_TEXT_PREFIX,
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
@@ -229,11 +233,56 @@ async def test_a_defect_tells_the_model_only_that_the_capability_failed(caplog: 
     assert h.outcomes() == [("export_todos", "AgentDefect")]
 
 
+async def test_a_confirmation_defers_the_call_and_an_approval_dispatches_it_confirmed() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    agent = _agent(h, script)
+    first = await agent.run("Delete the milk")
+    assert isinstance(first.output, DeferredToolRequests)
+    [pending] = first.output.approvals
+    assert pending.tool_name == "delete_selected_todo"
+    assert first.output.metadata["c1"] == {"prompt": CONFIRM_PROMPT, "capability": "delete_selected_todo"}
+    assert h.recorder.dispatched == []
+
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    assert second.output == "deleted"
+    [(text, outcome)] = script.returns(1)
+    assert outcome == "success" and text.startswith(DELETED_TEXT_PREFIX)
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    entries = h.audit.entries()
+    assert [(e.outcome, e.confirmed) for e in entries] == [
+        ("AgentConfirmationRequiredError", msgspec.UNSET),
+        ("completed", True),
+    ]
+    assert entries[0].invocation != entries[1].invocation
+    # The approved call re-read the Model: after the delete, it is no longer offered.
+    assert script.tools[1] == TOOLS_WITHOUT_SELECTION
+
+
+async def test_a_denied_confirmation_sends_nothing() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "kept")
+    agent = _agent(h, script)
+    first = await agent.run("Delete the milk")
+    denied = DeferredToolResults(approvals={"c1": ToolDenied("The user kept the todo")})
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=denied)
+    assert second.output == "kept"
+    assert script.returns(1) == [("The user kept the todo", "denied")]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentConfirmationRequiredError")]
+
+
 async def test_a_declared_failure_message_is_a_failed_result_not_a_retry() -> None:
     h = harness(msgspec.structs.replace(INITIAL, selected=PINNED))
     script = Script([_call("delete_selected_todo", {}, "c1")], "could not")
-    result = await _agent(h, script, max_retries=0).run("Delete the pinned note")
-    assert result.output == "could not"
+    agent = _agent(h, script, max_retries=0)
+    first = await agent.run("Delete the pinned note")
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    assert second.output == "could not"
     [(text, outcome)] = script.returns(1)
     assert outcome == "failed" and text.startswith(FAILED_TEXT_PREFIX)
     assert "Pinned todos cannot be deleted" in text
