@@ -22,6 +22,7 @@ ROOT = Path(agentfx.__file__).resolve().parent.parent
 # with its own exact ``__all__``; the value is the framework's top-level package.
 FRAMEWORKS = {
     "agentfx.anthropic": "anthropic",
+    "agentfx.langchain": "langchain_core",
     "agentfx.openai_agents": "agents",
     "agentfx.pydantic_ai": "pydantic_ai",
 }

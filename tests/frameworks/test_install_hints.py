@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 # module -> (the packages hidden to simulate a missing install, the hint's extra)
 ADAPTERS = {
     "agentfx.anthropic": (("anthropic",), "anthropic"),
+    "agentfx.langchain": (("langchain_core",), "langchain"),
     "agentfx.openai_agents": (("agents",), "openai-agents"),
     "agentfx.pydantic_ai": (("pydantic_ai",), "pydantic-ai"),
 }
