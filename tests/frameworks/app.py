@@ -208,3 +208,26 @@ def created_data(text: str) -> dict[str, object]:
     assert first == "Completed: CreatedTodo"
     decoded: dict[str, object] = msgspec.json.decode(data)
     return decoded
+
+
+def new_todo_id(text: str) -> str:
+    """The id of the todo a completed ``create_todo`` of the todo example reports in its reply text."""
+    first, _, data = text.partition("\n")
+    assert first == "Completed: CreatedTodo", text
+    decoded: dict[str, dict[str, dict[str, str]]] = msgspec.json.decode(data)
+    return decoded["completion"]["message"]["id"]
+
+
+class Asked:
+    """An approver for the examples: says yes, and remembers every prompt."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def __call__(self, prompt: str) -> bool:
+        self.prompts.append(prompt)
+        return True
+
+
+EXAMPLE_TODOS = ["Buy milk", "Write the report"]
+"""The todo example's todos after adding "Buy bread" and deleting it again."""

@@ -24,10 +24,12 @@ from anthropic.types import MessageParam, ToolResultBlockParam
 
 from agentfx.anthropic import TRANSPORT, beta_tools, run_tool_use, tool_params
 from agentfx.confirm import ConfirmationRequest, Confirmer
+from examples.frameworks import anthropic_agent
 from tests.frameworks.app import (
     CONFIRM_PROMPT,
     CONFIRM_TEXT,
     CREATED_TEXT_PREFIX,
+    EXAMPLE_TODOS,
     DELETED_TEXT_PREFIX,
     DEFECT_TEXT,
     FAILED_TEXT_PREFIX,
@@ -44,6 +46,7 @@ from tests.frameworks.app import (
     SelectedTodo,
     created_data,
     harness,
+    new_todo_id,
 )
 
 pytestmark = pytest.mark.anyio
@@ -328,3 +331,19 @@ async def test_run_tool_use_never_raises_for_any_input(anyio_backend: str) -> No
         result = await run_tool_use(h.runtime, block)
         assert result.get("is_error") is True and result["tool_use_id"] == "toolu_x"
     await anyio.lowlevel.checkpoint()
+
+
+async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirmed(anyio_backend: str) -> None:
+    api: MessagesAPI = MessagesAPI(
+        [("create_todo", {"title": "Buy bread"})],
+        # The reply text told the model the new todo's id.
+        lambda: [("select_todo", {"id": new_todo_id(api.returned(-1)[0][0])})],
+        [("delete_selected_todo", {})],
+        "Added bread, then deleted it.",
+    )
+    person = Person(True)
+    async with _client(api) as client:
+        answer, titles = await anthropic_agent.run(client, "claude-test", "Add bread, then delete it", person)
+    assert answer == "Added bread, then deleted it."
+    assert [request.prompt for request in person.asked] == ['Delete the todo "Buy bread"?']
+    assert titles == EXAMPLE_TODOS

@@ -27,10 +27,12 @@ from pydantic import Field
 
 from agentfx.confirm import ConfirmationRequest, Confirmer
 from agentfx.langchain import TRANSPORT, structured_tools
+from examples.frameworks import langchain_agent
 from tests.frameworks.app import (
     CONFIRM_PROMPT,
     CONFIRM_TEXT,
     CREATED_TEXT_PREFIX,
+    EXAMPLE_TODOS,
     DEFECT_TEXT,
     DELETED_TEXT_PREFIX,
     FAILED_TEXT_PREFIX,
@@ -47,6 +49,7 @@ from tests.frameworks.app import (
     SelectedTodo,
     created_data,
     harness,
+    new_todo_id,
 )
 
 pytestmark = pytest.mark.anyio
@@ -259,3 +262,25 @@ async def test_a_declared_failure_message_is_an_error_message_with_its_reason() 
     assert status == "error" and text.startswith(FAILED_TEXT_PREFIX) and "Pinned todos cannot be deleted" in text
     assert h.recorder.dispatched == [RequestedDeleteTodo(id=PINNED)]
     assert h.outcomes() == [("delete_selected_todo", "failed")]
+
+
+async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirmed() -> None:
+    def script() -> Iterator[AIMessage | str]:
+        # Runs lazily, one message per model call: each turn can read the last answers.
+        yield AIMessage(content="", tool_calls=[_call("create_todo", {"title": "Buy bread"}, "c1")])
+        # The reply text told the model the new todo's id.
+        todo_id = new_todo_id(model.returned(-1)[0][0])
+        yield AIMessage(content="", tool_calls=[_call("select_todo", {"id": todo_id}, "c2")])
+        yield AIMessage(content="", tool_calls=[_call("delete_selected_todo", {}, "c3")])
+        yield AIMessage(content="Added bread, then deleted it.")
+
+    model = ScriptedChatModel(messages=script())
+    person = Person(True)
+    answer, titles = await langchain_agent.run(model, "Add bread, then delete it", person)
+    assert answer == "Added bread, then deleted it."
+    assert [request.prompt for request in person.asked] == ['Delete the todo "Buy bread"?']
+    assert titles == EXAMPLE_TODOS
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> ToolCall:
+    return ToolCall(name=name, args=args, id=call_id, type="tool_call")

@@ -34,9 +34,11 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 from agents.testing import assistant_message, function_call
 
 from agentfx.openai_agents import TRANSPORT, function_tools
+from examples.frameworks import openai_agents_agent
 from tests.frameworks.app import (
     CONFIRM_TEXT,
     CREATED_TEXT_PREFIX,
+    EXAMPLE_TODOS,
     DEFECT_TEXT,
     DELETED_TEXT_PREFIX,
     FAILED_TEXT_PREFIX,
@@ -47,12 +49,14 @@ from tests.frameworks.app import (
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
+    Asked,
     Harness,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
     created_data,
     harness,
+    new_todo_id,
 )
 
 pytestmark = pytest.mark.anyio
@@ -325,3 +329,19 @@ async def test_a_declared_failure_message_is_answered_with_its_reason() -> None:
     assert text.startswith(FAILED_TEXT_PREFIX) and "Pinned todos cannot be deleted" in text
     assert h.recorder.dispatched == [RequestedDeleteTodo(id=PINNED)]
     assert h.outcomes() == [("delete_selected_todo", "failed")]
+
+
+async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_approved() -> None:
+    model: ScriptedModel = ScriptedModel(
+        [function_call("create_todo", {"title": "Buy bread"}, call_id="c1")],
+        # The reply text told the model the new todo's id.
+        lambda: [function_call("select_todo", {"id": new_todo_id(model.outputs[-1][0][1])}, call_id="c2")],
+        [function_call("delete_selected_todo", {}, call_id="c3")],
+        "Added bread, then deleted it.",
+    )
+    asked = Asked()
+    answer, titles = await openai_agents_agent.run(model, "Add bread, then delete it", asked)
+    assert answer == "Added bread, then deleted it."
+    # The SDK asks before authorize runs, so the person is asked about the tool, not the todo.
+    assert asked.prompts == ["Allow delete_selected_todo?"]
+    assert titles == EXAMPLE_TODOS

@@ -30,8 +30,10 @@ from pydantic_ai import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agentfx.pydantic_ai import TRANSPORT, AgentfxToolset
+from examples.frameworks import pydantic_ai_agent
 from tests.frameworks.app import (
     CREATED_TEXT_PREFIX,
+    EXAMPLE_TODOS,
     DEFECT_TEXT,
     CONFIRM_PROMPT,
     DELETED_TEXT_PREFIX,
@@ -44,12 +46,14 @@ from tests.frameworks.app import (
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     CreatedTodo,
+    Asked,
     Harness,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
     created_data,
     harness,
+    new_todo_id,
 )
 
 pytestmark = pytest.mark.anyio
@@ -295,3 +299,18 @@ async def test_the_toolset_keeps_its_id() -> None:
     assert AgentfxToolset(h.runtime, id="todos").id == "todos"
     assert AgentfxToolset(h.runtime).id is None
     assert AgentfxToolset(h.runtime).runtime is h.runtime
+
+
+async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirmed() -> None:
+    script: Script = Script(
+        [_call("create_todo", {"title": "Buy bread"}, "c1")],
+        # The reply text told the model the new todo's id.
+        lambda: [_call("select_todo", {"id": new_todo_id(script.returns(-1)[0][0])}, "c2")],
+        [_call("delete_selected_todo", {}, "c3")],
+        "Added bread, then deleted it.",
+    )
+    asked = Asked()
+    answer, titles = await pydantic_ai_agent.run(FunctionModel(script), "Add bread, then delete it", asked)
+    assert answer == "Added bread, then deleted it."
+    assert asked.prompts == ['Delete the todo "Buy bread"?']
+    assert titles == EXAMPLE_TODOS
