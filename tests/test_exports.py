@@ -18,8 +18,17 @@ import agentfx.docs
 
 ROOT = Path(agentfx.__file__).resolve().parent.parent
 
+# The agent framework adapters: one module each, never re-exported from agentfx, each
+# with its own exact ``__all__``; the value is the framework's top-level package.
+FRAMEWORKS = {
+    "agentfx.anthropic": "anthropic",
+    "agentfx.langchain": "langchain_core",
+    "agentfx.openai_agents": "agents",
+    "agentfx.pydantic_ai": "pydantic_ai",
+}
+
 # Adapters and the command line may import optional extras; the core may not.
-ADAPTERS = ("agentfx.mcp", "agentfx.redis", "agentfx.cli", "agentfx.__main__")
+ADAPTERS = ("agentfx.mcp", "agentfx.redis", "agentfx.cli", "agentfx.__main__", *FRAMEWORKS)
 
 
 def _exported() -> list[tuple[str, object]]:
@@ -153,3 +162,43 @@ def test_the_tool_view_and_reply_are_exported_from_the_core() -> None:
     assert agentfx.ToolView is agentfx.tools.ToolView
     assert agentfx.reply is agentfx.tools.reply
     assert "agentfx.tools" in _core_modules()
+
+
+@pytest.mark.parametrize("module", sorted(FRAMEWORKS))
+def test_a_framework_adapter_exports_exactly_its_all(module: str) -> None:
+    adapter = importlib.import_module(module)
+    names: object = getattr(adapter, "__all__")
+    assert isinstance(names, tuple)
+    exported = typing.cast(tuple[str, ...], names)
+    assert list(exported) == sorted(exported) and len(set(exported)) == len(exported)
+    assert [name for name in exported if not hasattr(adapter, name)] == []
+    public = {
+        name
+        for name, value in vars(adapter).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and getattr(value, "__module__", module) == module
+        and name not in {"annotations", "logging"}
+    }
+    assert public - set(exported) == set()
+
+
+@pytest.mark.parametrize("module", sorted(FRAMEWORKS))
+def test_a_framework_adapter_is_a_submodule_never_re_exported(module: str) -> None:
+    adapter = importlib.import_module(module)
+    exported = {getattr(agentfx, name) for name in agentfx.__all__}
+    assert not any(getattr(adapter, name) in exported for name in getattr(adapter, "__all__"))
+
+
+def test_importing_agentfx_and_its_core_never_imports_a_framework() -> None:
+    out = _run(
+        f"""
+        import importlib, sys
+        import agentfx
+        for name in {_core_modules()!r}:
+            importlib.import_module(name)
+        frameworks = {sorted(FRAMEWORKS.values())!r}
+        print(sorted(m for m in sys.modules if m.partition(".")[0] in frameworks or m in {sorted(FRAMEWORKS)!r}))
+        """
+    )
+    assert out == "[]"

@@ -1,0 +1,186 @@
+"""agentfx capabilities as Anthropic Messages API tools.
+
+Install with ``pip install 'agentfx[anthropic]'``. Two ways to run them, every
+call dispatched through the runtime as ``Invocation(transport="anthropic")``:
+
+- **Your own loop**: send ``tools=tool_params(runtime)`` with each request (it
+  lists what is available in the current Model, so build it per request), and
+  answer every ``tool_use`` block of the reply with ``await run_tool_use(runtime,
+  block)``, a ``tool_result`` block for the next user message.
+- **The SDK's tool runner**: ``client.beta.messages.tool_runner(...,
+  tools=beta_tools(runtime))`` on an ``AsyncAnthropic`` client. The runner
+  sends the tool definitions it was given on every request, so it is given
+  every capability, and the runtime answers a call to one that is not
+  available right now with an ``is_error`` result.
+
+The Messages API takes a raw JSON Schema verbatim and nothing validates the
+model's ``input`` against it: the runtime's strict decoding is the one check.
+A refusal (invalid input says what to fix), a declared failure Message and a
+defect are all ``is_error: true`` results carrying the reply text.
+
+A capability whose ``authorize`` answers :class:`~agentfx.Confirm` is answered
+``"<name>" needs a person to confirm: <prompt>`` and nothing is sent, unless
+the application passes ``confirm=``: an ``async (ConfirmationRequest) ->
+bool`` that asks its user now (``Invocation.confirm``). ``True`` dispatches
+the call; ``False`` answers ``Declined: <prompt>``. The tool runner
+would send any exception but its ``ToolError`` to the model as the
+exception's ``repr``, so these tools raise nothing else; a defect (a hook or
+the host raised) is logged here and answered ``Capability "<name>" failed
+unexpectedly``.
+
+What the model sees (tool list, reply text) is decided once, in
+:mod:`agentfx.tools`; this module only translates it. It deliberately knows
+nothing of the pipeline's steps or of audit internals, and nothing in
+agentfx's core imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+try:
+    from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, BetaFunctionToolResultType, ToolError
+    from anthropic.types import ToolParam, ToolResultBlockParam
+    from anthropic.types.beta import BetaToolParam
+except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
+    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] != "anthropic":
+        raise  # installed, but broken: the SDK's own error says more than a hint would
+    raise ImportError(
+        "agentfx.anthropic needs the Anthropic SDK, an optional dependency. "
+        "Install it with: pip install 'agentfx[anthropic]'"
+    ) from missing
+
+from .confirm import Confirmer
+from .invocation import Invocation, new_invocation_id
+from .runtime import AgentRuntime
+from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+
+__all__ = ("AgentfxTool", "TRANSPORT", "ToolUse", "beta_tools", "run_tool_use", "tool_params")
+
+TRANSPORT = "anthropic"
+"""The ``Invocation.transport`` of every call these tools make, as the audit records it."""
+
+_logger = logging.getLogger(__name__)
+
+
+class ToolUse(Protocol):
+    """A ``tool_use`` content block: ``anthropic.types.ToolUseBlock`` or its beta twin."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def input(self) -> object: ...
+
+
+def tool_params(runtime: AgentRuntime[Any, Any]) -> list[ToolParam]:
+    """The capabilities available in the current Model (read once), as the ``tools`` of one request.
+
+    >>> import msgspec, agentfx
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> runtime = agentfx.bind(
+    ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+    ... )
+    >>> tool_params(runtime)
+    [{'name': 'ping', 'description': 'Ping the app', 'input_schema': {'type': 'object', 'properties': {}, 'required': [], 'additionalProperties': False}}]
+    """
+    return [_param(view) for view in tool_views(runtime)]
+
+
+def _param(view: ToolView) -> ToolParam:
+    return {"name": view.name, "description": view.description, "input_schema": view.input_schema}
+
+
+async def run_tool_use(
+    runtime: AgentRuntime[Any, Any], block: ToolUse, *, confirm: Confirmer | None = None
+) -> ToolResultBlockParam:
+    """Answer one ``tool_use`` block: dispatch it and return its ``tool_result``. Never raises an ``Exception``.
+
+    Args:
+        runtime: The bound runtime the call goes through.
+        block: The ``tool_use`` block of the model's reply.
+        confirm: Asks a person when ``authorize`` answers
+            :class:`~agentfx.Confirm`; without it such a call is refused.
+
+    >>> import anyio, msgspec, agentfx
+    >>> from anthropic.types import ToolUseBlock
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> runtime = agentfx.bind(
+    ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+    ... )
+    >>> block = ToolUseBlock(type="tool_use", id="toolu_1", name="ping", input={"loud": True})
+    >>> anyio.run(run_tool_use, runtime, block)
+    {'type': 'tool_result', 'tool_use_id': 'toolu_1', 'content': 'Invalid input for "ping": "loud" is not a field of this input', 'is_error': True}
+    """
+    answer = await _dispatch(runtime, block.name, block.input, block.id, confirm)
+    result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": block.id, "content": answer.text}
+    if not answer.ok:
+        result["is_error"] = True
+    return result
+
+
+class AgentfxTool(BetaAsyncBuiltinFunctionTool):
+    """One capability as a tool for ``AsyncAnthropic``'s ``client.beta.messages.tool_runner``.
+
+    Build them with :func:`beta_tools`. A refusal, a declared failure and a
+    defect raise ``ToolError`` with the reply text, which the runner sends as
+    an ``is_error`` result; nothing else is ever raised.
+    """
+
+    def __init__(self, runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | None = None) -> None:
+        self._runtime = runtime
+        self._confirm = confirm
+        self._definition: BetaToolParam = {
+            "name": view.name,
+            "description": view.description,
+            "input_schema": view.input_schema,
+        }
+
+    def to_dict(self) -> BetaToolParam:
+        return self._definition
+
+    async def call(self, input: object) -> BetaFunctionToolResultType:
+        # The runner hands over the input, not the block, so the call id is ours alone.
+        answer = await _dispatch(self._runtime, self._definition["name"], input, None, self._confirm)
+        if not answer.ok:
+            raise ToolError(answer.text)
+        return answer.text
+
+
+def beta_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | None = None) -> list[AgentfxTool]:
+    """Every capability of the contract, for ``AsyncAnthropic``'s tool runner, in declaration order.
+
+    ``confirm`` asks a person when ``authorize`` answers
+    :class:`~agentfx.Confirm`, as for :func:`run_tool_use`.
+
+    >>> import msgspec, agentfx
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> runtime = agentfx.bind(
+    ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+    ... )
+    >>> [tool.name for tool in beta_tools(runtime)]
+    ['ping']
+    """
+    return [AgentfxTool(runtime, view, confirm) for view in tool_views(runtime, available_only=False)]
+
+
+async def _dispatch(
+    runtime: AgentRuntime[Any, Any], name: str, payload: object, call_id: str | None, confirm: Confirmer | None
+) -> ToolReply:
+    """The reply to one call; never raises an ``Exception`` (the runner would send its ``repr``)."""
+    # A fresh id per call, the model's tool_use id kept visible to match the audit with the conversation.
+    invocation_id = new_invocation_id() if call_id is None else f"{new_invocation_id()}/{call_id}"
+    invocation = Invocation(id=invocation_id, transport=TRANSPORT, confirm=confirm)
+    try:
+        return reply(await runtime.messages.dispatch_unknown(name, payload, invocation))
+    except Exception:
+        _logger.exception("capability %r failed unexpectedly", name)
+        return defect_reply(name)

@@ -1,0 +1,123 @@
+"""agentfx capabilities as LangChain tools.
+
+Install with ``pip install 'agentfx[langchain]'``. :func:`structured_tools`
+builds one ``StructuredTool`` per capability available in the current Model;
+bind them to a chat model (``model.bind_tools(tools)``) and answer each of
+its tool calls with ``await tool.ainvoke(tool_call)``. Every call is
+dispatched through the runtime as ``Invocation(transport="langchain")``.
+
+- **Availability**: a LangChain tool list is fixed once built, so rebuild it
+  for every turn (every model call). A tool kept from an earlier turn still
+  works: the runtime answers a call to a capability that is no longer
+  available as a refusal.
+- **Strict input**: each tool's ``args_schema`` is the contract's JSON Schema,
+  given to the model verbatim; LangChain validates nothing against a JSON
+  Schema, so the runtime's strict decoding is the one check.
+- **Refusals** (invalid input says what to fix), a declared failure Message and
+  a defect raise ``ToolException`` with the reply text, and the tools are built
+  with ``handle_tool_error=True``: the model gets a ``ToolMessage`` with
+  ``status="error"`` and that text, and the run goes on. A defect (a hook or the
+  host raised) is logged here and answered ``Capability "<name>" failed
+  unexpectedly``; no exception text reaches the model.
+- **Results**: the tools answer ``content_and_artifact``: the ``ToolMessage``
+  content is the reply text (which carries the completion's data) and its
+  ``artifact`` the reply's ``data``, for the application, never sent to a model.
+- **Confirmation**: a capability whose ``authorize`` answers
+  :class:`~agentfx.Confirm` is refused ``"<name>" needs a person to confirm:
+  <prompt>`` and nothing is sent, unless the application passes ``confirm=``:
+  an ``async (ConfirmationRequest) -> bool`` that asks its user now.
+
+The tools are asynchronous only (``ainvoke``): the runtime is. What the model
+sees (tool list, reply text) is decided once, in :mod:`agentfx.tools`; this
+module only translates it. It deliberately knows nothing of the pipeline's
+steps or of audit internals, and nothing in agentfx's core imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+try:
+    from langchain_core.tools import StructuredTool, ToolException
+except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
+    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] != "langchain_core":
+        raise  # installed, but broken: the framework's own error says more than a hint would
+    raise ImportError(
+        "agentfx.langchain needs langchain-core, an optional dependency. "
+        "Install it with: pip install 'agentfx[langchain]'"
+    ) from missing
+
+import msgspec
+
+from .confirm import Confirmer
+from .invocation import Invocation
+from .runtime import AgentRuntime
+from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+
+__all__ = ("TRANSPORT", "structured_tools")
+
+TRANSPORT = "langchain"
+"""The ``Invocation.transport`` of every call these tools make, as the audit records it."""
+
+_logger = logging.getLogger(__name__)
+
+
+def structured_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | None = None) -> list[StructuredTool]:
+    """The capabilities available in the current Model (read once), as LangChain tools. Rebuild per turn.
+
+    Args:
+        runtime: The bound runtime every call goes through.
+        confirm: Asks a person when ``authorize`` answers
+            :class:`~agentfx.Confirm`; without it such a call is refused.
+
+    >>> import asyncio, msgspec, agentfx
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> runtime = agentfx.bind(
+    ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+    ... )
+    >>> [ping] = structured_tools(runtime)
+    >>> call = {"type": "tool_call", "id": "call_1", "name": "ping", "args": {"loud": True}}
+    >>> answer = asyncio.run(ping.ainvoke(call))
+    >>> answer.status, answer.content
+    ('error', 'Invalid input for "ping": "loud" is not a field of this input')
+    """
+    return [_tool(runtime, view, confirm) for view in tool_views(runtime)]
+
+
+def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | None) -> StructuredTool:
+    name = view.name
+
+    async def call(**arguments: Any) -> tuple[str, dict[str, Any]]:
+        # LangChain hands the model's arguments over as keywords, unchecked.
+        answer = await _dispatch(runtime, name, arguments, confirm)
+        if not answer.ok:
+            raise ToolException(answer.text)
+        return answer.text, answer.data
+
+    metadata: dict[str, Any] = {"output_schema": view.output_schema}
+    if view.title is not None:
+        metadata["title"] = view.title
+    if view.hints is not None:
+        metadata["hints"] = msgspec.to_builtins(view.hints)
+    return StructuredTool(
+        name=name,
+        description=view.description,
+        args_schema=view.input_schema,
+        coroutine=call,
+        response_format="content_and_artifact",
+        handle_tool_error=True,
+        metadata=metadata,
+    )
+
+
+async def _dispatch(runtime: AgentRuntime[Any, Any], name: str, payload: object, confirm: Confirmer | None) -> ToolReply:
+    """The reply to one call; never raises an ``Exception``."""
+    invocation = Invocation(transport=TRANSPORT, confirm=confirm)
+    try:
+        return reply(await runtime.messages.dispatch_unknown(name, payload, invocation))
+    except Exception:
+        _logger.exception("capability %r failed unexpectedly", name)
+        return defect_reply(name)

@@ -1,0 +1,169 @@
+"""agentfx capabilities as OpenAI Agents SDK function tools.
+
+Install with ``pip install 'agentfx[openai-agents]'``. :func:`function_tools`
+builds one ``FunctionTool`` per capability of the contract; give them to an
+``Agent(tools=...)`` and run it with ``Runner.run``. Every call is dispatched
+through the runtime as ``Invocation(transport="openai-agents")``.
+
+The SDK's traps, and how the tools avoid them:
+
+- An exception raised by a hand-built ``FunctionTool`` aborts the whole run,
+  so ``on_invoke_tool`` never raises an ``Exception``: a refusal is answered
+  with the reply text (invalid input says what to fix), and a defect (a hook
+  or the host raised) is logged here and answered
+  ``Capability "<name>" failed unexpectedly``. No exception text reaches the model.
+- The SDK takes a raw JSON Schema verbatim and validates nothing against it:
+  the arguments go to the runtime as the model wrote them, and its strict
+  decoding is the one check. The schema is passed with
+  ``strict_json_schema=False``: the SDK's strict mode would rewrite it (every
+  field required), and the model would be told a different contract than the
+  runtime enforces.
+- ``is_enabled`` reads the Model at every turn, so the model is offered only
+  what is available now. A call to a tool that was hidden is the SDK's own
+  affair: it aborts the run unless ``RunConfig(tool_not_found_behavior=
+  "return_error_to_model")``, which answers the model ``Tool '<name>' not found.``
+  (also what a call approved after its capability went away gets). A tool
+  that was offered but stopped being available before the call ran is
+  answered by the runtime (``Capability "<name>" is not available right
+  now``): the SDK checks ``is_enabled`` again just before running the calls
+  and would end the run on a tool disabled in between, so an offered tool
+  stays enabled through that one check (see ``_Offers``).
+- ``needs_approval`` must be decided before the call, but only ``authorize``
+  can say whether this call asks a person, so every capability that declares
+  ``authorize`` needs approval. The run then stops with an interruption;
+  ``state.approve(item)`` and running again dispatches that call with
+  ``Invocation(confirmed=True)``, which approves a ``Confirm`` answer and
+  nothing else (``authorize`` refusing still refuses). Set a tool's
+  ``needs_approval`` to ``False`` when its ``authorize`` never asks a person.
+
+What the model sees (tool list, reply text) is decided once, in
+:mod:`agentfx.tools`; this module only translates it. It deliberately knows
+nothing of the pipeline's steps or of audit internals, and nothing in
+agentfx's core imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any
+
+try:
+    from agents import FunctionTool, RunContextWrapper
+    from agents.tool_context import ToolContext
+except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
+    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] != "agents":
+        raise  # installed, but broken: the framework's own error says more than a hint would
+    raise ImportError(
+        "agentfx.openai_agents needs the OpenAI Agents SDK, an optional dependency. "
+        "Install it with: pip install 'agentfx[openai-agents]'"
+    ) from missing
+
+import msgspec
+
+from .docs import MessageDescriptor
+from .invocation import Invocation, new_invocation_id
+from .runtime import AgentRuntime
+from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+
+__all__ = ("TRANSPORT", "function_tools")
+
+TRANSPORT = "openai-agents"
+"""The ``Invocation.transport`` of every call these tools make, as the audit records it."""
+
+_logger = logging.getLogger(__name__)
+
+
+def function_tools(runtime: AgentRuntime[Any, Any]) -> list[FunctionTool]:
+    """One ``FunctionTool`` per capability of the contract, in declaration order.
+
+    Every capability is built, available or not: ``is_enabled`` decides per
+    turn, so the list can be built once and kept on the ``Agent``.
+
+    >>> import msgspec, agentfx
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> runtime = agentfx.bind(
+    ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+    ... )
+    >>> [(tool.name, tool.description, tool.needs_approval) for tool in function_tools(runtime)]
+    [('ping', 'Ping the app', False)]
+    """
+    descriptors = {d.name: d for d in runtime.messages.list()}
+    return [_tool(runtime, view, descriptors[view.name]) for view in tool_views(runtime, available_only=False)]
+
+
+def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, descriptor: MessageDescriptor) -> FunctionTool:
+    name = view.name
+    offers = _Offers()
+
+    def is_enabled(ctx: RunContextWrapper[Any], _agent: Any) -> bool:
+        return offers.enabled(ctx, any(d.name == name for d in runtime.messages.available()))
+
+    async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
+        # Approval is per call: a call that reached the tool after a person approved it
+        # is dispatched confirmed; the same tool called again is asked about again.
+        approved = ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id) is True
+        invocation = Invocation(id=f"{new_invocation_id()}/{ctx.tool_call_id}", transport=TRANSPORT, confirmed=approved)
+        return (await _dispatch(runtime, name, _payload(arguments), invocation)).text
+
+    return FunctionTool(
+        name=name,
+        description=view.description,
+        params_json_schema=view.input_schema,
+        on_invoke_tool=on_invoke_tool,
+        strict_json_schema=False,
+        is_enabled=is_enabled,
+        # ``may_confirm`` only documents it: an undeclared Confirm still works, so
+        # every authorize may ask a person, and only an approved call is confirmed.
+        needs_approval=descriptor.requires_authorization,
+    )
+
+
+class _Offers:
+    """Which runs were offered one tool at its last ``is_enabled`` check.
+
+    The SDK asks ``is_enabled`` when it lists a turn's tools and again just
+    before it runs the calls the model made, and it ends the whole run when a
+    called tool has become disabled in between (``ModelBehaviorError``). A
+    Model that changed while the model was thinking must not do that: a
+    capability offered at the last check stays enabled for one more check,
+    so the call reaches the runtime, which refuses it as unavailable. A
+    capability that is still unavailable at the next check is hidden.
+    """
+
+    __slots__ = ("_offered",)
+
+    def __init__(self) -> None:
+        self._offered: dict[int, bool] = {}
+
+    def enabled(self, ctx: RunContextWrapper[Any], available: bool) -> bool:
+        key = id(ctx)
+        if key not in self._offered:
+            # Forget a run with its context: a long-lived tool list must not grow.
+            weakref.finalize(ctx, self._offered.pop, key, None)
+        offered = self._offered.get(key, False)
+        self._offered[key] = available
+        return available or offered
+
+
+def _payload(arguments: str) -> object:
+    """The model's JSON arguments; text that is not JSON goes on as text, for the runtime to refuse."""
+    # The SDK's own tools read empty arguments as no arguments; so do these.
+    if not arguments.strip():
+        return {}
+    try:
+        payload: object = msgspec.json.decode(arguments)
+    except msgspec.DecodeError:
+        return arguments
+    return payload
+
+
+async def _dispatch(runtime: AgentRuntime[Any, Any], name: str, payload: object, invocation: Invocation) -> ToolReply:
+    """The reply to one call; never raises an ``Exception`` (one would abort the run)."""
+    try:
+        return reply(await runtime.messages.dispatch_unknown(name, payload, invocation))
+    except Exception:
+        _logger.exception("capability %r failed unexpectedly", name)
+        return defect_reply(name)

@@ -1,0 +1,166 @@
+"""agentfx capabilities as a pydantic-ai toolset.
+
+Install with ``pip install 'agentfx[pydantic-ai]'``. :class:`AgentfxToolset`
+is a pydantic-ai ``AbstractToolset``: add it to an ``Agent`` and the model is
+offered, at every run step, exactly the capabilities available in the current
+Model, each call dispatched through the runtime as
+``Invocation(transport="pydantic-ai")``.
+
+pydantic-ai takes a raw JSON Schema verbatim but does not validate arguments
+against it, so the toolset accepts whatever the model sent and lets the
+runtime decode it strictly. The outcome is carried over in pydantic-ai's own
+terms:
+
+- a success returns the reply text (which carries the completion's data), with
+  the reply's ``data`` as the ``ToolReturn`` metadata the application can read
+  and the model never sees;
+- invalid input raises ``ModelRetry`` with the reply text (what to fix), which
+  pydantic-ai counts against the tool's ``max_retries``;
+- every other refusal, and a declared failure Message, raises ``ToolFailed``
+  with the reply text: the model sees a failed tool result, and the refusal is
+  *not* counted as a retry (the model did nothing wrong by calling a tool that
+  stopped being available, or that its principal may not call);
+- a capability whose ``authorize`` answers :class:`~agentfx.Confirm` raises
+  ``ApprovalRequired``: the run ends with a ``DeferredToolRequests`` output
+  (give the agent ``output_type=[str, DeferredToolRequests]``), and running
+  again with ``DeferredToolResults(approvals={call_id: True})`` re-dispatches
+  the same call with ``Invocation(confirmed=True)``;
+- a defect (a hook or the host raised) is logged here and answered
+  ``Capability "<name>" failed unexpectedly``; no exception text reaches the model.
+
+What the model sees (tool list, reply text) is decided once, in
+:mod:`agentfx.tools`; this module only translates it. It deliberately knows
+nothing of the pipeline's steps or of audit internals, and nothing in
+agentfx's core imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+try:
+    from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolDefinition, ToolFailed, ToolReturn
+    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema
+except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
+    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] not in {
+        "pydantic_ai",
+        "pydantic_core",
+    }:
+        raise  # installed, but broken: the framework's own error says more than a hint would
+    raise ImportError(
+        "agentfx.pydantic_ai needs pydantic-ai, an optional dependency. "
+        "Install it with: pip install 'agentfx[pydantic-ai]'"
+    ) from missing
+
+import msgspec
+from returns.io import IOFailure
+from returns.unsafe import unsafe_perform_io
+
+from .errors import AgentConfirmationRequiredError, AgentInvalidInputError, DispatchError
+from .invocation import Invocation, new_invocation_id
+from .runtime import AgentRuntime
+from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+
+__all__ = ("AgentfxToolset", "TRANSPORT")
+
+TRANSPORT = "pydantic-ai"
+"""The ``Invocation.transport`` of every call this toolset makes, as the audit records it."""
+
+_logger = logging.getLogger(__name__)
+
+# Arguments pass through untouched: pydantic-ai would only check that they are
+# JSON, and the runtime's strict decoding is the one authority on the input.
+_PASS_THROUGH = SchemaValidator(core_schema.any_schema())
+
+
+class AgentfxToolset(AbstractToolset[Any]):
+    """The runtime's available capabilities as pydantic-ai tools, re-read at every run step.
+
+    Args:
+        runtime: The bound runtime every call goes through.
+        id: The toolset's id, unique among an agent's toolsets (durable
+            execution needs one).
+        max_retries: How many invalid inputs in a row the model may send to one
+            tool before pydantic-ai ends the run (pydantic-ai's ``retries``).
+
+    >>> import asyncio, msgspec, agentfx
+    >>> from pydantic_ai import Agent
+    >>> from pydantic_ai.models.test import TestModel
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> runtime = agentfx.bind(
+    ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+    ... )
+    >>> agent = Agent(TestModel(), toolsets=[AgentfxToolset(runtime)])
+    >>> asyncio.run(agent.run("Ping it")).output
+    '{"ping":"Dispatched Ping"}'
+    """
+
+    def __init__(self, runtime: AgentRuntime[Any, Any], *, id: str | None = None, max_retries: int = 1) -> None:
+        self._runtime = runtime
+        self._id = id
+        self._max_retries = max_retries
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def runtime(self) -> AgentRuntime[Any, Any]:
+        """The runtime this toolset dispatches through."""
+        return self._runtime
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        """The capabilities available in the current Model (read once), in declaration order."""
+        return {view.name: self._tool(view) for view in tool_views(self._runtime)}
+
+    def _tool(self, view: ToolView) -> ToolsetTool[Any]:
+        metadata: dict[str, Any] = {"output_schema": view.output_schema}
+        if view.title is not None:
+            metadata["title"] = view.title
+        if view.hints is not None:
+            metadata["hints"] = msgspec.to_builtins(view.hints)
+        return ToolsetTool(
+            toolset=self,
+            tool_def=ToolDefinition(
+                name=view.name,
+                description=view.description,
+                parameters_json_schema=view.input_schema,
+                metadata=metadata,
+            ),
+            max_retries=self._max_retries,
+            args_validator=_PASS_THROUGH,
+        )
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+        """Dispatch one call and answer it in pydantic-ai's terms (see the module docstring)."""
+        # A fresh id per call, with the model's call id kept visible: a resumed
+        # (approved) call reuses its call id, and the audit must tell the two apart.
+        call_id = new_invocation_id() if ctx.tool_call_id is None else f"{new_invocation_id()}/{ctx.tool_call_id}"
+        invocation = Invocation(id=call_id, transport=TRANSPORT, confirmed=ctx.tool_call_approved)
+        answer, failure = await _dispatch(self._runtime, name, tool_args, invocation)
+        if isinstance(failure, AgentInvalidInputError):
+            raise ModelRetry(answer.text)
+        if isinstance(failure, AgentConfirmationRequiredError):
+            # Nothing was sent. pydantic-ai ends the run with this call among the
+            # DeferredToolRequests' approvals; approving it re-runs the call with
+            # ctx.tool_call_approved, which confirms it (and nothing else).
+            raise ApprovalRequired(metadata={"prompt": failure.prompt, "capability": failure.capability})
+        if not answer.ok:
+            raise ToolFailed(answer.text)
+        return ToolReturn(return_value=answer.text, metadata=answer.data)
+
+
+async def _dispatch(
+    runtime: AgentRuntime[Any, Any], name: str, payload: object, invocation: Invocation
+) -> tuple[ToolReply, DispatchError | None]:
+    """The reply to one call, and its failure value when refused; never raises an ``Exception``."""
+    try:
+        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation)
+        return reply(outcome), unsafe_perform_io(outcome.failure()) if isinstance(outcome, IOFailure) else None
+    except Exception:
+        _logger.exception("capability %r failed unexpectedly", name)
+        return defect_reply(name), None

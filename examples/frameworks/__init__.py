@@ -1,0 +1,1 @@
+"""The todo example driven from four agent frameworks, one module each, each with an LLM of your choice."""

@@ -1,0 +1,233 @@
+"""The application every framework suite drives: one contract with a capability for each path.
+
+Each framework test runs the same script through its framework's real agent
+loop: list the tools, create a todo (a completion whose reply carries the new
+id), call a capability that is not available, send invalid input, delete a
+todo whose deletion fails (a declared failure Message), hit a defect, and
+delete a todo once a person confirms. This module builds the runtime and its
+recording host, and states what each step must tell the model, so the four
+suites assert the same contract in four dialects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+
+import agentfx
+from agentfx.testing.recording import RecordingHost
+
+
+class Todo(msgspec.Struct, frozen=True):
+    id: str
+    title: str
+
+
+class Model(msgspec.Struct, frozen=True):
+    todos: tuple[Todo, ...] = ()
+    selected: str | None = None
+
+
+class User(msgspec.Struct, frozen=True):
+    id: str
+
+
+class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
+    title: str
+    request_id: str | None = None
+
+
+class CreatedTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+    title: str
+    request_id: str | None = None
+
+
+class SelectedTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class RequestedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
+    id: str
+    reason: str
+
+
+class RequestedExport(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class CreateTodoInput(msgspec.Struct, frozen=True):
+    """The todo to create."""
+
+    title: str
+
+
+class NoInput(msgspec.Struct, frozen=True):
+    pass
+
+
+Message = (
+    RequestedCreateTodo | CreatedTodo | SelectedTodo | RequestedDeleteTodo | DeletedTodo | FailedDeleteTodo | RequestedExport
+)
+
+SECRET = "s3cr3t-internal-detail"
+"""Text a defect's exception carries; it must never reach a model."""
+
+PINNED = "pinned"
+"""The id of the todo the server refuses to delete."""
+
+INITIAL = Model(todos=(Todo("milk", "Buy milk"), Todo(PINNED, "Pinned note")))
+
+
+def _confirm_delete(req: agentfx.AuthorizationRequest[User, NoInput, Model]) -> agentfx.Confirm:
+    title = next(t.title for t in req.model.todos if t.id == req.model.selected)
+    return agentfx.Confirm(f'Delete the todo "{title}"?')
+
+
+def _explode(_: NoInput, ctx: agentfx.InvocationContext[Model, User]) -> RequestedExport:
+    raise RuntimeError(SECRET)
+
+
+TodoAgent = agentfx.for_model(Model, principal=User)
+
+Contract = TodoAgent.define(
+    messages=TodoAgent.expose(
+        Message,
+        TodoAgent.variant(
+            RequestedCreateTodo,
+            "Create a new todo",
+            name="create_todo",
+            input=CreateTodoInput,
+            to_message=lambda new, ctx: RequestedCreateTodo(title=new.title, request_id=ctx.invocation.id),
+            completion=agentfx.Completion(
+                success=CreatedTodo,
+                correlate=lambda request, result, call: result.request_id == call.invocation.id,
+                timeout=5.0,
+            ),
+        ),
+        TodoAgent.variant(SelectedTodo, "Select a todo by its id", name="select_todo"),
+        TodoAgent.variant(
+            RequestedDeleteTodo,
+            "Delete the selected todo",
+            name="delete_selected_todo",
+            available=lambda model: model.selected is not None,
+            input=NoInput,
+            to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected or ""),
+            authorize=_confirm_delete,
+            may_confirm=True,
+            completion=agentfx.Completion(
+                success=DeletedTodo,
+                failure=FailedDeleteTodo,
+                correlate=lambda request, result, call: result.id == call.message.id,
+                timeout=5.0,
+            ),
+        ),
+        TodoAgent.variant(RequestedExport, "Export every todo", name="export_todos", input=NoInput, to_message=_explode),
+    ),
+)
+
+TOOLS_WITHOUT_SELECTION = ["create_todo", "select_todo", "export_todos"]
+TOOLS_WITH_SELECTION = ["create_todo", "select_todo", "delete_selected_todo", "export_todos"]
+
+
+def update(model: Model, message: object) -> Model:
+    match message:
+        case CreatedTodo(id=todo_id, title=title):
+            return msgspec.structs.replace(model, todos=(*model.todos, Todo(todo_id, title)))
+        case SelectedTodo(id=todo_id) if any(t.id == todo_id for t in model.todos):
+            return msgspec.structs.replace(model, selected=todo_id)
+        case DeletedTodo(id=todo_id):
+            return Model(todos=tuple(t for t in model.todos if t.id != todo_id), selected=None)
+        case _:
+            return model
+
+
+def _created(message: RequestedCreateTodo) -> list[object]:
+    return [CreatedTodo(id="todo-3", title=message.title, request_id=message.request_id)]
+
+
+def _deleted(message: RequestedDeleteTodo) -> list[object]:
+    if message.id == PINNED:
+        return [FailedDeleteTodo(id=message.id, reason="Pinned todos cannot be deleted")]
+    return [DeletedTodo(id=message.id)]
+
+
+@dataclass
+class Harness:
+    """A runtime over a recording host, and the audit log it writes."""
+
+    recorder: RecordingHost[Model, object, User]
+    audit: agentfx.AuditLog
+    runtime: agentfx.AgentRuntime[Model, User]
+
+    def transports(self) -> set[str]:
+        return {entry.transport for entry in self.audit.entries()}
+
+    def outcomes(self) -> list[tuple[str, str]]:
+        return [(entry.capability, entry.outcome) for entry in self.audit.entries()]
+
+
+def harness(model: Model = INITIAL) -> Harness:
+    recorder: RecordingHost[Model, object, User] = RecordingHost(
+        model,
+        principal=User("ada"),
+        responses={RequestedCreateTodo: _created, RequestedDeleteTodo: _deleted},
+        update=update,
+    )
+    audit = agentfx.audit_log()
+    return Harness(recorder, audit, TodoAgent.bind(Contract, host=recorder.host, audit=audit))
+
+
+# What each step must tell the model, whatever the framework. ---------------------
+
+CREATED_TEXT_PREFIX = "Completed: CreatedTodo\n"
+"""A completed create: the summary line, then the completion data as JSON on the next line."""
+
+UNAVAILABLE_TEXT = 'Capability "delete_selected_todo" is not available right now'
+INVALID_TEXT = 'Invalid input for "create_todo": "title" is required'
+FAILED_TEXT_PREFIX = "Failed: FailedDeleteTodo\n"
+"""A declared failure: the summary line, then the data with the failure Message (its reason)."""
+DEFECT_TEXT = 'Capability "export_todos" failed unexpectedly'
+CONFIRM_PROMPT = 'Delete the todo "Buy milk"?'
+CONFIRM_TEXT = f'"delete_selected_todo" needs a person to confirm: {CONFIRM_PROMPT}'
+DELETED_TEXT_PREFIX = "Completed: DeletedTodo\n"
+
+
+def created_data(text: str) -> dict[str, object]:
+    """The JSON a completed create's reply text carries on its second line."""
+    first, _, data = text.partition("\n")
+    assert first == "Completed: CreatedTodo"
+    decoded: dict[str, object] = msgspec.json.decode(data)
+    return decoded
+
+
+def new_todo_id(text: str) -> str:
+    """The id of the todo a completed ``create_todo`` of the todo example reports in its reply text."""
+    first, _, data = text.partition("\n")
+    assert first == "Completed: CreatedTodo", text
+    decoded: dict[str, dict[str, dict[str, str]]] = msgspec.json.decode(data)
+    return decoded["completion"]["message"]["id"]
+
+
+class Asked:
+    """An approver for the examples: says yes, and remembers every prompt."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def __call__(self, prompt: str) -> bool:
+        self.prompts.append(prompt)
+        return True
+
+
+EXAMPLE_TODOS = ["Buy milk", "Write the report"]
+"""The todo example's todos after adding "Buy bread" and deleting it again."""

@@ -1,0 +1,347 @@
+"""``agentfx.openai_agents``: the contract through ``Runner.run``, with a scripted ``Model`` of our own.
+
+The model records, at each turn, the tools the runner offered it and the tool
+outputs it was sent, then answers with scripted function calls.
+
+asyncio only: the runner starts its tasks with ``asyncio.create_task``, so a
+run cannot start on trio.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, cast
+
+import msgspec
+import pytest
+from agents import (
+    Agent,
+    AgentOutputSchemaBase,
+    Handoff,
+    ModelBehaviorError,
+    ModelResponse,
+    ModelSettings,
+    ModelTracing,
+    RunConfig,
+    Runner,
+    Tool,
+    Usage,
+)
+from agents.items import TResponseInputItem, TResponseOutputItem
+from agents.models.interface import Model
+from openai.types.responses.response_prompt_param import ResponsePromptParam
+from agents.testing import assistant_message, function_call
+
+from agentfx.openai_agents import TRANSPORT, function_tools
+from examples.frameworks import openai_agents_agent
+from tests.frameworks.app import (
+    CONFIRM_TEXT,
+    CREATED_TEXT_PREFIX,
+    EXAMPLE_TODOS,
+    DEFECT_TEXT,
+    DELETED_TEXT_PREFIX,
+    FAILED_TEXT_PREFIX,
+    INITIAL,
+    INVALID_TEXT,
+    PINNED,
+    SECRET,
+    TOOLS_WITH_SELECTION,
+    TOOLS_WITHOUT_SELECTION,
+    UNAVAILABLE_TEXT,
+    Asked,
+    Harness,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    SelectedTodo,
+    created_data,
+    harness,
+    new_todo_id,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+Turn = Sequence[TResponseOutputItem] | str | Callable[[], Sequence[TResponseOutputItem] | str]
+
+
+class ScriptedModel(Model):
+    """Answers each turn from a script; records the tools offered and the outputs received."""
+
+    def __init__(self, *turns: Turn) -> None:
+        self.turns = list(turns)
+        self.tools: list[list[str]] = []
+        self.outputs: list[list[tuple[str, str]]] = []
+        self._answered: set[str] = set()
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff[Any, Any]],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> ModelResponse:
+        items = input
+        self.tools.append([tool.name for tool in tools])
+        self.outputs.append(self._new_outputs(items))
+        turn = self.turns.pop(0)
+        if callable(turn):
+            turn = turn()
+        output = [assistant_message(turn)] if isinstance(turn, str) else list(turn)
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def _new_outputs(self, items: str | list[TResponseInputItem]) -> list[tuple[str, str]]:
+        # The input is the whole conversation so far; keep only outputs not seen before.
+        seen: list[tuple[str, str]] = []
+        for item in [] if isinstance(items, str) else items:
+            raw = cast(dict[str, Any], item)
+            call_id = str(raw.get("call_id"))
+            if raw.get("type") == "function_call_output" and call_id not in self._answered:
+                self._answered.add(call_id)
+                seen.append((call_id, str(raw["output"])))
+        return seen
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+
+def _agent(h: Harness, model: ScriptedModel) -> Agent[None]:
+    return Agent(name="todos", model=model, tools=list(function_tools(h.runtime)))
+
+
+_CONFIG = RunConfig(tracing_disabled=True, tool_not_found_behavior="return_error_to_model")
+
+
+async def test_the_tools_are_the_available_capabilities_at_each_turn() -> None:
+    h = harness()
+    model = ScriptedModel([function_call("select_todo", {"id": "milk"}, call_id="c1")], "done")
+    result = await Runner.run(_agent(h, model), "Select the milk", run_config=_CONFIG)
+    assert result.final_output == "done"
+    assert model.tools == [TOOLS_WITHOUT_SELECTION, TOOLS_WITH_SELECTION]
+    assert model.outputs[1] == [("c1", "Dispatched SelectedTodo")]
+    assert h.recorder.dispatched == [SelectedTodo(id="milk")]
+
+
+async def test_a_capability_that_stays_unavailable_is_hidden_at_the_next_turn() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+
+    def clear() -> list[TResponseOutputItem]:
+        h.recorder.set_model(INITIAL)
+        return [function_call("select_todo", {"id": "nothing"}, call_id="c1")]
+
+    model = ScriptedModel(clear, "done")
+    await Runner.run(_agent(h, model), "Clear", run_config=_CONFIG)
+    # Offered once more through the execution check of the turn it changed in, then hidden.
+    assert model.tools == [TOOLS_WITH_SELECTION, TOOLS_WITHOUT_SELECTION]
+
+
+def test_every_capability_is_built_with_its_schema_and_approval() -> None:
+    h = harness()
+    tools = {tool.name: tool for tool in function_tools(h.runtime)}
+    assert list(tools) == TOOLS_WITH_SELECTION
+    create = tools["create_todo"]
+    assert create.description == "Create a new todo"
+    # Verbatim: the SDK's strict mode would make every field required.
+    assert create.strict_json_schema is False
+    assert create.params_json_schema["required"] == ["title"]
+    assert create.params_json_schema["additionalProperties"] is False
+    # Only ``authorize`` can ask a person, so only a capability declaring one needs approval.
+    assert {name: tool.needs_approval for name, tool in tools.items()} == {
+        "create_todo": False,
+        "select_todo": False,
+        "delete_selected_todo": True,
+        "export_todos": False,
+    }
+
+
+async def test_a_completed_call_tells_the_model_the_new_todo() -> None:
+    h = harness()
+    model = ScriptedModel([function_call("create_todo", {"title": "Buy bread"}, call_id="c1")], "done")
+    await Runner.run(_agent(h, model), "Add bread", run_config=_CONFIG)
+    [(call_id, text)] = model.outputs[1]
+    assert call_id == "c1" and text.startswith(CREATED_TEXT_PREFIX)
+    [entry] = h.audit.entries()
+    assert created_data(text)["completion"] == {
+        "status": "completed",
+        "message": {"type": "CreatedTodo", "id": "todo-3", "title": "Buy bread", "request_id": entry.invocation},
+    }
+    assert entry.invocation.endswith("/c1")
+    assert [type(m) for m in h.recorder.dispatched] == [RequestedCreateTodo]
+    assert h.outcomes() == [("create_todo", "completed")]
+    assert h.transports() == {TRANSPORT} == {"openai-agents"}
+
+
+async def test_a_capability_that_became_unavailable_is_answered_not_raised() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+
+    def clear_then_delete() -> list[TResponseOutputItem]:
+        # The Model changes after the tools were listed and before the call runs.
+        h.recorder.set_model(INITIAL)
+        return [function_call("delete_selected_todo", {}, call_id="c1")]
+
+    model = ScriptedModel(clear_then_delete, "done")
+    tools = function_tools(h.runtime)
+    for tool in tools:
+        tool.needs_approval = False  # what an application does when authorize never asks a person
+    result = await Runner.run(Agent(name="todos", model=model, tools=list(tools)), "Delete it", run_config=_CONFIG)
+    assert result.final_output == "done"
+    assert model.outputs[1] == [("c1", UNAVAILABLE_TEXT)]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentCapabilityUnavailableError")]
+
+
+async def test_an_approval_resumed_after_the_capability_went_away_sends_nothing() -> None:
+    # The SDK re-lists the tools when it resumes an approved call: one that went away
+    # while the person decided is the runner's "not found" case, never dispatched.
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "done")
+    agent = _agent(h, model)
+    first = await Runner.run(agent, "Delete it", run_config=_CONFIG)
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    h.recorder.set_model(INITIAL)
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    assert second.final_output == "done"
+    assert model.outputs[1] == [("c1", "Tool 'delete_selected_todo' not found.")]
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
+async def test_a_hidden_tool_is_the_runner_s_affair_and_never_dispatched() -> None:
+    h = harness()
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "done")
+    await Runner.run(_agent(h, model), "Delete it", run_config=_CONFIG)
+    assert model.outputs[1] == [("c1", "Tool 'delete_selected_todo' not found.")]
+    # Without that run setting, the SDK ends the run; nothing reaches the host either way.
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "done")
+    with pytest.raises(ModelBehaviorError):
+        await Runner.run(_agent(h, model), "Delete it", run_config=RunConfig(tracing_disabled=True))
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        ({}, INVALID_TEXT),
+        ({"title": 3}, 'Invalid input for "create_todo": "title" must be a string'),
+        ("not json", 'Invalid input for "create_todo": the input must be an object'),
+        ("[1]", 'Invalid input for "create_todo": the input must be an object'),
+    ],
+)
+async def test_invalid_input_is_answered_with_what_to_fix(arguments: Any, text: str) -> None:
+    h = harness()
+    model = ScriptedModel([function_call("create_todo", arguments, call_id="c1")], "done")
+    result = await Runner.run(_agent(h, model), "Add a todo", run_config=_CONFIG)
+    assert result.final_output == "done"
+    assert model.outputs[1] == [("c1", text)]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+
+
+async def test_empty_arguments_are_no_arguments() -> None:
+    h = harness()
+    model = ScriptedModel([function_call("export_todos", "", call_id="c1")], "done")
+    await Runner.run(_agent(h, model), "Export", run_config=_CONFIG)
+    # Decoded as ``{}``: the call got past decoding, to the defect in ``to_message``.
+    assert h.outcomes() == [("export_todos", "AgentDefect")]
+
+
+async def test_a_defect_is_answered_and_the_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    h = harness()
+    model = ScriptedModel([function_call("export_todos", {}, call_id="c1")], "done")
+    with caplog.at_level(logging.ERROR, logger="agentfx.openai_agents"):
+        result = await Runner.run(_agent(h, model), "Export", run_config=_CONFIG)
+    assert result.final_output == "done"
+    assert model.outputs[1] == [("c1", DEFECT_TEXT)]
+    assert SECRET not in repr(model.outputs)
+    assert SECRET in caplog.text
+    assert h.outcomes() == [("export_todos", "AgentDefect")]
+
+
+async def test_an_approved_call_is_dispatched_and_a_rejected_one_is_not() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel(
+        [function_call("delete_selected_todo", {}, call_id="c1")],
+        "deleted",
+    )
+    agent = _agent(h, model)
+    first = await Runner.run(agent, "Delete the milk", run_config=_CONFIG)
+    [pending] = first.interruptions
+    assert pending.tool_name == "delete_selected_todo"
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+    state = first.to_state()
+    state.approve(pending)
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    assert second.final_output == "deleted"
+    [(call_id, text)] = model.outputs[1]
+    assert call_id == "c1" and text.startswith(DELETED_TEXT_PREFIX)
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    [entry] = h.audit.entries()
+    assert (entry.outcome, entry.confirmed, entry.transport) == ("completed", True, TRANSPORT)
+
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "kept")
+    agent = _agent(h, model)
+    first = await Runner.run(agent, "Delete the milk", run_config=_CONFIG)
+    state = first.to_state()
+    state.reject(first.interruptions[0], rejection_message="The user kept the todo")
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    assert second.final_output == "kept"
+    assert model.outputs[1] == [("c1", "The user kept the todo")]
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
+async def test_a_confirmation_without_an_approval_is_answered_and_nothing_sent() -> None:
+    # An application that turned needs_approval off for a capability that does ask.
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "asked")
+    tools = function_tools(h.runtime)
+    for tool in tools:
+        tool.needs_approval = False
+    result = await Runner.run(Agent(name="todos", model=model, tools=list(tools)), "Delete", run_config=_CONFIG)
+    assert result.final_output == "asked"
+    assert model.outputs[1] == [("c1", CONFIRM_TEXT)]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentConfirmationRequiredError")]
+
+
+async def test_a_declared_failure_message_is_answered_with_its_reason() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected=PINNED))
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "could not")
+    agent = _agent(h, model)
+    first = await Runner.run(agent, "Delete the pinned note", run_config=_CONFIG)
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    assert second.final_output == "could not"
+    [(_, text)] = model.outputs[1]
+    assert text.startswith(FAILED_TEXT_PREFIX) and "Pinned todos cannot be deleted" in text
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id=PINNED)]
+    assert h.outcomes() == [("delete_selected_todo", "failed")]
+
+
+async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_approved() -> None:
+    model: ScriptedModel = ScriptedModel(
+        [function_call("create_todo", {"title": "Buy bread"}, call_id="c1")],
+        # The reply text told the model the new todo's id.
+        lambda: [function_call("select_todo", {"id": new_todo_id(model.outputs[-1][0][1])}, call_id="c2")],
+        [function_call("delete_selected_todo", {}, call_id="c3")],
+        "Added bread, then deleted it.",
+    )
+    asked = Asked()
+    answer, titles = await openai_agents_agent.run(model, "Add bread, then delete it", asked)
+    assert answer == "Added bread, then deleted it."
+    # The SDK asks before authorize runs, so the person is asked about the tool, not the todo.
+    assert asked.prompts == ["Allow delete_selected_todo?"]
+    assert titles == EXAMPLE_TODOS

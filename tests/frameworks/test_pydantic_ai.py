@@ -1,0 +1,316 @@
+"""``agentfx.pydantic_ai``: the contract through a real pydantic-ai agent run, with no LLM.
+
+A ``FunctionModel`` plays the model: each turn records the tools it was offered
+and the parts it was sent, then answers with scripted tool calls.
+
+asyncio only: pydantic-ai's agent graph starts its tasks with
+``asyncio.create_task``, so an agent run cannot start on trio.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+import pytest
+from pydantic_ai import (
+    Agent,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolDenied,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from agentfx.pydantic_ai import TRANSPORT, AgentfxToolset
+from examples.frameworks import pydantic_ai_agent
+from tests.frameworks.app import (
+    CREATED_TEXT_PREFIX,
+    EXAMPLE_TODOS,
+    DEFECT_TEXT,
+    CONFIRM_PROMPT,
+    DELETED_TEXT_PREFIX,
+    FAILED_TEXT_PREFIX,
+    INITIAL,
+    INVALID_TEXT,
+    PINNED,
+    SECRET,
+    TOOLS_WITH_SELECTION,
+    TOOLS_WITHOUT_SELECTION,
+    UNAVAILABLE_TEXT,
+    CreatedTodo,
+    Asked,
+    Harness,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    SelectedTodo,
+    created_data,
+    harness,
+    new_todo_id,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+Turn = Sequence[ToolCallPart] | str | Callable[[], Sequence[ToolCallPart] | str]
+
+
+class Script:
+    """A model that answers with scripted turns and records what it was given."""
+
+    def __init__(self, *turns: Turn) -> None:
+        self.turns = list(turns)
+        self.tools: list[list[str]] = []
+        self.received: list[list[Any]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.tools.append([tool.name for tool in info.function_tools])
+        last = messages[-1]
+        self.received.append(list(last.parts) if isinstance(last, ModelRequest) else [])
+        turn = self.turns.pop(0)
+        if callable(turn):
+            turn = turn()
+        return ModelResponse(parts=[TextPart(turn)] if isinstance(turn, str) else list(turn))
+
+    def returns(self, turn: int) -> list[tuple[str, str]]:
+        """``(content, outcome)`` of every tool result the model got at ``turn``."""
+        return [
+            (str(part.content), part.outcome)
+            for part in self.received[turn]
+            if isinstance(part, ToolReturnPart)
+        ]
+
+
+def _agent(h: Harness, script: Script, **kwargs: Any) -> Agent[None, str | DeferredToolRequests]:
+    return Agent(
+        FunctionModel(script),
+        toolsets=[AgentfxToolset(h.runtime, **kwargs)],
+        output_type=[str, DeferredToolRequests],
+    )
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> ToolCallPart:
+    return ToolCallPart(name, args, tool_call_id=call_id)
+
+
+def _everything_the_model_read(script: Script) -> str:
+    return repr(script.received) + repr(script.tools)
+
+
+async def test_the_tools_are_the_available_capabilities_at_each_run_step() -> None:
+    h = harness()
+    script = Script([_call("select_todo", {"id": "milk"}, "c1")], "done")
+    result = await _agent(h, script).run("Select the milk")
+    assert result.output == "done"
+    # The first step has no selection; the step after select_todo offers the delete.
+    assert script.tools == [TOOLS_WITHOUT_SELECTION, TOOLS_WITH_SELECTION]
+    assert h.recorder.dispatched == [SelectedTodo(id="milk")]
+    assert script.returns(1) == [("Dispatched SelectedTodo", "success")]
+
+
+async def test_the_tool_definitions_carry_the_contract_schema_and_description() -> None:
+    h = harness()
+    seen: list[Any] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.extend(info.function_tools)
+        return ModelResponse(parts=[TextPart("done")])
+
+    await Agent(FunctionModel(model), toolsets=[AgentfxToolset(h.runtime)]).run("hi")
+    create = next(tool for tool in seen if tool.name == "create_todo")
+    assert create.description == "Create a new todo"
+    assert create.parameters_json_schema["required"] == ["title"]
+    assert create.parameters_json_schema["additionalProperties"] is False
+    assert create.metadata is not None and create.metadata["output_schema"]["type"] == "object"
+
+
+async def test_a_completed_call_tells_the_model_the_new_todo_and_the_host_its_data() -> None:
+    h = harness()
+    script = Script([_call("create_todo", {"title": "Buy bread"}, "c1")], "done")
+    result = await _agent(h, script).run("Add bread")
+    [(text, outcome)] = script.returns(1)
+    assert outcome == "success" and text.startswith(CREATED_TEXT_PREFIX)
+    data = created_data(text)
+    assert data["completion"] == {
+        "status": "completed",
+        "message": msgspec.to_builtins(CreatedTodo(id="todo-3", title="Buy bread", request_id=_request_id(h))),
+    }
+    [sent] = h.recorder.dispatched
+    assert isinstance(sent, RequestedCreateTodo) and sent.title == "Buy bread"
+    # The reply's data reaches the application as the tool return's metadata, not the model.
+    [returned] = [
+        part for message in result.all_messages() for part in message.parts if isinstance(part, ToolReturnPart)
+    ]
+    assert returned.metadata == data
+    assert h.outcomes() == [("create_todo", "completed")]
+    assert h.transports() == {TRANSPORT} == {"pydantic-ai"}
+
+
+def _request_id(h: Harness) -> str:
+    [entry] = h.audit.entries()
+    return entry.invocation
+
+
+async def test_the_invocation_id_keeps_the_model_call_id_visible_and_is_fresh_per_call() -> None:
+    h = harness()
+    # A model may reuse a call id in a later turn; the audit still tells the calls apart.
+    script = Script([_call("select_todo", {"id": "milk"}, "same")], [_call("select_todo", {"id": "milk"}, "same")], "done")
+    await _agent(h, script).run("Select twice")
+    ids = [entry.invocation for entry in h.audit.entries()]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    assert all(i.endswith("/same") for i in ids)
+
+
+async def test_a_capability_that_became_unavailable_is_a_failed_result_not_a_retry() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+
+    def clear_then_delete() -> list[ToolCallPart]:
+        # The Model changes after the tools were listed and before the call runs.
+        h.recorder.set_model(INITIAL)
+        return [_call("delete_selected_todo", {}, "c1")]
+
+    # max_retries=0: a refusal counted as a retry would end the run with an error.
+    script = Script(clear_then_delete, "done")
+    result = await _agent(h, script, max_retries=0).run("Delete it")
+    assert result.output == "done"
+    assert script.returns(1) == [(UNAVAILABLE_TEXT, "failed")]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentCapabilityUnavailableError")]
+
+
+async def test_a_tool_that_is_not_listed_is_answered_by_pydantic_ai_and_never_dispatched() -> None:
+    h = harness()
+    script = Script([_call("delete_selected_todo", {}, "c1")], "done")
+    await _agent(h, script).run("Delete it")
+    [(text, outcome)] = script.returns(1)
+    assert outcome == "retried" and "Unknown tool name: 'delete_selected_todo'" in text
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
+async def test_invalid_input_asks_the_model_to_retry_with_what_to_fix() -> None:
+    h = harness()
+    script = Script(
+        [_call("create_todo", {}, "c1")],
+        [_call("create_todo", {"title": "Buy bread"}, "c2")],
+        "done",
+    )
+    result = await _agent(h, script).run("Add bread")
+    assert result.output == "done"
+    [(text, outcome)] = script.returns(1)
+    assert outcome == "retried" and text == INVALID_TEXT
+    assert [type(m) for m in h.recorder.dispatched] == [RequestedCreateTodo]
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError"), ("create_todo", "completed")]
+
+
+async def test_invalid_input_counts_against_max_retries() -> None:
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    h = harness()
+    script = Script([_call("create_todo", {"title": 3}, "c1")], [_call("create_todo", {"bogus": 1}, "c2")])
+    with pytest.raises(UnexpectedModelBehavior):
+        await _agent(h, script, max_retries=1).run("Add a todo")
+    assert h.recorder.dispatched == []
+
+
+async def test_a_defect_tells_the_model_only_that_the_capability_failed(caplog: pytest.LogCaptureFixture) -> None:
+    h = harness()
+    script = Script([_call("export_todos", {}, "c1")], "done")
+    with caplog.at_level(logging.ERROR, logger="agentfx.pydantic_ai"):
+        result = await _agent(h, script, max_retries=0).run("Export")
+    assert result.output == "done"
+    assert script.returns(1) == [(DEFECT_TEXT, "failed")]
+    assert SECRET not in _everything_the_model_read(script)
+    # The exception stays with the application, in its log.
+    assert SECRET in caplog.text
+    assert h.outcomes() == [("export_todos", "AgentDefect")]
+
+
+async def test_a_confirmation_defers_the_call_and_an_approval_dispatches_it_confirmed() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    agent = _agent(h, script)
+    first = await agent.run("Delete the milk")
+    assert isinstance(first.output, DeferredToolRequests)
+    [pending] = first.output.approvals
+    assert pending.tool_name == "delete_selected_todo"
+    assert first.output.metadata["c1"] == {"prompt": CONFIRM_PROMPT, "capability": "delete_selected_todo"}
+    assert h.recorder.dispatched == []
+
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    assert second.output == "deleted"
+    [(text, outcome)] = script.returns(1)
+    assert outcome == "success" and text.startswith(DELETED_TEXT_PREFIX)
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    entries = h.audit.entries()
+    assert [(e.outcome, e.confirmed) for e in entries] == [
+        ("AgentConfirmationRequiredError", msgspec.UNSET),
+        ("completed", True),
+    ]
+    assert entries[0].invocation != entries[1].invocation
+    # The approved call re-read the Model: after the delete, it is no longer offered.
+    assert script.tools[1] == TOOLS_WITHOUT_SELECTION
+
+
+async def test_a_denied_confirmation_sends_nothing() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "kept")
+    agent = _agent(h, script)
+    first = await agent.run("Delete the milk")
+    denied = DeferredToolResults(approvals={"c1": ToolDenied("The user kept the todo")})
+    second = await agent.run(message_history=first.all_messages(), deferred_tool_results=denied)
+    assert second.output == "kept"
+    assert script.returns(1) == [("The user kept the todo", "denied")]
+    assert h.recorder.dispatched == []
+    assert h.outcomes() == [("delete_selected_todo", "AgentConfirmationRequiredError")]
+
+
+async def test_a_declared_failure_message_is_a_failed_result_not_a_retry() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected=PINNED))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "could not")
+    agent = _agent(h, script, max_retries=0)
+    first = await agent.run("Delete the pinned note")
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    assert second.output == "could not"
+    [(text, outcome)] = script.returns(1)
+    assert outcome == "failed" and text.startswith(FAILED_TEXT_PREFIX)
+    assert "Pinned todos cannot be deleted" in text
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id=PINNED)]
+    assert h.outcomes()[-1] == ("delete_selected_todo", "failed")
+
+
+async def test_the_toolset_keeps_its_id() -> None:
+    h = harness()
+    assert AgentfxToolset(h.runtime, id="todos").id == "todos"
+    assert AgentfxToolset(h.runtime).id is None
+    assert AgentfxToolset(h.runtime).runtime is h.runtime
+
+
+async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirmed() -> None:
+    script: Script = Script(
+        [_call("create_todo", {"title": "Buy bread"}, "c1")],
+        # The reply text told the model the new todo's id.
+        lambda: [_call("select_todo", {"id": new_todo_id(script.returns(-1)[0][0])}, "c2")],
+        [_call("delete_selected_todo", {}, "c3")],
+        "Added bread, then deleted it.",
+    )
+    asked = Asked()
+    answer, titles = await pydantic_ai_agent.run(FunctionModel(script), "Add bread, then delete it", asked)
+    assert answer == "Added bread, then deleted it."
+    assert asked.prompts == ['Delete the todo "Buy bread"?']
+    assert titles == EXAMPLE_TODOS
