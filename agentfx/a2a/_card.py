@@ -35,6 +35,9 @@ MODEL_DEPENDENT_TAG = "model-dependent"
 AUTHORIZED_TAG = "authorized"
 """The tag of a skill that runs an authorization check before dispatching."""
 
+MAY_CONFIRM_TAG = "may-confirm"
+"""The tag of a skill declared ``may_confirm``: its task may stop in ``input-required`` for a person's answer."""
+
 _JSON = "application/json"
 _TEXT = "text/plain"
 
@@ -47,6 +50,8 @@ def _skill(descriptor: MessageDescriptor) -> AgentSkill:
         tags.append(MODEL_DEPENDENT_TAG)
     if descriptor.requires_authorization:
         tags.append(AUTHORIZED_TAG)
+    if descriptor.may_confirm:
+        tags.append(MAY_CONFIRM_TAG)
     return AgentSkill(
         id=descriptor.name,
         name=descriptor.title or descriptor.name,
@@ -62,8 +67,9 @@ def agent_card(definition: Definition[Any, Any], *, name: str, description: str,
 
     One skill per capability, in declaration order: id = the capability name,
     name = its title (else the name), its description, and tags naming the
-    Message it sends, then ``model-dependent`` (``available`` declared) and
-    ``authorized`` (``authorize`` declared). The input schemas travel in the
+    Message it sends, then ``model-dependent`` (``available`` declared),
+    ``authorized`` (``authorize`` declared) and ``may-confirm``
+    (``may_confirm`` declared). The input schemas travel in the
     card extension :data:`SKILL_INPUT_SCHEMA_EXTENSION`, under
     ``params.skills[<skill id>]``.
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anyio
+import msgspec
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
@@ -43,7 +44,8 @@ from google.protobuf import json_format, struct_pb2
 from returns.io import IOSuccess
 from returns.unsafe import unsafe_perform_io
 
-from ..errors import AgentCancelledError, AgentCompletionTimeoutError
+from ..confirm import ConfirmationRequest
+from ..errors import AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
 from ..invocation import AbortController, Invocation
 from ..pipeline import DispatchResult
 from ..runtime import AgentRuntime
@@ -181,9 +183,12 @@ class AgentfxExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Run the call a message starts (or answers) and leave its task in the state its outcome maps to."""
-        task_id, context_id = context.task_id or "", context.context_id or ""
-        updater = TaskUpdater(event_queue, task_id, context_id)
         current = context.current_task
+        task_id = context.task_id or ""
+        # A follow-up that names only the task is given a fresh context id by
+        # the SDK; the task keeps the one it started with.
+        context_id = current.context_id if current is not None else context.context_id or ""
+        updater = TaskUpdater(event_queue, task_id, context_id)
         if current is None:
             # The SDK refuses a status update for a task it has not been given.
             first = Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
@@ -251,7 +256,7 @@ class AgentfxExecutor(AgentExecutor):
             return TaskState.TASK_STATE_CANCELED, answer, False
         if isinstance(error, AgentCompletionTimeoutError):
             return TaskState.TASK_STATE_FAILED, answer, False
-        if _needs_confirmation(error):
+        if isinstance(error, AgentConfirmationRequiredError):
             return TaskState.TASK_STATE_INPUT_REQUIRED, answer, False
         return TaskState.TASK_STATE_REJECTED, answer, False
 
@@ -284,12 +289,15 @@ class AgentfxExecutor(AgentExecutor):
 
 
 def _confirmed(invocation: Invocation) -> Invocation:
-    return invocation  # replaced once confirmation lands
+    # The client answered yes on the task: this exact call is approved out of band.
+    return msgspec.structs.replace(invocation, confirmed=True)
+
+
+async def _decline(_request: ConfirmationRequest) -> bool:
+    return False
 
 
 def _declining(invocation: Invocation) -> Invocation:
-    return invocation  # replaced once confirmation lands
-
-
-def _needs_confirmation(error: object) -> bool:
-    return False  # replaced once confirmation lands
+    # A "no" is the pipeline's to word: asked in band, it refuses with
+    # "Declined: <prompt>", exactly as any other adapter's person declining.
+    return msgspec.structs.replace(invocation, confirm=_decline)

@@ -44,6 +44,7 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskState,
 )
+from a2a.utils.errors import TaskNotFoundError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf import json_format
 from starlette.requests import Request
@@ -109,7 +110,11 @@ class Wiped(msgspec.Struct, frozen=True, tag=True):
     pass
 
 
-Msg = Pinged | RequestedAdd | Added | AddFailed | RequestedStall | RequestedHang | Settled | Unlocked | Wiped
+class Erased(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+Msg = Pinged | RequestedAdd | Added | AddFailed | RequestedStall | RequestedHang | Settled | Unlocked | Wiped | Erased
 
 
 def update(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]]]:
@@ -126,6 +131,8 @@ def update(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]
             return model, [add]
         case Added(total=total):
             return msgspec.structs.replace(model, total=total)
+        case Erased():
+            return msgspec.structs.replace(model, total=0)
         case _:
             return model
 
@@ -159,6 +166,13 @@ CONTRACT = Agent.define(
             "Wipe everything",
             name="wipe",
             authorize=lambda req: req.principal.admin or agentfx.Refusal("Only an admin may wipe"),
+        ),
+        Agent.variant(
+            Erased,
+            "Erase the total",
+            name="erase",
+            authorize=lambda req: agentfx.Confirm(f"Erase the total of {req.model.total}?"),
+            may_confirm=True,
         ),
     )
 )
@@ -515,3 +529,90 @@ async def test_host_and_origin_are_loopback_by_default(served: Served, headers: 
     async with httpx.AsyncClient() as http:
         response = await http.get(f"{served.base}/.well-known/agent-card.json", headers=headers)
     assert response.status_code == status
+
+
+CONFIRM_SHAPE = (
+    'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
+)
+
+
+async def erase_waiting(a2a: Caller, served: Served) -> Task:
+    task = await a2a.call("erase", {})
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    (text,) = texts(task)
+    prompt = text.split("needs a person to confirm: ", 1)[1].split("\n", 1)[0]
+    assert text == f'"erase" needs a person to confirm: {prompt}\n{CONFIRM_SHAPE}'
+    (failure,) = data(task.status.message.parts)
+    assert failure["_tag"] == "AgentConfirmationRequiredError" and failure["prompt"] == prompt
+    assert [(r.decision, r.outcome) for r in served.audited(task.id)] == [("refused", "AgentConfirmationRequiredError")]
+    return task
+
+
+@PROTOCOLS
+async def test_a_confirmation_round_trip_dispatches_the_call_confirmed_on_the_same_task(
+    served: Served, protocol: str
+) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+        fetched = await a2a.get(waiting.id)
+    assert done.id == waiting.id
+    assert done.status.state == fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert texts(done) == ["Dispatched Erased"]
+    assert artifact(done) == {"capability": "erase", "tag": "Erased"}
+    records = served.audited(waiting.id)
+    assert [(r.decision, r.outcome, r.confirmed, r.principal) for r in records] == [
+        ("refused", "AgentConfirmationRequiredError", False, ADMIN),
+        ("dispatched", "dispatched", True, ADMIN),
+    ]
+    assert {r.invocation.transport for r in records} == {"a2a"}
+
+
+@PROTOCOLS
+async def test_a_declined_confirmation_rejects_the_task_and_sends_nothing(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        prompt = data(waiting.status.message.parts)[0]["prompt"]
+        declined = await a2a.send(new_data_part({"confirm": False}), task_id=waiting.id)
+    assert declined.status.state == TaskState.TASK_STATE_REJECTED
+    assert texts(declined) == [f"Declined: {prompt}"]
+    assert data(declined.status.message.parts)[0]["_tag"] == "AgentAuthorizationError"
+    assert [(r.decision, r.outcome) for r in served.audited(waiting.id)][1:] == [("refused", "AgentAuthorizationError")]
+
+
+@PROTOCOLS
+async def test_an_answer_that_is_not_yes_or_no_asks_again(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        again = await a2a.send(new_data_part({"confirm": "yes"}), task_id=waiting.id)
+        assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert texts(again) == [CONFIRM_SHAPE]
+        # Nothing was dispatched or refused by the slip; the call still waits.
+        assert len(served.audited(waiting.id)) == 1
+        done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+@PROTOCOLS
+async def test_a_task_waiting_for_confirmation_can_be_cancelled(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        cancelled = await a2a.cancel(waiting.id)
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert len(served.audited(waiting.id)) == 1
+
+
+@PROTOCOLS
+async def test_another_principal_cannot_confirm_a_task(served: Served, protocol: str) -> None:
+    async with caller(served, protocol, "ann") as ann:
+        waiting = await erase_waiting(ann, served)
+    async with caller(served, protocol, "gus") as gus:
+        with pytest.raises(TaskNotFoundError):
+            await gus.send(new_data_part({"confirm": True}), task_id=waiting.id)
+        # The error is checked here, and the wire is then left with a result to validate.
+        ((_, answer),) = gus.wire
+        gus.wire.clear()
+        await gus.call("ping", {})
+    # As for an id that never existed: TaskNotFoundError.
+    assert answer["error"]["code"] == -32001
+    assert len(served.audited(waiting.id)) == 1
