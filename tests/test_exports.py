@@ -19,7 +19,7 @@ import agentfx.docs
 ROOT = Path(agentfx.__file__).resolve().parent.parent
 
 # Adapters and the command line may import optional extras; the core may not.
-ADAPTERS = ("agentfx.mcp", "agentfx.cli", "agentfx.__main__")
+ADAPTERS = ("agentfx.mcp", "agentfx.a2a", "agentfx.cli", "agentfx.__main__")
 
 
 def _exported() -> list[tuple[str, object]]:

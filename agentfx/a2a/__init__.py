@@ -28,10 +28,10 @@ from ._executor import AgentfxExecutor as AgentfxExecutor
 
 __all__ = (
     "A2A_PATH",
+    "AgentfxExecutor",
     "CARD_PATH",
     "SKILL_INPUT_SCHEMA_EXTENSION",
     "TRANSPORT",
-    "AgentfxExecutor",
     "a2a_app",
     "agent_card",
     "card_json",
