@@ -438,4 +438,4 @@ async def test_listed_origins_and_hosts_replace_the_loopback_defaults() -> None:
     assert listed.status_code == 200
     assert listed.json()["skills"][0]["id"] == "ping"
     assert loopback_origin.status_code == 403
-    assert loopback_host.status_code == 400
+    assert loopback_host.status_code == 421

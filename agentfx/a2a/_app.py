@@ -5,9 +5,9 @@ route (``create_agent_card_routes``, at ``/.well-known/agent-card.json``), the
 JSON-RPC route (``create_jsonrpc_routes`` at ``/a2a``, with the SDK's 0.3
 compatibility on, so 0.3 ``message/send``, ``tasks/get`` and ``tasks/cancel``
 reach the same tasks), the ``DefaultRequestHandler`` and a ``TaskStore``. In
-front of them it puts the checks agentfx's MCP HTTP server makes: loopback
-Host and Origin by default (Starlette's ``TrustedHostMiddleware`` for Host),
-a bounded request body, and an ``authenticate`` hook whose principal reaches
+front of them it puts the checks agentfx's MCP HTTP server makes, with the
+same rules: loopback Host and Origin by default (421 and 403 otherwise), a
+bounded request body, and an ``authenticate`` hook whose principal reaches
 ``authorize`` through the SDK's call context. Tasks belong to the principal
 that created them: the SDK's task store scopes them by owner, so another
 principal cannot read, cancel or confirm them.
@@ -40,7 +40,6 @@ from a2a.types.a2a_pb2 import AgentCard
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -61,6 +60,7 @@ __all__ = [
     "MAX_REQUEST_BODY",
     "Authenticate",
     "a2a_app",
+    "host_allowed",
     "origin_allowed",
 ]
 
@@ -78,7 +78,7 @@ MAX_REQUEST_BODY = 4 * 1024 * 1024
 AUTHENTICATE_TIMEOUT = 10.0
 """Seconds ``authenticate`` may take before the request is answered 503."""
 
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 _LOOPBACK_ORIGINS = (
     "http://127.0.0.1",
     "http://127.0.0.1:*",
@@ -95,6 +95,15 @@ Authenticate = Callable[[Request], "Any | None | Awaitable[Any | None]"]
 """``authenticate(request)``: the principal of an HTTP request, or ``None`` to refuse it (401). May be async."""
 
 
+def _matches(value: str, patterns: Iterable[str]) -> bool:
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1 :].isdigit():
+            return True
+    return False
+
+
 def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
     """Whether a request's ``Origin`` may reach the endpoint; the MCP HTTP server's rule.
 
@@ -107,14 +116,23 @@ def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
     >>> origin_allowed("https://evil.example", ()), origin_allowed("https://app.example", ["https://app.example"])
     (False, True)
     """
-    if not origin:
-        return True
-    for pattern in tuple(allowed) or _LOOPBACK_ORIGINS:
-        if origin == pattern:
-            return True
-        if pattern.endswith(":*") and origin.startswith(pattern[:-1]) and origin[len(pattern) - 1 :].isdigit():
-            return True
-    return False
+    return not origin or _matches(origin, tuple(allowed) or _LOOPBACK_ORIGINS)
+
+
+def host_allowed(host: str | None, allowed: Iterable[str]) -> bool:
+    """Whether a request's ``Host`` header names this server; the MCP HTTP server's rule, against DNS rebinding.
+
+    With nothing listed, loopback names are allowed on any port; a non-empty
+    list is exactly the allowed set. A pattern is a host, exact
+    (``agent.example``, ``agent.example:8443``), or ``name:*`` for any port.
+    A request without ``Host`` is refused.
+
+    >>> host_allowed("127.0.0.1:8000", ()), host_allowed("[::1]:8000", ()), host_allowed("evil.example", ())
+    (True, True, False)
+    >>> host_allowed("agent.example:443", ["agent.example:*"]), host_allowed("localhost:80", ["agent.example"])
+    (True, False)
+    """
+    return host is not None and _matches(host, tuple(allowed) or _LOOPBACK_HOSTS)
 
 
 def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -178,11 +196,13 @@ class _Guard:
         app: ASGIApp,
         *,
         allowed_origins: tuple[str, ...],
+        allowed_hosts: tuple[str, ...],
         authenticate: Authenticate | None,
         principals: _Principals,
     ) -> None:
         self._app = app
         self._allowed_origins = allowed_origins
+        self._allowed_hosts = allowed_hosts
         self._authenticate = authenticate
         self._principals = principals
 
@@ -191,6 +211,9 @@ class _Guard:
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host"), self._allowed_hosts):
+            await _refuse(421, "Misdirected Request: Host not allowed")(scope, receive, send)
+            return
         if not origin_allowed(headers.get("origin"), self._allowed_origins):
             await _refuse(403, "Forbidden: Origin not allowed")(scope, receive, send)
             return
@@ -311,9 +334,10 @@ def a2a_app(
         allowed_origins: The ``Origin`` headers allowed, exact or
             ``scheme://host:*``; empty (the default) allows loopback origins
             only. A request without ``Origin`` is never refused for it.
-        allowed_hosts: The ``Host`` names served (any port; ``*.example.com``
-            patterns); empty (the default) serves only ``127.0.0.1``,
-            ``localhost`` and ``[::1]``, against DNS rebinding. Others get 400.
+        allowed_hosts: The ``Host`` headers served, exact or ``name:*`` for
+            any port; empty (the default) serves only ``127.0.0.1``,
+            ``localhost`` and ``[::1]`` on any port, against DNS rebinding.
+            Others get 421.
 
     Raises:
         ContractError: ``authenticate`` with a bound runtime, whose principal
@@ -354,7 +378,6 @@ def a2a_app(
             with anyio.CancelScope(shield=True):
                 await handler.aclose()
 
-    hosts = list(tuple(allowed_hosts) or _LOOPBACK_HOSTS)
     return Starlette(
         routes=[
             *create_agent_card_routes(card, card_url=CARD_PATH),
@@ -363,10 +386,10 @@ def a2a_app(
             ),
         ],
         middleware=[
-            Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False),
             Middleware(
                 _Guard,
                 allowed_origins=tuple(allowed_origins),
+                allowed_hosts=tuple(allowed_hosts),
                 authenticate=authenticate,
                 principals=principals,
             ),

@@ -521,7 +521,8 @@ async def test_an_unauthenticated_request_is_refused_401(served: Served) -> None
     ("headers", "status"),
     [
         pytest.param({"Origin": "https://evil.example"}, 403, id="foreign-origin"),
-        pytest.param({"Host": "evil.example"}, 400, id="foreign-host"),
+        pytest.param({"Host": "evil.example"}, 421, id="foreign-host"),
+        pytest.param({"Host": "evil.example:8000"}, 421, id="foreign-host-with-port"),
         pytest.param({"Origin": "http://localhost:5173"}, 200, id="loopback-origin"),
     ],
 )
