@@ -439,3 +439,15 @@ async def test_listed_origins_and_hosts_replace_the_loopback_defaults() -> None:
     assert listed.json()["skills"][0]["id"] == "ping"
     assert loopback_origin.status_code == 403
     assert loopback_host.status_code == 421
+
+
+def test_the_readme_a2a_example_builds_the_committed_card_and_an_app() -> None:
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("## Serving over A2A", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    namespace: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert isinstance(namespace["asgi"], Starlette)
+    assert _encoded(namespace["card"]) == EXAMPLE.read_text()
