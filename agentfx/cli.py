@@ -314,7 +314,7 @@ _Served = App[Any, Any, Any] | Callable[[], object]
 
 _SERVABLE = "an App, or a zero-argument callable returning an async context manager that yields a bound runtime"
 
-_NETWORK_TRANSPORTS = ("http",)
+_NETWORK_TRANSPORTS = ("http", "a2a")
 """The transports that listen on ``--host`` and ``--port``; stdio has neither."""
 
 
@@ -602,6 +602,85 @@ def _announce(bound: Any, err: TextIO) -> None:
     err.flush()
 
 
+_A2A_EXTRA = "pip install 'agentfx[a2a]'"
+
+
+def _require_a2a() -> None:
+    """Import what ``--transport a2a`` needs, or say how to install it."""
+    for name in ("agentfx.a2a", "uvicorn"):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            reason = str(exc)
+            if _A2A_EXTRA not in reason:
+                missing = f'"{exc.name}" is not installed' if isinstance(exc, ModuleNotFoundError) else reason
+                reason = f"{missing}; --transport a2a needs the A2A extra: {_A2A_EXTRA}"
+            raise UsageError(reason) from None
+
+
+async def _serve_a2a(served: _Served, target: str, sock: socket.socket, err: TextIO, hosts: Sequence[str]) -> None:
+    """The runtime over A2A: its card names the address bound, and the program's failure stops the server."""
+    import uvicorn
+
+    from .a2a import a2a_app, agent_card
+
+    address, port = sock.getsockname()[:2]
+    shown = f"[{address}]" if ":" in address else address
+    url = f"http://{shown}:{port}/a2a"
+    finished = anyio.Event()
+    server: uvicorn.Server | None = None
+    failure: Exception | None = None
+    # As for MCP: the server runs outside the runtime's block, so a program
+    # that stops with an error lets the server shut down in good order.
+    async with anyio.create_task_group() as task_group:
+        try:
+            async with _runtime(served, target) as runtime:
+                card = agent_card(
+                    runtime.definition, name=target, description=f"The agentfx contract {target}", url=url,
+                    version=__version__,
+                )
+                config = uvicorn.Config(
+                    a2a_app(runtime, card, allowed_hosts=hosts),
+                    lifespan="on",
+                    log_level="warning",
+                    timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+                    limit_concurrency=_LIMIT_CONCURRENCY,
+                    timeout_keep_alive=5,
+                    h11_max_incomplete_event_size=16 * 1024,
+                )
+                running = server = uvicorn.Server(config)
+
+                async def serve() -> None:
+                    try:
+                        await running.serve([sock])
+                    finally:
+                        finished.set()
+
+                task_group.start_soon(serve)
+                while not running.started:
+                    if finished.is_set():
+                        return
+                    await anyio.sleep(0.01)
+                if not _loopback(str(address)):
+                    err.write(
+                        f"agentfx: warning: serving {shown} without authentication; anyone who can reach it can "
+                        "call every capability. Serve on 127.0.0.1, or serve agentfx.a2a.a2a_app(app, card, "
+                        "authenticate=...) from your own ASGI server.\n"
+                    )
+                err.write(f"Serving A2A (1.0 and 0.3; agent card at /.well-known/agent-card.json) at {url}\n")
+                err.flush()
+                await finished.wait()
+        except Exception as exc:
+            failure = exc
+        finally:
+            if server is not None:
+                server.should_exit = True
+                with anyio.CancelScope(shield=True):
+                    await finished.wait()
+    if failure is not None:
+        raise failure
+
+
 DEMO_APP = "examples.todo.app"
 """The module ``agentfx demo`` runs: the todo example of a source checkout."""
 
@@ -738,7 +817,7 @@ def _parser() -> argparse.ArgumentParser:
     markdown.add_argument("target", metavar="MODULE:ATTR", help="a Definition or an App")
     markdown.set_defaults(run=_markdown_command)
 
-    serve = commands.add_parser("serve", help="serve an App over MCP")
+    serve = commands.add_parser("serve", help="serve an App over MCP, or over A2A with --transport a2a")
     serve.add_argument("target", metavar="MODULE:ATTR", help="an App, or a callable returning a runtime context")
     serve.add_argument(
         "--transport", choices=("stdio", *_NETWORK_TRANSPORTS), default="stdio", help="default: stdio"
@@ -790,7 +869,10 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         served = _on_redis(served, args.target, args.redis, args.namespace)
     elif args.namespace is not None:
         raise UsageError("--namespace names the keys of --redis; give --redis URL too")
-    _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
+    if args.transport == "a2a":
+        _require_a2a()
+    else:
+        _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
     try:
         if args.transport == "stdio":
             anyio.run(_serve_stdio, served, args.target, err)
@@ -800,7 +882,8 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             with _listen(host, port) as sock:
                 # uvicorn runs on asyncio only.
                 hosts = _allowed_hosts(host, args.allowed_host or ())
-                anyio.run(_serve_http, served, args.target, sock, err, hosts, backend="asyncio")
+                serve = _serve_a2a if args.transport == "a2a" else _serve_http
+                anyio.run(serve, served, args.target, sock, err, hosts, backend="asyncio")
     except (UsageError, _CannotListen):
         raise
     except Exception as exc:

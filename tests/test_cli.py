@@ -400,7 +400,7 @@ def test_the_suggested_command_regenerates_the_manifest(tmp_path: Path, state: s
 # --- serve: flags and what it says ----------------------------------------------------------
 
 
-NETWORK_ONLY = "is only for a network transport (--transport http)"
+NETWORK_ONLY = "is only for a network transport (--transport http or --transport a2a)"
 
 
 @pytest.mark.parametrize(

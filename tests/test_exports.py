@@ -28,7 +28,7 @@ FRAMEWORKS = {
 }
 
 # Adapters and the command line may import optional extras; the core may not.
-ADAPTERS = ("agentfx.mcp", "agentfx.redis", "agentfx.cli", "agentfx.__main__", *FRAMEWORKS)
+ADAPTERS = ("agentfx.mcp", "agentfx.a2a", "agentfx.redis", "agentfx.cli", "agentfx.__main__", *FRAMEWORKS)
 
 
 def _exported() -> list[tuple[str, object]]:

@@ -1,0 +1,38 @@
+"""The A2A adapter: a contract as an A2A agent, on the official ``a2a-sdk`` (protocol 1.0, with 0.3).
+
+Install with ``pip install 'agentfx[a2a]'``. :func:`agent_card` describes a
+contract as an ``AgentCard`` (one skill per capability), :class:`AgentfxExecutor`
+runs each A2A task as one capability call, and :func:`a2a_app` serves both
+over HTTP from the SDK's own routes, request handler and task store. What an
+agent reads (the reply text and data) is :mod:`agentfx.tools`' as for every
+adapter; nothing in agentfx's core imports this package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+if importlib.util.find_spec("a2a") is None:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        "agentfx.a2a needs the A2A SDK, an optional dependency. Install it with: pip install 'agentfx[a2a]'"
+    )
+
+from ._app import A2A_PATH as A2A_PATH
+from ._app import CARD_PATH as CARD_PATH
+from ._app import a2a_app as a2a_app
+from ._card import SKILL_INPUT_SCHEMA_EXTENSION as SKILL_INPUT_SCHEMA_EXTENSION
+from ._card import agent_card as agent_card
+from ._card import card_json as card_json
+from ._executor import TRANSPORT as TRANSPORT
+from ._executor import AgentfxExecutor as AgentfxExecutor
+
+__all__ = (
+    "A2A_PATH",
+    "AgentfxExecutor",
+    "CARD_PATH",
+    "SKILL_INPUT_SCHEMA_EXTENSION",
+    "TRANSPORT",
+    "a2a_app",
+    "agent_card",
+    "card_json",
+)

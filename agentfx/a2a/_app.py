@@ -1,0 +1,398 @@
+"""The A2A server: the card and the JSON-RPC endpoint, as one Starlette app.
+
+This layer owns the HTTP face, assembled from the SDK's own pieces: the card
+route (``create_agent_card_routes``, at ``/.well-known/agent-card.json``), the
+JSON-RPC route (``create_jsonrpc_routes`` at ``/a2a``, with the SDK's 0.3
+compatibility on, so 0.3 ``message/send``, ``tasks/get`` and ``tasks/cancel``
+reach the same tasks), the ``DefaultRequestHandler`` and a ``TaskStore``. In
+front of them it puts the checks agentfx's MCP HTTP server makes, with the
+same rules: loopback Host and Origin by default (421 and 403 otherwise), a
+bounded request body, and an ``authenticate`` hook whose principal reaches
+``authorize`` through the SDK's call context. Tasks belong to the principal
+that created them: the SDK's task store scopes them by owner, so another
+principal cannot read, cancel or confirm them.
+
+It deliberately knows nothing of dispatch or task states (:mod:`._executor`)
+or of the card's contents (:mod:`._card`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Iterable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+from a2a.auth.user import User
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import (
+    DefaultServerCallContextBuilder,
+    ServerCallContextBuilder,
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+)
+from a2a.server.tasks import InMemoryTaskStore, TaskStore
+from a2a.types.a2a_pb2 import AgentCard
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ..app import App
+from ..errors import ContractError
+from ..runtime import AgentRuntime
+from ._executor import PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from ..program import Program
+
+__all__ = [
+    "A2A_PATH",
+    "AUTHENTICATE_TIMEOUT",
+    "CARD_PATH",
+    "MAX_REQUEST_BODY",
+    "Authenticate",
+    "a2a_app",
+    "host_allowed",
+    "origin_allowed",
+]
+
+_logger = logging.getLogger("agentfx.a2a")
+
+A2A_PATH = "/a2a"
+"""Where the JSON-RPC endpoint is served (A2A 1.0 and 0.3 methods alike)."""
+
+CARD_PATH = "/.well-known/agent-card.json"
+"""Where the agent card is served."""
+
+MAX_REQUEST_BODY = 4 * 1024 * 1024
+"""Bytes a request body may carry; a larger one is answered 413 unread."""
+
+AUTHENTICATE_TIMEOUT = 10.0
+"""Seconds ``authenticate`` may take before the request is answered 503."""
+
+_LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
+_LOOPBACK_ORIGINS = (
+    "http://127.0.0.1",
+    "http://127.0.0.1:*",
+    "http://localhost",
+    "http://localhost:*",
+    "http://[::1]",
+    "http://[::1]:*",
+)
+
+# Where the guard leaves the authenticated principal for the call-context builder.
+_SCOPE_KEY = "agentfx.a2a.owner"
+
+Authenticate = Callable[[Request], "Any | None | Awaitable[Any | None]"]
+"""``authenticate(request)``: the principal of an HTTP request, or ``None`` to refuse it (401). May be async."""
+
+
+def _matches(value: str, patterns: Iterable[str]) -> bool:
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1 :].isdigit():
+            return True
+    return False
+
+
+def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
+    """Whether a request's ``Origin`` may reach the endpoint; the MCP HTTP server's rule.
+
+    No ``Origin`` (a non-browser client) is allowed. With nothing listed, the
+    loopback origins are, on any port; a non-empty list is exactly the
+    allowed set. A pattern is an origin, exact, or ``scheme://host:*``.
+
+    >>> origin_allowed(None, ()), origin_allowed("http://localhost:5173", ())
+    (True, True)
+    >>> origin_allowed("https://evil.example", ()), origin_allowed("https://app.example", ["https://app.example"])
+    (False, True)
+    """
+    return not origin or _matches(origin, tuple(allowed) or _LOOPBACK_ORIGINS)
+
+
+def host_allowed(host: str | None, allowed: Iterable[str]) -> bool:
+    """Whether a request's ``Host`` header names this server; the MCP HTTP server's rule, against DNS rebinding.
+
+    With nothing listed, loopback names are allowed on any port; a non-empty
+    list is exactly the allowed set. A pattern is a host, exact
+    (``agent.example``, ``agent.example:8443``), or ``name:*`` for any port.
+    A request without ``Host`` is refused.
+
+    >>> host_allowed("127.0.0.1:8000", ()), host_allowed("[::1]:8000", ()), host_allowed("evil.example", ())
+    (True, True, False)
+    >>> host_allowed("agent.example:443", ["agent.example:*"]), host_allowed("localhost:80", ["agent.example"])
+    (True, False)
+    """
+    return host is not None and _matches(host, tuple(allowed) or _LOOPBACK_HOSTS)
+
+
+def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    # JSON-RPC's shape, so a client that reads only errors still reads this.
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class _Owner(User):
+    """The SDK's user for an authenticated principal: its name is the task store's owner scope."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+class _Principals:
+    """Each principal seen, with the opaque owner name its tasks are stored under."""
+
+    def __init__(self) -> None:
+        self._names: dict[Hashable, str] = {}
+        self.principals: dict[str, object] = {}
+
+    def owner(self, principal: object) -> str:
+        key = cast("Hashable", principal)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = uuid.uuid4().hex
+            self.principals[name] = principal
+        return name
+
+
+class _ContextBuilder(ServerCallContextBuilder):
+    """The SDK's call context, with the principal the guard authenticated (and its owner scope)."""
+
+    def __init__(self, principals: _Principals) -> None:
+        self._default = DefaultServerCallContextBuilder()
+        self._principals = principals
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = self._default.build(request)
+        owner: str | None = request.scope.get(_SCOPE_KEY)
+        if owner is not None:
+            context.user = _Owner(owner)
+            context.state[PRINCIPAL_STATE_KEY] = self._principals.principals[owner]
+        return context
+
+
+class _Guard:
+    """Host, Origin, body size and authentication, before the SDK sees a request."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed_origins: tuple[str, ...],
+        allowed_hosts: tuple[str, ...],
+        authenticate: Authenticate | None,
+        principals: _Principals,
+    ) -> None:
+        self._app = app
+        self._allowed_origins = allowed_origins
+        self._allowed_hosts = allowed_hosts
+        self._authenticate = authenticate
+        self._principals = principals
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host"), self._allowed_hosts):
+            await _refuse(421, "Misdirected Request: Host not allowed")(scope, receive, send)
+            return
+        if not origin_allowed(headers.get("origin"), self._allowed_origins):
+            await _refuse(403, "Forbidden: Origin not allowed")(scope, receive, send)
+            return
+        declared = headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_REQUEST_BODY):
+            await _refuse(413, "Request body too large")(scope, receive, send)
+            return
+        if self._authenticate is not None and scope["path"] != CARD_PATH:
+            # The card is public, as A2A has it; every call is authenticated on its own.
+            owner = await self._owner(Request(scope, receive))
+            if isinstance(owner, JSONResponse):
+                await owner(scope, receive, send)
+                return
+            scope = {**scope, _SCOPE_KEY: owner}
+        await self._app(scope, _bounded(receive), send)
+
+    async def _owner(self, request: Request) -> str | JSONResponse:
+        authenticate = cast("Authenticate", self._authenticate)
+        principal: object = None
+        try:
+            with anyio.fail_after(AUTHENTICATE_TIMEOUT):
+                principal = authenticate(request)
+                if inspect.isawaitable(principal):
+                    principal = await cast("Awaitable[object]", principal)
+        except TimeoutError:
+            _logger.error("authenticate took longer than %ss", AUTHENTICATE_TIMEOUT)
+            return _refuse(503, "Service Unavailable: authentication timed out")
+        except Exception:
+            _logger.exception("authenticate raised")
+            return _refuse(500, "Internal error")
+        if principal is None:
+            return _refuse(401, "Unauthorized", {"WWW-Authenticate": "Bearer"})
+        try:
+            return self._principals.owner(principal)
+        except TypeError:
+            _logger.exception("authenticate returned an unhashable principal")
+            return _refuse(500, "Internal error")
+
+
+def _bounded(receive: Receive) -> Receive:
+    """``receive``, cutting a body that streams past :data:`MAX_REQUEST_BODY` (one without Content-Length)."""
+    seen = 0
+
+    async def bounded() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > MAX_REQUEST_BODY:
+                # Starlette reads this as the client leaving; nothing is dispatched.
+                return {"type": "http.disconnect"}
+        return message
+
+    return bounded
+
+
+class _AppRuntimes:
+    """``runtime_for(principal)`` over an App's one running program, one runtime per principal."""
+
+    def __init__(self, app: App[Any, Any, Any]) -> None:
+        self.app = app
+        self.program: Program[Any, Any] | None = None
+        self._anonymous: AgentRuntime[Any, Any] | None = None
+        self._bound: dict[Hashable, AgentRuntime[Any, Any]] = {}
+
+    def __call__(self, principal: object) -> AgentRuntime[Any, Any]:
+        program = self.program
+        if program is None:
+            raise RuntimeError("the A2A app's program is not running: serve it with its ASGI lifespan")
+        if principal is None:
+            if self._anonymous is None:
+                self._anonymous = self.app.bind(program)
+            return self._anonymous
+        key = cast("Hashable", principal)
+        runtime = self._bound.get(key)
+        if runtime is None:
+            # A constant resolver, so a principal that is callable is not taken for one.
+            runtime = self._bound[key] = self.app.bind(program, principal=lambda _invocation: principal)
+        return runtime
+
+
+def a2a_app(
+    target: App[Any, Any, Any] | AgentRuntime[Any, Any] | RuntimeFor,
+    card: AgentCard,
+    *,
+    task_store: TaskStore | None = None,
+    authenticate: Authenticate | None = None,
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+) -> Starlette:
+    """A Starlette app serving an A2A agent: the card and the JSON-RPC endpoint.
+
+    The card is served at ``/.well-known/agent-card.json`` (with the SDK's
+    0.3 fields merged in), JSON-RPC at ``/a2a`` for A2A 1.0 (``SendMessage``,
+    ``GetTask``, ``CancelTask``, ``SendStreamingMessage``, ...) and, on the
+    same endpoint, 0.3 (``message/send``, ``tasks/get``, ``tasks/cancel``, ...).
+    Each task is one capability call, run by :class:`AgentfxExecutor`.
+
+    Args:
+        target: What calls are dispatched on:
+
+            - an :class:`agentfx.App`: its program starts and stops with the
+              app's ASGI lifespan, and each principal gets a runtime bound to
+              it (the App's own principal without ``authenticate``);
+            - a bound runtime, used as it is (its host resolves the
+              principal; ``authenticate`` is then refused);
+            - ``runtime_for(principal)``: the runtime for each call's
+              principal (``None`` without ``authenticate``).
+        card: The agent card, usually :func:`agentfx.a2a.agent_card` with the
+            URL this app is reached at plus ``/a2a``.
+        task_store: Where tasks are kept; an ``InMemoryTaskStore`` (which
+            keeps every task until the process ends) by default.
+        authenticate: ``authenticate(request)`` (sync or async, bounded by
+            :data:`AUTHENTICATE_TIMEOUT`) returns the principal of a JSON-RPC
+            request, or ``None`` to refuse it with 401. Principals must be
+            hashable; equal principals own the same tasks. The card is
+            served to everyone.
+        allowed_origins: The ``Origin`` headers allowed, exact or
+            ``scheme://host:*``; empty (the default) allows loopback origins
+            only. A request without ``Origin`` is never refused for it.
+        allowed_hosts: The ``Host`` headers served, exact or ``name:*`` for
+            any port; empty (the default) serves only ``127.0.0.1``,
+            ``localhost`` and ``[::1]`` on any port, against DNS rebinding.
+            Others get 421.
+
+    Raises:
+        ContractError: ``authenticate`` with a bound runtime, whose principal
+            is fixed by its host and could not be the authenticated one.
+
+    Serve it with any ASGI server, with its lifespan on, bound to loopback
+    unless you mean otherwise: ``uvicorn.run(a2a_app(app, card), host="127.0.0.1", port=8000)``.
+    """
+    if authenticate is not None and isinstance(target, AgentRuntime):
+        raise ContractError(
+            "a2a_app(authenticate=...) needs an App or runtime_for(principal): "
+            "a bound runtime's principal is fixed by its host"
+        )
+    app_runtimes = _AppRuntimes(cast("App[Any, Any, Any]", target)) if isinstance(target, App) else None
+    runtime: AgentRuntime[Any, Any] | RuntimeFor = (
+        app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=AgentfxExecutor(runtime),
+        task_store=task_store if task_store is not None else InMemoryTaskStore(),
+        agent_card=card,
+    )
+    principals = _Principals()
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
+        try:
+            if app_runtimes is None:
+                yield
+                return
+            async with app_runtimes.app.program() as program:
+                app_runtimes.program = program
+                try:
+                    yield
+                finally:
+                    app_runtimes.program = None
+        finally:
+            with anyio.CancelScope(shield=True):
+                await handler.aclose()
+
+    return Starlette(
+        routes=[
+            *create_agent_card_routes(card, card_url=CARD_PATH),
+            *create_jsonrpc_routes(
+                handler, A2A_PATH, context_builder=_ContextBuilder(principals), enable_v0_3_compat=True
+            ),
+        ],
+        middleware=[
+            Middleware(
+                _Guard,
+                allowed_origins=tuple(allowed_origins),
+                allowed_hosts=tuple(allowed_hosts),
+                authenticate=authenticate,
+                principals=principals,
+            ),
+        ],
+        lifespan=lifespan,
+    )

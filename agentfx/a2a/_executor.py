@@ -1,0 +1,303 @@
+"""The executor: one A2A task per capability call, its states mapped from the dispatch outcome.
+
+This layer owns what a task means: how a message names a skill (one data part
+``{"skill": <name>, "input": {...}}``), the invocation a task becomes (its id
+is the task id, transport ``"a2a"``, a signal that ``CancelTask`` aborts), and
+the mapping of an outcome to a task state, as DESIGN §13 fixes it:
+
+========================================  ===================================
+outcome                                   task state
+========================================  ===================================
+dispatched, or completed                  ``completed``, the reply data as an artifact
+a declared failure Message, a timeout     ``failed``
+a refusal, a malformed message            ``rejected``, the failure as a data part
+cancelled (``CancelTask``)                ``canceled``
+a person must confirm                     ``input-required``; ``{"confirm": true}`` on the
+                                          same task dispatches it again, confirmed
+a hook or the host raised                 ``failed``, ``Capability "<c>" failed unexpectedly``
+========================================  ===================================
+
+What the agent reads (the text, the data) comes from :mod:`agentfx.tools`,
+like every other adapter's; this module adds only A2A's spelling. It
+deliberately knows nothing of HTTP, authentication or the card: the principal
+arrives in the SDK's call context, put there by :mod:`._app`.
+
+The SDK runs executors on asyncio only (its task machinery is ``asyncio.Task``
+and ``asyncio.Lock``), so this one does too.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anyio
+import msgspec
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types.a2a_pb2 import Message, Part, Role, Task, TaskState, TaskStatus
+from google.protobuf import json_format, struct_pb2
+from returns.io import IOSuccess
+from returns.unsafe import unsafe_perform_io
+
+from ..confirm import ConfirmationRequest
+from ..errors import AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
+from ..invocation import AbortController, Invocation
+from ..pipeline import DispatchResult
+from ..runtime import AgentRuntime
+from ..tools import ToolReply, defect_reply, reply
+
+__all__ = ["PRINCIPAL_STATE_KEY", "TRANSPORT", "AgentfxExecutor", "RuntimeFor"]
+
+_logger = logging.getLogger("agentfx.a2a")
+
+TRANSPORT = "a2a"
+"""The audit transport of every call made over A2A."""
+
+PRINCIPAL_STATE_KEY = "agentfx.principal"
+"""Where :func:`~agentfx.a2a.a2a_app` puts the authenticated principal in the SDK's ``ServerCallContext.state``."""
+
+CANCEL_GRACE = 5.0
+"""Seconds ``CancelTask`` waits for an aborted call to settle before the SDK stops it outright."""
+
+RuntimeFor = Callable[[Any], "AgentRuntime[Any, Any]"]
+"""``runtime_for(principal)``: the runtime a call by ``principal`` is dispatched on (cheap: called per task)."""
+
+MALFORMED_TAG = "MalformedMessage"
+"""The ``_tag`` of the data part that rejects a message which names no skill call."""
+
+_CALL_SHAPE = 'A message to this agent carries one data part {"skill": <skill id>, "input": {...}}'
+_CONFIRM_SHAPE = 'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
+
+
+@dataclass(eq=False)
+class _Running:
+    controller: AbortController = field(default_factory=AbortController)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class _Malformed(Exception):
+    """A message that is not the call this agent takes; its text is for the client."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _integral(value: object) -> object:
+    # google.protobuf.Value keeps every number as a double, so a JSON 3 arrives
+    # as 3.0; strict decoding would refuse it for an int field. A whole float
+    # becomes an int again (an int is accepted where a float is declared).
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in cast("dict[str, object]", value).items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in cast("list[object]", value)]
+    return value
+
+
+def _data_object(message: Message | None, shape: str) -> dict[str, object]:
+    """The one data part of ``message`` as a JSON object, or :class:`_Malformed`."""
+    if message is None or len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
+        raise _Malformed(shape)
+    # A Value encodes to any JSON value, whatever the stub says.
+    value = cast(object, json_format.MessageToDict(message.parts[0].data))
+    if not isinstance(value, dict):
+        raise _Malformed(shape)
+    return cast("dict[str, object]", _integral(cast("dict[str, object]", value)))
+
+
+def _call(message: Message | None) -> tuple[object, object]:
+    """The skill and the input a message names."""
+    data = _data_object(message, _CALL_SHAPE)
+    if "skill" not in data or not set(data) <= {"skill", "input"}:
+        raise _Malformed(_CALL_SHAPE)
+    # An absent input is the payload-free call; the pipeline decides what any
+    # other input means, and says so in its own words.
+    return data["skill"], data.get("input", {})
+
+
+def _answer(message: Message | None) -> bool:
+    """A person's answer to a confirmation: ``{"confirm": true | false}``."""
+    data = _data_object(message, _CONFIRM_SHAPE)
+    answer = data.get("confirm")
+    if set(data) != {"confirm"} or not isinstance(answer, bool):
+        raise _Malformed(_CONFIRM_SHAPE)
+    return answer
+
+
+def _first_user_message(task: Task) -> Message | None:
+    return next((m for m in task.history if m.role == Role.ROLE_USER), None)
+
+
+def _data_part(data: dict[str, Any]) -> Part:
+    return Part(data=json_format.ParseDict(data, struct_pb2.Value()), media_type="application/json")
+
+
+def _text_part(text: str) -> Part:
+    return Part(text=text, media_type="text/plain")
+
+
+class AgentfxExecutor(AgentExecutor):
+    """An A2A ``AgentExecutor`` that dispatches each task as one capability call.
+
+    Args:
+        runtime: The bound runtime every call is dispatched on, or
+            ``runtime_for(principal)`` giving the runtime for the principal
+            the request authenticated as (``None`` when nothing
+            authenticated it). :func:`~agentfx.a2a.a2a_app` builds the
+            latter for an :class:`~agentfx.App`.
+
+    A task starts with a message carrying one data part
+    ``{"skill": <capability name>, "input": {...}}`` (``input`` may be left
+    out for a capability without payload). The invocation's id is the task
+    id and its transport ``"a2a"``. Every outcome leaves the task in the
+    state the module docstring lists, with a status message whose text part
+    is the reply text (:func:`agentfx.tools.reply`) and, for anything but
+    a success, whose data part is the encoded failure; a dispatch's reply
+    data is the task's one artifact. Nothing raised by a hook or the host
+    reaches the client: it is logged here, and the task fails with
+    ``Capability "<c>" failed unexpectedly``.
+
+    A task waiting in ``input-required`` for confirmation is answered on the
+    same task with ``{"confirm": true}`` (the call is dispatched again,
+    ``confirmed=True``, re-reading the Model and re-running every check) or
+    ``{"confirm": false}`` (refused: ``Declined: <prompt>``). The answer is
+    the client's word, not proof that a person saw the prompt.
+    """
+
+    def __init__(self, runtime: AgentRuntime[Any, Any] | RuntimeFor) -> None:
+        self._runtime = runtime
+        self._running: dict[str, _Running] = {}
+
+    def _runtime_for(self, context: RequestContext) -> AgentRuntime[Any, Any]:
+        runtime = self._runtime
+        if isinstance(runtime, AgentRuntime):
+            return cast("AgentRuntime[Any, Any]", runtime)
+        return runtime(context.call_context.state.get(PRINCIPAL_STATE_KEY))
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Run the call a message starts (or answers) and leave its task in the state its outcome maps to."""
+        current = context.current_task
+        task_id = context.task_id or ""
+        # A follow-up that names only the task is given a fresh context id by
+        # the SDK; the task keeps the one it started with.
+        context_id = current.context_id if current is not None else context.context_id or ""
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        if current is None:
+            # The SDK refuses a status update for a task it has not been given.
+            first = Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+            if context.message is not None:
+                first.history.append(context.message)
+            await event_queue.enqueue_event(first)
+        try:
+            if current is None:
+                skill, payload = _call(context.message)
+                confirmation: bool | None = None
+            else:
+                confirmation = _answer(context.message)
+                skill, payload = _call(_first_user_message(current))
+        except _Malformed as exc:
+            data = {"_tag": MALFORMED_TAG, "message": exc.text}
+            waiting = current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            if waiting:
+                # A slip in the answer does not lose the call: ask again.
+                await updater.requires_input(updater.new_agent_message([_text_part(exc.text), _data_part(data)]))
+            else:
+                await updater.reject(updater.new_agent_message([_text_part(exc.text), _data_part(data)]))
+            return
+        running = _Running()
+        self._running[task_id] = running
+        try:
+            await updater.start_work()
+            answer = await self._dispatch(context, task_id, skill, payload, running, confirmation)
+            await self._settle(updater, answer)
+        finally:
+            self._running.pop(task_id, None)
+            running.done.set()
+
+    async def _dispatch(
+        self,
+        context: RequestContext,
+        task_id: str,
+        skill: object,
+        payload: object,
+        running: _Running,
+        confirmation: bool | None,
+    ) -> tuple[TaskState, ToolReply, bool]:
+        """The task state, the reply, and whether the reply data is an artifact."""
+        invocation = Invocation(id=task_id, transport=TRANSPORT, signal=running.controller.signal)
+        if confirmation is True:
+            invocation = _confirmed(invocation)
+        elif confirmation is False:
+            invocation = _declining(invocation)
+        name = skill if isinstance(skill, str) else ""
+        try:
+            runtime = self._runtime_for(context)
+            outcome = await runtime.messages.dispatch_unknown(cast("str", skill), payload, invocation)
+        except Exception:
+            # A hook, the host or runtime_for raised: the application's bug,
+            # for its log; the client learns only that the call failed.
+            _logger.exception("capability %r failed unexpectedly", name[:128])
+            return TaskState.TASK_STATE_FAILED, defect_reply(name[:128]), False
+        answer = reply(outcome)
+        value = unsafe_perform_io(outcome.unwrap()) if isinstance(outcome, IOSuccess) else None
+        if isinstance(value, DispatchResult):
+            failed = value.completion is not None and value.completion.status == "failed"
+            state = TaskState.TASK_STATE_FAILED if failed else TaskState.TASK_STATE_COMPLETED
+            return state, answer, True
+        error = unsafe_perform_io(outcome.failure())
+        if isinstance(error, AgentCancelledError):
+            return TaskState.TASK_STATE_CANCELED, answer, False
+        if isinstance(error, AgentCompletionTimeoutError):
+            return TaskState.TASK_STATE_FAILED, answer, False
+        if isinstance(error, AgentConfirmationRequiredError):
+            return TaskState.TASK_STATE_INPUT_REQUIRED, answer, False
+        return TaskState.TASK_STATE_REJECTED, answer, False
+
+    async def _settle(self, updater: TaskUpdater, answer: tuple[TaskState, ToolReply, bool]) -> None:
+        state, tool_reply, artifact = answer
+        if artifact:
+            await updater.add_artifact([_data_part(tool_reply.data)], artifact_id="result", name="result", last_chunk=True)
+            message = updater.new_agent_message([_text_part(tool_reply.text)])
+        else:
+            text = tool_reply.text
+            if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                text = f"{text}\n{_CONFIRM_SHAPE}"
+            message = updater.new_agent_message([_text_part(text), _data_part(tool_reply.data)])
+        await updater.update_status(state, message)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Abort the task's running call, and wait (briefly) for it to settle as ``canceled``.
+
+        A task parked in ``input-required`` runs nothing: the SDK closes it
+        as ``canceled`` itself.
+        """
+        running = self._running.get(context.task_id or "")
+        if running is None:
+            return
+        running.controller.abort("cancelled by the A2A client")
+        # The call settles as cancelled and execute writes the state; the SDK
+        # tears the producer down right after this returns, so wait for that write.
+        with anyio.move_on_after(CANCEL_GRACE):
+            await running.done.wait()
+
+
+def _confirmed(invocation: Invocation) -> Invocation:
+    # The client answered yes on the task: this exact call is approved out of band.
+    return msgspec.structs.replace(invocation, confirmed=True)
+
+
+async def _decline(_request: ConfirmationRequest) -> bool:
+    return False
+
+
+def _declining(invocation: Invocation) -> Invocation:
+    # A "no" is the pipeline's to word: asked in band, it refuses with
+    # "Declined: <prompt>", exactly as any other adapter's person declining.
+    return msgspec.structs.replace(invocation, confirm=_decline)

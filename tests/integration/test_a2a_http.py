@@ -1,0 +1,619 @@
+"""A2A over HTTP: a real uvicorn server on 127.0.0.1, driven by the a2a-sdk's own clients, 1.0 and 0.3.
+
+The server runs in a thread with its own asyncio loop: the SDK's server side
+(its ``ActiveTask`` machinery, ``TaskUpdater``'s lock) is asyncio-only. The
+clients are the SDK's ``JsonRpcTransport`` (A2A 1.0) and its
+``CompatJsonRpcTransport`` (0.3: ``message/send``, ``tasks/get``,
+``tasks/cancel``); they run on asyncio and on trio. Every JSON-RPC answer is
+captured off the wire and validated: 1.0 answers parse strictly into the
+SDK's proto types (no unknown field, every REQUIRED field set, and the
+SDK's JSON Schema of a Task holds), 0.3 answers validate as the SDK's 0.3
+pydantic response types.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncGenerator, Generator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import jsonschema
+import msgspec
+import pytest
+import uvicorn
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.compat.v0_3 import types as types_v03
+from a2a.helpers.proto_helpers import new_data_part, new_text_part
+from a2a.server.routes._proto_schema import message_schema
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SendMessageResponse,
+    Task,
+    TaskState,
+)
+from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.proto_utils import validate_proto_required_fields
+from google.protobuf import json_format
+from starlette.requests import Request
+
+import agentfx
+from agentfx.a2a import a2a_app, agent_card
+from agentfx.app import App
+from agentfx.audit import AuditRecord
+from agentfx.program import Command
+
+pytestmark = pytest.mark.anyio
+
+
+# --- The application under test -------------------------------------------------
+
+
+class User(msgspec.Struct, frozen=True):
+    name: str
+    admin: bool = False
+
+
+class Model(msgspec.Struct, frozen=True):
+    pings: int = 0
+    total: int = 0
+    locked: bool = True
+
+
+class Pinged(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class RequestedAdd(msgspec.Struct, frozen=True, tag=True):
+    amount: int
+
+
+class Added(msgspec.Struct, frozen=True, tag=True):
+    amount: int
+    total: int
+
+
+class AddFailed(msgspec.Struct, frozen=True, tag=True):
+    amount: int
+    reason: str
+
+
+class RequestedStall(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class RequestedHang(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Settled(msgspec.Struct, frozen=True, tag=True):
+    """Never sent: what the stalling and hanging calls wait for."""
+
+
+class Unlocked(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Wiped(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Erased(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+Msg = Pinged | RequestedAdd | Added | AddFailed | RequestedStall | RequestedHang | Settled | Unlocked | Wiped | Erased
+
+
+def update(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]]]:
+    match message:
+        case Pinged():
+            return msgspec.structs.replace(model, pings=model.pings + 1)
+        case RequestedAdd(amount=amount):
+
+            async def add() -> Msg:
+                if amount < 0:
+                    return AddFailed(amount=amount, reason="amounts are never negative")
+                return Added(amount=amount, total=model.total + amount)
+
+            return model, [add]
+        case Added(total=total):
+            return msgspec.structs.replace(model, total=total)
+        case Erased():
+            return msgspec.structs.replace(model, total=0)
+        case _:
+            return model
+
+
+Agent = agentfx.for_model(Model, principal=User)
+
+CONTRACT = Agent.define(
+    messages=Agent.expose(
+        Msg,
+        Agent.variant(Pinged, "Ping the app", name="ping"),
+        Agent.variant(
+            RequestedAdd,
+            "Add an amount to the total",
+            name="add",
+            completion=agentfx.Completion(
+                success=Added,
+                failure=AddFailed,
+                correlate=lambda request, result, call: result.amount == request.amount,
+                timeout=10.0,
+            ),
+        ),
+        Agent.variant(
+            RequestedStall, "Wait for what never comes", name="stall", completion=agentfx.Completion(Settled, timeout=0.2)
+        ),
+        Agent.variant(
+            RequestedHang, "Wait a long time", name="hang", completion=agentfx.Completion(Settled, timeout=30.0)
+        ),
+        Agent.variant(Unlocked, "Unlock the app", name="unlock", available=lambda model: not model.locked),
+        Agent.variant(
+            Wiped,
+            "Wipe everything",
+            name="wipe",
+            authorize=lambda req: req.principal.admin or agentfx.Refusal("Only an admin may wipe"),
+        ),
+        Agent.variant(
+            Erased,
+            "Erase the total",
+            name="erase",
+            authorize=lambda req: agentfx.Confirm(f"Erase the total of {req.model.total}?"),
+            may_confirm=True,
+        ),
+    )
+)
+
+ADMIN, GUEST = User("ann", admin=True), User("gus")
+TOKENS = {"ann": ADMIN, "gus": GUEST}
+
+
+def authenticate(request: Request) -> User | None:
+    return TOKENS.get(request.headers.get("authorization", "").removeprefix("Bearer "))
+
+
+# --- The server -----------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    base: str
+    card: AgentCard
+    records: list[AuditRecord] = field(default_factory=lambda: [])
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, record: AuditRecord, /) -> None:
+        with self.lock:
+            self.records.append(record)
+
+    def audited(self, task_id: str) -> list[AuditRecord]:
+        with self.lock:
+            return [r for r in self.records if r.invocation.id == task_id]
+
+
+@contextmanager
+def serving(asgi: Any, sock: socket.socket) -> Generator[None]:
+    """``asgi`` served by uvicorn, lifespan on, on ``sock`` (127.0.0.1) in a thread of its own."""
+    config = uvicorn.Config(asgi, lifespan="on", log_level="warning", ws="none", http="h11")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        assert not thread.is_alive(), "the server did not stop"
+
+
+def free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    with free_socket() as sock:
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
+        state = Served(base, card)
+        app = App(CONTRACT, init=Model(), update=update, audit=state)
+        with serving(a2a_app(app, card, authenticate=authenticate), sock):
+            yield state
+
+
+# --- Clients ---------------------------------------------------------------------
+
+
+PROTOCOLS = pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+
+_TASK_SCHEMA_COMPONENTS: dict[str, Any] = {}
+TASK_SCHEMA = {
+    **message_schema(Task.DESCRIPTOR, _TASK_SCHEMA_COMPONENTS),
+    "components": {"schemas": _TASK_SCHEMA_COMPONENTS},
+}
+
+
+def valid_task(task: Task) -> Task:
+    """The SDK's own checks of a 1.0 Task: REQUIRED fields, and its JSON Schema."""
+    validate_proto_required_fields(task)
+    jsonschema.validate(json_format.MessageToDict(task, preserving_proto_field_name=True), TASK_SCHEMA)
+    return task
+
+
+def validate_wire(protocol: str, request: dict[str, Any], answer: dict[str, Any]) -> None:
+    """One JSON-RPC answer, as sent, against the protocol's own types."""
+    assert answer.get("jsonrpc") == "2.0" and "error" not in answer, answer
+    method = request["method"]
+    result = answer["result"]
+    if protocol == "0.3":
+        response_type: Any = {
+            "message/send": types_v03.SendMessageResponse,
+            "tasks/get": types_v03.GetTaskResponse,
+            "tasks/cancel": types_v03.CancelTaskResponse,
+        }[method]
+        parsed = response_type.model_validate(answer).root
+        assert isinstance(parsed.result, types_v03.Task), parsed
+        return
+    if method == "SendMessage":
+        # Strict: an unknown field or a wrong type raises.
+        valid_task(json_format.ParseDict(result, SendMessageResponse()).task)
+    else:
+        assert method in ("GetTask", "CancelTask"), method
+        valid_task(json_format.ParseDict(result, Task()))
+
+
+@dataclass
+class Caller:
+    protocol: str
+    client: Client
+    wire: list[tuple[dict[str, Any], dict[str, Any]]]
+
+    async def send(self, *parts: Any, task_id: str = "", blocking: bool = True) -> Task:
+        message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task_id, parts=list(parts))
+        request = SendMessageRequest(
+            message=message, configuration=SendMessageConfiguration(return_immediately=not blocking)
+        )
+        tasks = [response.task async for response in self.client.send_message(request)]
+        assert len(tasks) == 1
+        return valid_task(tasks[0])
+
+    async def call(self, skill: object, payload: object = None, **options: Any) -> Task:
+        data: dict[str, object] = {"skill": skill}
+        if payload is not None:
+            data["input"] = payload
+        return await self.send(new_data_part(data), **options)
+
+    async def get(self, task_id: str) -> Task:
+        return valid_task(await self.client.get_task(GetTaskRequest(id=task_id)))
+
+    async def cancel(self, task_id: str) -> Task:
+        return valid_task(await self.client.cancel_task(CancelTaskRequest(id=task_id)))
+
+
+@asynccontextmanager
+async def caller(served: Served, protocol: str, token: str = "ann") -> AsyncGenerator[Caller]:
+    wire: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    async def capture(response: httpx.Response) -> None:
+        await response.aread()
+        if response.request.method == "POST":
+            wire.append((json.loads(response.request.content), response.json()))
+
+    card = AgentCard()
+    card.CopyFrom(served.card)
+    # The card lists 1.0 first, then 0.3; a card with only one makes the
+    # SDK's factory pick that protocol's transport.
+    keep = [i for i in card.supported_interfaces if i.protocol_version == protocol]
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(keep)
+    async with httpx.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, event_hooks={"response": [capture]}, timeout=20
+    ) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        try:
+            yield Caller(protocol, client, wire)
+        finally:
+            await client.close()
+    assert wire, "nothing went over the wire"
+    for request, answer in wire:
+        validate_wire(protocol, request, answer)
+    expected = {"1.0": {"SendMessage", "GetTask", "CancelTask"}, "0.3": {"message/send", "tasks/get", "tasks/cancel"}}
+    assert {request["method"] for request, _ in wire} <= expected[protocol]
+
+
+def texts(task: Task) -> list[str]:
+    return [part.text for part in task.status.message.parts if part.HasField("text")]
+
+
+def data(parts: Any) -> list[Any]:
+    return [json_format.MessageToDict(part.data) for part in parts if part.HasField("data")]
+
+
+def artifact(task: Task) -> Any:
+    (only,) = task.artifacts
+    (value,) = data(only.parts)
+    return value
+
+
+# --- Tests -----------------------------------------------------------------------
+
+
+@PROTOCOLS
+async def test_a_direct_capability_completes_with_its_reply_as_the_artifact(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        task = await a2a.call("ping", {})
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert texts(task) == ["Dispatched Pinged"]
+    assert artifact(task) == {"capability": "ping", "tag": "Pinged"}
+    assert [(r.capability, r.outcome, r.invocation.transport, r.principal) for r in served.audited(task.id)] == [
+        ("ping", "dispatched", "a2a", ADMIN)
+    ]
+
+
+@PROTOCOLS
+async def test_a_completion_that_succeeds_carries_the_completion_message(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        task = await a2a.call("add", {"amount": 3})
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    reply = artifact(task)
+    assert reply["completion"]["status"] == "completed"
+    assert reply["completion"]["message"]["type"] == "Added"
+    assert reply["completion"]["message"]["amount"] == 3
+    # The text carries the data: a model that reads only text learns the total.
+    (text,) = texts(task)
+    assert text.startswith("Completed: Added\n") and json.loads(text.split("\n", 1)[1]) == json.loads(
+        json.dumps(reply)
+    )
+    assert [r.outcome for r in served.audited(task.id)] == ["completed"]
+
+
+@PROTOCOLS
+async def test_a_completion_that_fails_fails_the_task(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        task = await a2a.call("add", {"amount": -2})
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert artifact(task)["completion"] == {
+        "status": "failed",
+        "message": {"type": "AddFailed", "amount": -2, "reason": "amounts are never negative"},
+    }
+    assert texts(task)[0].startswith("Failed: AddFailed\n")
+    assert [r.outcome for r in served.audited(task.id)] == ["failed"]
+
+
+@PROTOCOLS
+async def test_a_timeout_fails_the_task_with_the_timeout_as_data(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        task = await a2a.call("stall", {})
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert texts(task) == ['"stall" was dispatched but did not complete within 0.2s. The Message still reached update.']
+    (failure,) = data(task.status.message.parts)
+    assert failure["_tag"] == "AgentCompletionTimeoutError" and failure["invocation"] == task.id
+    assert not task.artifacts
+    assert [r.outcome for r in served.audited(task.id)] == ["timeout"]
+
+
+REFUSALS = [
+    pytest.param("nope", {}, "ann", "No such capability: nope", "AgentUnknownCapabilityError", id="unknown"),
+    pytest.param(
+        "unlock", {}, "ann", 'Capability "unlock" is not available right now', "AgentCapabilityUnavailableError",
+        id="unavailable",
+    ),
+    pytest.param(
+        "add", {"amount": "3"}, "ann", 'Invalid input for "add": "amount" must be an integer', "AgentInvalidInputError",
+        id="invalid-input",
+    ),
+    pytest.param("add", {"amount": 1, "x": 2}, "ann", 'Invalid input for "add": "x" is not a field of this input',
+                 "AgentInvalidInputError", id="unknown-field"),
+    pytest.param("wipe", {}, "gus", "Only an admin may wipe", "AgentAuthorizationError", id="unauthorized"),
+]
+
+
+@PROTOCOLS
+@pytest.mark.parametrize(("skill", "payload", "token", "text", "tag"), REFUSALS)
+async def test_every_refusal_rejects_the_task_with_the_failure_as_data(
+    served: Served, protocol: str, skill: str, payload: object, token: str, text: str, tag: str
+) -> None:
+    async with caller(served, protocol, token) as a2a:
+        task = await a2a.call(skill, payload)
+    assert task.status.state == TaskState.TASK_STATE_REJECTED
+    assert texts(task) == [text]
+    (failure,) = data(task.status.message.parts)
+    assert failure["_tag"] == tag
+    assert not task.artifacts
+    (record,) = served.audited(task.id)
+    assert (record.decision, record.outcome, record.invocation.transport) == ("refused", tag, "a2a")
+
+
+@PROTOCOLS
+async def test_an_authorized_principal_is_the_one_authenticated(served: Served, protocol: str) -> None:
+    async with caller(served, protocol, "ann") as a2a:
+        task = await a2a.call("wipe", {})
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [r.principal for r in served.audited(task.id)] == [ADMIN]
+
+
+MALFORMED = [
+    pytest.param([new_text_part("ping please")], id="text"),
+    pytest.param([new_data_part({"skill": "ping"}), new_data_part({"skill": "ping"})], id="two-parts"),
+    pytest.param([new_data_part(["ping"])], id="not-an-object"),
+    pytest.param([new_data_part({"name": "ping", "input": {}})], id="no-skill"),
+    pytest.param([new_data_part({"skill": "ping", "input": {}, "extra": 1})], id="extra-key"),
+]
+
+
+@PROTOCOLS
+@pytest.mark.parametrize("parts", MALFORMED)
+async def test_a_malformed_message_is_rejected_and_dispatches_nothing(
+    served: Served, protocol: str, parts: list[Any]
+) -> None:
+    async with caller(served, protocol) as a2a:
+        task = await a2a.send(*parts)
+    assert task.status.state == TaskState.TASK_STATE_REJECTED
+    expected = 'A message to this agent carries one data part {"skill": <skill id>, "input": {...}}'
+    assert texts(task) == [expected]
+    assert data(task.status.message.parts) == [{"_tag": "MalformedMessage", "message": expected}]
+    assert served.audited(task.id) == []
+
+
+@PROTOCOLS
+async def test_a_cancel_while_waiting_aborts_the_call_and_cancels_the_task(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        started = await a2a.call("hang", {}, blocking=False)
+        task_id = started.id
+        deadline = time.monotonic() + 10
+        while (await a2a.get(task_id)).status.state != TaskState.TASK_STATE_WORKING:
+            assert time.monotonic() < deadline, "the call never started"
+        cancelled = await a2a.cancel(task_id)
+        final = await a2a.get(task_id)
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert final.status.state == TaskState.TASK_STATE_CANCELED
+    (text,) = texts(final)
+    assert text == '"hang" was dispatched, and waiting for it to complete was cancelled. The Message still reached update.'
+    (failure,) = data(final.status.message.parts)
+    assert failure == {"_tag": "AgentCancelledError", "capability": "hang", "dispatched": True, "message": text}
+    assert [(r.decision, r.outcome) for r in served.audited(task_id)] == [("dispatched", "AgentCancelledError")]
+
+
+@PROTOCOLS
+async def test_another_principal_cannot_read_or_cancel_a_task(served: Served, protocol: str) -> None:
+    async with caller(served, protocol, "ann") as ann:
+        task = await ann.call("ping", {})
+    async with httpx.AsyncClient(headers={"Authorization": "Bearer gus"}) as http:
+        method = "GetTask" if protocol == "1.0" else "tasks/get"
+        answer = (
+            await http.post(f"{served.base}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": task.id}},
+                            headers={"A2A-Version": protocol})
+        ).json()
+    assert answer["error"]["code"] == -32001  # TaskNotFoundError, as for an id that never existed
+
+
+async def test_an_unauthenticated_request_is_refused_401(served: Served) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"{served.base}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
+        card = await http.get(f"{served.base}/.well-known/agent-card.json")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    # The card is public.
+    assert card.status_code == 200 and card.json()["skills"][0]["id"] == "ping"
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param({"Origin": "https://evil.example"}, 403, id="foreign-origin"),
+        pytest.param({"Host": "evil.example"}, 421, id="foreign-host"),
+        pytest.param({"Host": "evil.example:8000"}, 421, id="foreign-host-with-port"),
+        pytest.param({"Origin": "http://localhost:5173"}, 200, id="loopback-origin"),
+    ],
+)
+async def test_host_and_origin_are_loopback_by_default(served: Served, headers: dict[str, str], status: int) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await http.get(f"{served.base}/.well-known/agent-card.json", headers=headers)
+    assert response.status_code == status
+
+
+CONFIRM_SHAPE = (
+    'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
+)
+
+
+async def erase_waiting(a2a: Caller, served: Served) -> Task:
+    task = await a2a.call("erase", {})
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    (text,) = texts(task)
+    prompt = text.split("needs a person to confirm: ", 1)[1].split("\n", 1)[0]
+    assert text == f'"erase" needs a person to confirm: {prompt}\n{CONFIRM_SHAPE}'
+    (failure,) = data(task.status.message.parts)
+    assert failure["_tag"] == "AgentConfirmationRequiredError" and failure["prompt"] == prompt
+    assert [(r.decision, r.outcome) for r in served.audited(task.id)] == [("refused", "AgentConfirmationRequiredError")]
+    return task
+
+
+@PROTOCOLS
+async def test_a_confirmation_round_trip_dispatches_the_call_confirmed_on_the_same_task(
+    served: Served, protocol: str
+) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+        fetched = await a2a.get(waiting.id)
+    assert done.id == waiting.id
+    assert done.status.state == fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert texts(done) == ["Dispatched Erased"]
+    assert artifact(done) == {"capability": "erase", "tag": "Erased"}
+    records = served.audited(waiting.id)
+    assert [(r.decision, r.outcome, r.confirmed, r.principal) for r in records] == [
+        ("refused", "AgentConfirmationRequiredError", False, ADMIN),
+        ("dispatched", "dispatched", True, ADMIN),
+    ]
+    assert {r.invocation.transport for r in records} == {"a2a"}
+
+
+@PROTOCOLS
+async def test_a_declined_confirmation_rejects_the_task_and_sends_nothing(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        prompt = data(waiting.status.message.parts)[0]["prompt"]
+        declined = await a2a.send(new_data_part({"confirm": False}), task_id=waiting.id)
+    assert declined.status.state == TaskState.TASK_STATE_REJECTED
+    assert texts(declined) == [f"Declined: {prompt}"]
+    assert data(declined.status.message.parts)[0]["_tag"] == "AgentAuthorizationError"
+    assert [(r.decision, r.outcome) for r in served.audited(waiting.id)][1:] == [("refused", "AgentAuthorizationError")]
+
+
+@PROTOCOLS
+async def test_an_answer_that_is_not_yes_or_no_asks_again(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        again = await a2a.send(new_data_part({"confirm": "yes"}), task_id=waiting.id)
+        assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert texts(again) == [CONFIRM_SHAPE]
+        # Nothing was dispatched or refused by the slip; the call still waits.
+        assert len(served.audited(waiting.id)) == 1
+        done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+@PROTOCOLS
+async def test_a_task_waiting_for_confirmation_can_be_cancelled(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        cancelled = await a2a.cancel(waiting.id)
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert len(served.audited(waiting.id)) == 1
+
+
+@PROTOCOLS
+async def test_another_principal_cannot_confirm_a_task(served: Served, protocol: str) -> None:
+    async with caller(served, protocol, "ann") as ann:
+        waiting = await erase_waiting(ann, served)
+    async with caller(served, protocol, "gus") as gus:
+        with pytest.raises(TaskNotFoundError):
+            await gus.send(new_data_part({"confirm": True}), task_id=waiting.id)
+        # The error is checked here, and the wire is then left with a result to validate.
+        ((_, answer),) = gus.wire
+        gus.wire.clear()
+        await gus.call("ping", {})
+    # As for an id that never existed: TaskNotFoundError.
+    assert answer["error"]["code"] == -32001
+    assert len(served.audited(waiting.id)) == 1

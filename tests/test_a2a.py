@@ -1,0 +1,453 @@
+"""agentfx.a2a: the card as a pure function of the contract, and the server's edges in-process.
+
+The in-process tests drive :func:`agentfx.a2a.a2a_app` through httpx's ASGI
+transport, with the app's lifespan run around them, on asyncio only: the
+SDK's server side is built on ``asyncio.Task`` and ``asyncio.Lock``
+(``ActiveTask``, ``TaskUpdater``), so it cannot run on trio. The real-socket
+tests, with the SDK's clients on both backends, are in
+``tests/integration/test_a2a_http.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.compat.v0_3 import types as types_v03
+from a2a.helpers.proto_helpers import new_data_part
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    Message,
+    Role,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    Task,
+    TaskState,
+)
+from a2a.utils.proto_utils import validate_proto_required_fields
+from google.protobuf import json_format
+from starlette.applications import Starlette
+from starlette.requests import Request
+
+import agentfx
+import agentfx.a2a
+from agentfx.a2a import SKILL_INPUT_SCHEMA_EXTENSION, a2a_app, agent_card, card_json
+from agentfx.a2a import _app as a2a_app_module  # pyright: ignore[reportPrivateUsage]
+from agentfx.docs import messages
+from agentfx.errors import ContractError
+from agentfx.runtime import AgentRuntime
+from agentfx.testing import RecordingHost
+from examples.todo.app import AppAgent
+from tests.test_exports import _core_modules, _run  # pyright: ignore[reportPrivateUsage]
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "todo" / "agent-card.json"
+CARD_ARGS: dict[str, str] = {
+    "name": "todo",
+    "description": "Create, select and delete todos",
+    "url": "http://127.0.0.1:8000/a2a",
+    "version": "1.0.0",
+}
+REGENERATE = (
+    "python -c 'import json; from examples.todo.app import AppAgent; "
+    "from agentfx.a2a import agent_card, card_json; "
+    'card = agent_card(AppAgent, name="todo", description="Create, select and delete todos", '
+    'url="http://127.0.0.1:8000/a2a", version="1.0.0"); '
+    'open("examples/todo/agent-card.json", "w").write(json.dumps(card_json(card), indent=2, sort_keys=True) + "\\n")\''
+)
+
+
+def _encoded(card: AgentCard) -> str:
+    return json.dumps(card_json(card), indent=2, sort_keys=True) + "\n"
+
+
+# --- The card ---------------------------------------------------------------------
+
+
+def test_the_committed_agent_card_matches_the_contract() -> None:
+    committed = EXAMPLE.read_text() if EXAMPLE.exists() else ""
+    assert committed == _encoded(agent_card(AppAgent, **CARD_ARGS)), (
+        f"examples/todo/agent-card.json no longer matches AppAgent. Regenerate it from the repository root with:\n"
+        f"  {REGENERATE}"
+    )
+
+
+def test_the_card_is_the_same_on_every_build() -> None:
+    assert _encoded(agent_card(AppAgent, **CARD_ARGS)) == _encoded(agent_card(AppAgent, **CARD_ARGS))
+
+
+def test_one_skill_per_capability_with_its_tags_in_declaration_order() -> None:
+    card = agent_card(AppAgent, **CARD_ARGS)
+    assert [(s.id, s.name, s.description, list(s.tags)) for s in card.skills] == [
+        ("create_todo", "Create todo", "Create a new todo", ["RequestedCreateTodo"]),
+        (
+            "delete_selected_todo",
+            "Delete selected todo",
+            "Delete the currently selected todo",
+            ["RequestedDeleteTodo", "model-dependent", "authorized", "may-confirm"],
+        ),
+        ("select_todo", "Select todo", "Select a todo by its id", ["SelectedTodo"]),
+        ("cleared_selection", "Clear selection", "Clear the current selection", ["ClearedSelection", "model-dependent"]),
+    ]
+
+
+def test_the_input_schemas_travel_in_the_card_extension() -> None:
+    card = agent_card(AppAgent, **CARD_ARGS)
+    (extension,) = card.capabilities.extensions
+    assert extension.uri == SKILL_INPUT_SCHEMA_EXTENSION == "urn:agentfx:a2a:skill-input-schema:v1"
+    assert not extension.required
+    params: Any = json_format.MessageToDict(extension.params)
+    assert params == {"skills": {d.name: d.input_schema for d in messages(AppAgent)}}
+
+
+def test_the_card_lists_one_endpoint_for_1_0_and_0_3_and_is_spec_compliant() -> None:
+    card = agent_card(AppAgent, **CARD_ARGS)
+    assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        ("http://127.0.0.1:8000/a2a", "JSONRPC", "1.0"),
+        ("http://127.0.0.1:8000/a2a", "JSONRPC", "0.3"),
+    ]
+    validate_proto_required_fields(card)
+    # The served JSON also reads as a 0.3 card.
+    types_v03.AgentCard.model_validate(card_json(card))
+    assert card.capabilities.streaming and not card.capabilities.push_notifications
+
+
+def test_an_empty_contract_has_no_skills_and_an_empty_schema_map() -> None:
+    card = agent_card(agentfx.define(agentfx.expose(Ping)), **CARD_ARGS)
+    assert list(card.skills) == []
+    assert json_format.MessageToDict(card.capabilities.extensions[0].params) == {"skills": {}}
+
+
+def test_the_package_exports_exactly_its_all() -> None:
+    public = {n for n in vars(agentfx.a2a) if not n.startswith("_") and n not in {"annotations", "importlib"}}
+    assert set(agentfx.a2a.__all__) == public
+    assert sorted(agentfx.a2a.__all__) == list(agentfx.a2a.__all__)
+
+
+def test_no_core_module_imports_the_a2a_sdk() -> None:
+    out = _run(
+        f"""
+        import importlib, sys
+        import agentfx
+        for name in {_core_modules()!r}:
+            importlib.import_module(name)
+        print(sorted(m for m in sys.modules if m == "a2a" or m.startswith(("a2a.", "agentfx.a2a"))))
+        """
+    )
+    assert out == "[]"
+
+
+# --- The server, in-process -------------------------------------------------------
+
+
+class Ping(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Boom(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Count(msgspec.Struct, frozen=True, tag=True):
+    n: int
+    ratio: float = 0.5
+
+
+Msg = Ping | Boom | Count
+
+
+def _exploding(_request: object) -> bool:
+    raise RuntimeError("secret internals")
+
+
+CONTRACT = agentfx.define(
+    agentfx.expose(
+        Msg,
+        agentfx.variant(Ping, "Ping", name="ping", authorize=lambda req: req.principal != "mallory"),
+        agentfx.variant(Boom, "Explode", name="boom", authorize=_exploding),
+        agentfx.variant(Count, "Count", name="count"),
+    )
+)
+CARD = agent_card(CONTRACT, name="t", description="t", url="http://127.0.0.1/a2a", version="1")
+
+
+Host = RecordingHost[None, Msg, Any]
+
+
+def _host() -> Host:
+    return RecordingHost(None)
+
+
+def _runtime(host: Host, audit: agentfx.AuditLog | None = None) -> AgentRuntime[Any, Any]:
+    return agentfx.bind(CONTRACT, host=host.host, audit=audit)
+
+
+@asynccontextmanager
+async def _http(asgi: Starlette, **headers: str) -> AsyncGenerator[httpx.AsyncClient]:
+    async with asgi.router.lifespan_context(asgi):
+        transport = httpx.ASGITransport(app=asgi)
+        # Without the header the SDK takes a request for 0.3.
+        headers = {"A2A-Version": "1.0", **headers}
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers) as http:
+            yield http
+
+
+def _send(skill: str, payload: object, *, method: str = "SendMessage") -> dict[str, Any]:
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"data": {"skill": skill, "input": payload}}]}
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": message}}
+
+
+async def _task(http: httpx.AsyncClient, skill: str, payload: object) -> Task:
+    answer = (await http.post("/a2a", json=_send(skill, payload), headers={"A2A-Version": "1.0"})).json()
+    return json_format.ParseDict(answer["result"], SendMessageResponse()).task
+
+
+def _text(task: Task) -> str:
+    return task.status.message.parts[0].text
+
+
+# The SDK's server runs on asyncio only (see the module docstring).
+ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_hook_that_raises_fails_the_task_and_nothing_internal_leaks(caplog: pytest.LogCaptureFixture) -> None:
+    audit = agentfx.audit_log()
+    async with _http(a2a_app(_runtime(_host(), audit), CARD)) as http:
+        with caplog.at_level(logging.ERROR, logger="agentfx.a2a"):
+            response = await http.post("/a2a", json=_send("boom", {}), headers={"A2A-Version": "1.0"})
+    assert "secret internals" not in response.text
+    task = json_format.ParseDict(response.json()["result"], SendMessageResponse()).task
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert _text(task) == 'Capability "boom" failed unexpectedly'
+    assert json_format.MessageToDict(task.status.message.parts[1].data) == {
+        "_tag": "AgentDefect",
+        "capability": "boom",
+        "message": 'Capability "boom" failed unexpectedly',
+    }
+    # The traceback is the application's, in its log.
+    assert "secret internals" in caplog.text
+    assert [(e.capability, e.outcome, e.transport, e.invocation) for e in audit.entries()] == [
+        ("boom", "AgentDefect", "a2a", task.id)
+    ]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_runtime_for_that_raises_is_a_defect_too() -> None:
+    def broken(_principal: object) -> AgentRuntime[Any, Any]:
+        raise RuntimeError("secret internals")
+
+    async with _http(a2a_app(broken, CARD)) as http:
+        task = await _task(http, "ping", {})
+    assert task.status.state == TaskState.TASK_STATE_FAILED
+    assert _text(task) == 'Capability "ping" failed unexpectedly'
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_whole_numbers_arrive_as_integers_and_fractions_stay_floats() -> None:
+    # A protobuf Value keeps every number as a double.
+    host = _host()
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        whole = await _task(http, "count", {"n": 3, "ratio": 1})
+        fraction = await _task(http, "count", {"n": 2.5})
+    assert whole.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Count(n=3, ratio=1)]
+    assert fraction.status.state == TaskState.TASK_STATE_REJECTED
+    assert _text(fraction) == 'Invalid input for "count": "n" must be an integer'
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_absent_input_is_the_payload_free_call() -> None:
+    host = _host()
+    message = {"messageId": "m", "role": "ROLE_USER", "parts": [{"data": {"skill": "ping"}}]}
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        answer = await http.post(
+            "/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        )
+    task = json_format.ParseDict(answer.json()["result"], SendMessageResponse()).task
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Ping()]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_raw_0_3_message_send_is_answered_in_0_3() -> None:
+    host = _host()
+    message = {
+        "kind": "message",
+        "messageId": "m1",
+        "role": "user",
+        "parts": [{"kind": "data", "data": {"skill": "count", "input": {"n": 4}}}],
+    }
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        answer = (
+            await http.post(
+                "/a2a",
+                json={"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message}},
+                headers={"A2A-Version": "0.3"},
+            )
+        ).json()
+    parsed = types_v03.SendMessageResponse.model_validate(answer).root
+    assert isinstance(parsed, types_v03.SendMessageSuccessResponse)
+    task = parsed.result
+    assert isinstance(task, types_v03.Task)
+    assert task.status.state == types_v03.TaskState.completed
+    assert task.artifacts is not None
+    assert task.artifacts[0].parts[0].root == types_v03.DataPart(data={"capability": "count", "tag": "Count"})
+    assert host.dispatched == [Count(n=4)]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_streaming_sends_the_task_then_working_the_artifact_and_completed() -> None:
+    host = _host()
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(CARD)
+        request = SendMessageRequest(
+            message=Message(message_id="s1", role=Role.ROLE_USER, parts=[new_data_part({"skill": "ping", "input": {}})])
+        )
+        events: list[StreamResponse] = [event async for event in client.send_message(request)]
+    kinds = [event.WhichOneof("payload") for event in events]
+    assert kinds == ["task", "status_update", "artifact_update", "status_update"]
+    assert events[0].task.status.state == TaskState.TASK_STATE_SUBMITTED
+    assert events[1].status_update.status.state == TaskState.TASK_STATE_WORKING
+    assert events[3].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Ping()]
+
+
+def test_authenticate_with_a_bound_runtime_is_a_contract_error() -> None:
+    with pytest.raises(ContractError, match="needs an App or runtime_for"):
+        a2a_app(_runtime(_host()), CARD, authenticate=lambda _request: "ann")
+
+
+def _runtime_for(seen: list[object]) -> Callable[[object], AgentRuntime[Any, Any]]:
+    def runtime_for(principal: object) -> AgentRuntime[Any, Any]:
+        seen.append(principal)
+        recording: Host = RecordingHost(None, principal=principal)
+        return agentfx.bind(CONTRACT, host=recording.host)
+
+    return runtime_for
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_async_authenticate_gives_each_call_its_principal() -> None:
+    seen: list[object] = []
+
+    async def authenticate(request: Request) -> str | None:
+        return request.headers.get("x-user")
+
+    asgi = a2a_app(_runtime_for(seen), CARD, authenticate=authenticate)
+    async with _http(asgi) as http:
+        allowed = await _task_as(http, "ann")
+        refused = await _task_as(http, "mallory")
+        nobody = await http.post("/a2a", json=_send("ping", {}))
+    assert allowed.status.state == TaskState.TASK_STATE_COMPLETED
+    assert refused.status.state == TaskState.TASK_STATE_REJECTED
+    assert _text(refused) == 'Not authorized to invoke "ping"'
+    assert seen == ["ann", "mallory"]
+    assert nobody.status_code == 401
+
+
+async def _task_as(http: httpx.AsyncClient, user: str) -> Task:
+    answer = (await http.post("/a2a", json=_send("ping", {}), headers={"x-user": user})).json()
+    return json_format.ParseDict(answer["result"], SendMessageResponse()).task
+
+
+def _unhashable(_request: Request) -> list[str]:
+    return ["unhashable"]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "authenticate",
+    [
+        pytest.param(_exploding, id="raises"),
+        pytest.param(_unhashable, id="unhashable"),
+    ],
+)
+async def test_an_authenticate_that_fails_is_a_500_that_says_nothing(
+    authenticate: Callable[[Request], object], caplog: pytest.LogCaptureFixture
+) -> None:
+    asgi = a2a_app(_runtime_for([]), CARD, authenticate=authenticate)
+    async with _http(asgi) as http:
+        with caplog.at_level(logging.ERROR, logger="agentfx.a2a"):
+            response = await http.post("/a2a", json=_send("ping", {}))
+    assert response.status_code == 500
+    assert response.json()["error"]["message"] == "Internal error"
+    assert "secret" not in response.text and "unhashable" not in response.text
+    assert caplog.records
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_authenticate_that_hangs_is_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    monkeypatch.setattr(a2a_app_module, "AUTHENTICATE_TIMEOUT", 0.05)
+
+    async def hangs(_request: Request) -> str:
+        await anyio.sleep(10)
+        return "ann"
+
+    async with _http(a2a_app(_runtime_for([]), CARD, authenticate=hangs)) as http:
+        response = await http.post("/a2a", json=_send("ping", {}))
+    assert response.status_code == 503
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_body_over_the_limit_is_413_and_dispatches_nothing() -> None:
+    host = _host()
+    big = json.dumps(_send("count", {"n": 1, "pad": "x" * a2a_app_module.MAX_REQUEST_BODY}))
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        response = await http.post("/a2a", content=big, headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert host.dispatched == []
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_listed_origins_and_hosts_replace_the_loopback_defaults() -> None:
+    asgi = a2a_app(
+        _runtime(_host()),
+        CARD,
+        allowed_origins=["https://console.example"],
+        allowed_hosts=["agent.example"],
+    )
+    async with _http(asgi) as http:
+        listed = await http.get("/.well-known/agent-card.json", headers={"Host": "agent.example", "Origin": "https://console.example"})
+        loopback_origin = await http.get(
+            "/.well-known/agent-card.json", headers={"Host": "agent.example", "Origin": "http://localhost"}
+        )
+        loopback_host = await http.get("/.well-known/agent-card.json")
+    assert listed.status_code == 200
+    assert listed.json()["skills"][0]["id"] == "ping"
+    assert loopback_origin.status_code == 403
+    assert loopback_host.status_code == 421
+
+
+def test_the_readme_a2a_example_builds_the_committed_card_and_an_app() -> None:
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text.split("## Serving over A2A", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    namespace: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert isinstance(namespace["asgi"], Starlette)
+    assert _encoded(namespace["card"]) == EXAMPLE.read_text()
