@@ -31,11 +31,13 @@ APPROVAL_ROUNDS = 5
 RUN_CONFIG = RunConfig(tool_not_found_behavior="return_error_to_model")
 
 
-async def run(model: Model | str, prompt: str, ask: Callable[[str], Awaitable[bool]]) -> tuple[str, list[str]]:
+async def run(
+    model: Model | str, prompt: str, ask: Callable[[str], Awaitable[bool]], run_config: RunConfig = RUN_CONFIG
+) -> tuple[str, list[str]]:
     """Answer ``prompt`` with the agent; return its answer and the titles of the todos afterwards."""
     async with app.run() as runtime:
         agent = Agent(name="todos", instructions=INSTRUCTIONS, model=model, tools=list(function_tools(runtime)))
-        result = await Runner.run(agent, prompt, run_config=RUN_CONFIG)
+        result = await Runner.run(agent, prompt, run_config=run_config)
         for _ in range(APPROVAL_ROUNDS):
             if not result.interruptions:
                 break
@@ -45,7 +47,7 @@ async def run(model: Model | str, prompt: str, ask: Callable[[str], Awaitable[bo
                     state.approve(item)
                 else:
                     state.reject(item)
-            result = await Runner.run(agent, state, run_config=RUN_CONFIG)
+            result = await Runner.run(agent, state, run_config=run_config)
         todos = runtime.host.model().todos
         return str(result.final_output), [todo.title for todo in todos]
 
