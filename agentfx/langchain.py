@@ -101,7 +101,8 @@ def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | 
     if view.title is not None:
         metadata["title"] = view.title
     if view.hints is not None:
-        metadata["hints"] = msgspec.to_builtins(view.hints)
+        # Only what the capability said: ``None`` is unsaid, not "no".
+        metadata["hints"] = {k: v for k, v in msgspec.structs.asdict(view.hints).items() if v is not None}
     return StructuredTool(
         name=name,
         description=view.description,

@@ -122,7 +122,8 @@ class AgentfxToolset(AbstractToolset[Any]):
         if view.title is not None:
             metadata["title"] = view.title
         if view.hints is not None:
-            metadata["hints"] = msgspec.to_builtins(view.hints)
+            # Only what the capability said: ``None`` is unsaid, not "no".
+            metadata["hints"] = {k: v for k, v in msgspec.structs.asdict(view.hints).items() if v is not None}
         return ToolsetTool(
             toolset=self,
             tool_def=ToolDefinition(

@@ -231,3 +231,22 @@ class Asked:
 
 EXAMPLE_TODOS = ["Buy milk", "Write the report"]
 """The todo example's todos after adding "Buy bread" and deleting it again."""
+
+
+class Pinged(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+def titled_runtime() -> agentfx.AgentRuntime[None, None]:
+    """A one-capability runtime whose capability declares a title and hints."""
+    contract = agentfx.define(
+        agentfx.expose(
+            Pinged,
+            agentfx.variant(Pinged, "Ping the app", title="Ping", hints=agentfx.Hints(read_only=True, open_world=False)),
+        )
+    )
+    return agentfx.bind(contract, host=agentfx.Host(model=lambda: None, dispatch=lambda message: None))
+
+
+TITLED_METADATA = {"title": "Ping", "hints": {"read_only": True, "open_world": False}}
+"""What a framework that keeps tool metadata carries for :func:`titled_runtime`'s capability."""

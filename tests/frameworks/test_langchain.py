@@ -40,6 +40,7 @@ from tests.frameworks.app import (
     INVALID_TEXT,
     PINNED,
     SECRET,
+    TITLED_METADATA,
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
@@ -50,6 +51,7 @@ from tests.frameworks.app import (
     created_data,
     harness,
     new_todo_id,
+    titled_runtime,
 )
 
 pytestmark = pytest.mark.anyio
@@ -284,3 +286,9 @@ async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirme
 
 def _call(name: str, args: dict[str, Any], call_id: str) -> ToolCall:
     return ToolCall(name=name, args=args, id=call_id, type="tool_call")
+
+
+def test_a_title_and_hints_ride_along_as_tool_metadata() -> None:
+    [ping] = structured_tools(titled_runtime())
+    assert ping.metadata is not None
+    assert {key: ping.metadata[key] for key in ("title", "hints")} == TITLED_METADATA

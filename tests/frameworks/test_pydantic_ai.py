@@ -42,6 +42,7 @@ from tests.frameworks.app import (
     INVALID_TEXT,
     PINNED,
     SECRET,
+    TITLED_METADATA,
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
@@ -54,6 +55,7 @@ from tests.frameworks.app import (
     created_data,
     harness,
     new_todo_id,
+    titled_runtime,
 )
 
 pytestmark = pytest.mark.anyio
@@ -314,3 +316,16 @@ async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirme
     assert answer == "Added bread, then deleted it."
     assert asked.prompts == ['Delete the todo "Buy bread"?']
     assert titles == EXAMPLE_TODOS
+
+
+async def test_a_title_and_hints_ride_along_as_tool_metadata() -> None:
+    seen: list[Any] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.extend(info.function_tools)
+        return ModelResponse(parts=[TextPart("done")])
+
+    await Agent(FunctionModel(model), toolsets=[AgentfxToolset(titled_runtime())]).run("hi")
+    [ping] = seen
+    assert ping.metadata is not None
+    assert {key: ping.metadata[key] for key in ("title", "hints")} == TITLED_METADATA
