@@ -33,8 +33,11 @@ The SDK's traps, and how the tools avoid them:
   ``authorize`` needs approval. The run then stops with an interruption;
   ``state.approve(item)`` and running again dispatches that call with
   ``Invocation(confirmed=True)``, which approves a ``Confirm`` answer and
-  nothing else (``authorize`` refusing still refuses). Set a tool's
-  ``needs_approval`` to ``False`` when its ``authorize`` never asks a person.
+  nothing else (``authorize`` refusing still refuses). The SDK asks before
+  ``authorize`` runs, so the person approves the tool call, not the
+  ``Confirm`` prompt. Set a tool's ``needs_approval`` to ``False`` when its
+  ``authorize`` never asks a person; one that does is then answered
+  ``"<name>" needs a person to confirm: <prompt>`` and nothing is sent.
 
 What the model sees (tool list, reply text) is decided once, in
 :mod:`agentfx.tools`; this module only translates it. It deliberately knows
