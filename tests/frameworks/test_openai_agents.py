@@ -346,3 +346,25 @@ async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_approved
     # The SDK asks before authorize runs, so the person is asked about the tool, not the todo.
     assert asked.prompts == ["Allow delete_selected_todo?"]
     assert titles == EXAMPLE_TODOS
+
+
+async def test_what_the_tools_remember_of_a_run_goes_with_the_run() -> None:
+    import gc
+
+    from agentfx.openai_agents import _Offers  # pyright: ignore[reportPrivateUsage]
+
+    h = harness()
+    tools = function_tools(h.runtime)
+    model = ScriptedModel([function_call("select_todo", {"id": "milk"}, call_id="c1")], "done")
+    result = await Runner.run(Agent(name="todos", model=model, tools=list(tools)), "Select", run_config=_CONFIG)
+    offers = [
+        cell.cell_contents
+        for tool in tools
+        for cell in getattr(tool.is_enabled, "__closure__", None) or ()
+        if isinstance(cell.cell_contents, _Offers)
+    ]
+    assert len(offers) == len(tools)
+    assert all(len(o._offered) == 1 for o in offers)  # pyright: ignore[reportPrivateUsage]
+    del result
+    gc.collect()
+    assert all(len(o._offered) == 0 for o in offers)  # pyright: ignore[reportPrivateUsage]
