@@ -328,7 +328,10 @@ class _Group:
     def __init__(self, completion: Completion[Any, Any]) -> None:
         self.completion = completion
         self.success = frozenset(completion.success)
-        self.keyed: dict[Hashable, list[Pending]] = {}
+        # One pending invocation per key is the rule, so it is held alone; a
+        # list only when several wait on the same key (a list per invocation
+        # would be a good part of what a pending one costs).
+        self.keyed: dict[Hashable, Pending | list[Pending]] = {}
         self.unkeyed: dict[Pending, None] = {}  # insertion-ordered set
 
     def add(self, pending: Pending) -> None:
@@ -336,15 +339,23 @@ class _Group:
         if key_fns is None:
             self.unkeyed[pending] = None
         else:
-            pending.key = key_fns[0](pending.request, pending.call)
-            self.keyed.setdefault(pending.key, []).append(pending)
+            key = pending.key = key_fns[0](pending.request, pending.call)
+            waiting = self.keyed.get(key)
+            if waiting is None:
+                self.keyed[key] = pending
+            elif isinstance(waiting, list):
+                waiting.append(pending)
+            else:
+                self.keyed[key] = [waiting, pending]
 
     def remove(self, pending: Pending) -> None:
         if self.completion.correlate_key is None:
             self.unkeyed.pop(pending, None)
             return
         waiting = self.keyed.get(pending.key)
-        if waiting is not None:
+        if waiting is pending:
+            del self.keyed[pending.key]
+        elif isinstance(waiting, list):
             try:
                 waiting.remove(pending)
             except ValueError:
@@ -360,10 +371,16 @@ class _Group:
             try:
                 # An unhashable key fails in ``pop``, so the lookup is guarded too.
                 settled = self.keyed.pop(key_fns[1](message), ())
+                if isinstance(settled, Pending):
+                    settled = (settled,)
             except Exception as defect:
                 # Without the key no invocation can be told apart from another: each
                 # pending one fails as a defect rather than the host's notifier raising.
-                waiting = [pending for group in self.keyed.values() for pending in group]
+                waiting = [
+                    pending
+                    for group in self.keyed.values()
+                    for pending in (group if isinstance(group, list) else (group,))
+                ]
                 self.keyed.clear()
                 for pending in waiting:
                     pending.fail(defect)

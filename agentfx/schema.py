@@ -198,6 +198,13 @@ class InputCodec(Generic[T]):
         return f"InputCodec({self.type.__qualname__})"
 
 
+_WORDED_MAX = 256
+"""Refusal texts whose wording one codec remembers."""
+
+_WORDED_TEXT_MAX = 200
+"""The longest refusal text remembered."""
+
+
 def _decoder(
     tp: type[T],
     fits: Callable[[Any], bool],
@@ -218,6 +225,18 @@ def _decoder(
     if str_keys:
         convert = functools.partial(msgspec.convert, str_keys=True)
     validation_error = msgspec.ValidationError
+    # Wording a refusal walks the schema; the same msgspec text always gets the
+    # same words, and agents repeat their mistakes. Bounded, and only short
+    # texts, as a text may quote what was sent (an enum value).
+    worded: dict[str, str] = {}
+
+    def problem_of(text: str) -> str:
+        problem = worded.get(text)
+        if problem is None:
+            problem = _problem(text, schema)
+            if len(worded) < _WORDED_MAX and len(text) <= _WORDED_TEXT_MAX:
+                worded[text] = problem
+        return problem
 
     def attempt(payload: object) -> T | InvalidPayload:
         if type(payload) is not dict:
@@ -229,8 +248,7 @@ def _decoder(
                 convert(payload, strict)
             return convert(payload, tp)
         except validation_error as exc:
-            text = str(exc)
-            return InvalidPayload(_error_path(exc), exc, _problem(text, schema))
+            return InvalidPayload(_error_path(exc), exc, problem_of(str(exc)))
         except RecursionError as exc:
             return InvalidPayload("$", exc, _TOO_DEEP)
 

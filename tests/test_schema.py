@@ -549,3 +549,22 @@ def test_integer_keys_decode_from_the_strings_json_spells_them_as() -> None:
     assert isinstance(by_id.attempt({"scores": {"x": "a"}}), InvalidPayload)
     assert by_name.decode({"scores": {"a": 1}}) == _ScoresByName({"a": 1})
     assert isinstance(by_name.attempt({"scores": {"a": "1"}}), InvalidPayload)
+
+
+class _Priority(msgspec.Struct, frozen=True, tag=True):
+    level: Literal["low", "high"]
+
+
+def test_a_refusal_seen_before_is_worded_the_same_as_the_first_time() -> None:
+    # The wording of a msgspec text is remembered per codec; a text that quotes a
+    # long value sent is worded afresh each time, and both read the same.
+    codec = InputCodec(_Priority)
+    first = codec.attempt({"level": "urgent"})
+    again = codec.attempt({"level": "urgent"})
+    long = codec.attempt({"level": "x" * 500})
+    long_again = codec.attempt({"level": "x" * 500})
+
+    assert isinstance(first, InvalidPayload) and isinstance(again, InvalidPayload)
+    assert first.problem == again.problem == '"level" must be one of "high", "low"'
+    assert isinstance(long, InvalidPayload) and isinstance(long_again, InvalidPayload)
+    assert long.problem == long_again.problem == first.problem
