@@ -73,7 +73,6 @@ __all__ = [
     "check_available",
     "check_not_aborted",
     "check_still_not_aborted",
-    "confirm_begin",
     "construct",
     "construct_message",
     "decode",
@@ -305,13 +304,12 @@ async def _raced(env: Env, pending: Any) -> Any:
 
 def authorize_begin(
     env: Env, capability: Capability[Any, Any], value: Any
-) -> AgentAuthorizationError | AgentConfirmationRequiredError | Awaitable[object] | _Asking | None:
+) -> AgentAuthorizationError | Awaitable[object] | Confirm | None:
     """Ask ``authorize``: its refusal, ``None`` to go on, or what :func:`authorize_finish` must wait on.
 
     The synchronous half of step 7, so a synchronous ``authorize`` is answered
-    without a coroutine of its own, and so is a :class:`~agentfx.Confirm`
-    that is already confirmed or answered at once; an async verdict or answer
-    is handed back for the second half.
+    without a coroutine of its own; an async verdict or a
+    :class:`~agentfx.Confirm` is handed back for the second half.
     """
     check = capability.authorize
     if check is None:
@@ -322,19 +320,19 @@ def authorize_begin(
     if verdict is not False and isawaitable(verdict):
         return cast("Awaitable[object]", verdict)
     if isinstance(verdict, Confirm):
-        return confirm_begin(env, capability, verdict)
+        return verdict
     return _verdict(env, capability, verdict)
 
 
 async def authorize_finish(
-    env: Env, capability: Capability[Any, Any], begun: Awaitable[object] | _Asking
+    env: Env, capability: Capability[Any, Any], begun: Awaitable[object] | Confirm
 ) -> AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None:
     """Step 7's rest: await an async verdict (raced against the signal), then a confirmation."""
-    if isinstance(begun, _Asking):
-        return await _confirm_wait(env, capability, begun)
-    verdict = await _raced(env, begun)
-    if verdict is _Unsettled:
-        return AgentCancelledError.before_dispatch(capability.name)
+    verdict: object = begun
+    if not isinstance(begun, Confirm):
+        verdict = await _raced(env, begun)
+        if verdict is _Unsettled:
+            return AgentCancelledError.before_dispatch(capability.name)
     if isinstance(verdict, Confirm):
         return await confirm_step(env, capability, verdict)
     return _verdict(env, capability, verdict)
@@ -369,26 +367,6 @@ async def confirm_step(
     Raises:
         ContractError: ``confirm`` answered something other than a bool.
     """
-    begun = confirm_begin(env, capability, request)
-    if begun is None or is_failure(begun):
-        return begun
-    return await _confirm_wait(env, capability, begun)
-
-
-class _Asking:
-    """A confirmation whose answer is still to be awaited."""
-
-    __slots__ = ("answer", "request")
-
-    def __init__(self, request: Confirm, answer: Awaitable[object]) -> None:
-        self.request = request
-        self.answer = answer
-
-
-def confirm_begin(
-    env: Env, capability: Capability[Any, Any], request: Confirm
-) -> AgentAuthorizationError | AgentConfirmationRequiredError | _Asking | None:
-    """:func:`confirm_step`'s synchronous half: its outcome, or the answer still to be awaited."""
     invocation = env.invocation
     if invocation.confirmed:
         env.confirmed = True
@@ -399,20 +377,9 @@ def confirm_begin(
     # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
     answer = cast(object, ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation)))
     if answer is not True and answer is not False and isawaitable(answer):
-        return _Asking(request, cast("Awaitable[object]", answer))
-    return _answered(env, capability, request, answer)
-
-
-async def _confirm_wait(
-    env: Env, capability: Capability[Any, Any], asking: _Asking
-) -> AgentAuthorizationError | AgentCancelledError | None:
-    answer = await _raced(env, asking.answer)
-    if answer is _Unsettled:
-        return AgentCancelledError.before_dispatch(capability.name)
-    return _answered(env, capability, asking.request, answer)
-
-
-def _answered(env: Env, capability: Capability[Any, Any], request: Confirm, answer: object) -> AgentAuthorizationError | None:
+        answer = await _raced(env, answer)
+        if answer is _Unsettled:
+            return AgentCancelledError.before_dispatch(capability.name)
     if answer is True:
         env.confirmed = True
         return None
