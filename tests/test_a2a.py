@@ -451,3 +451,31 @@ def test_the_readme_a2a_example_builds_the_committed_card_and_an_app() -> None:
     exec(compile(block, "README.md", "exec"), namespace)
     assert isinstance(namespace["asgi"], Starlette)
     assert _encoded(namespace["card"]) == EXAMPLE.read_text()
+
+
+class Erased(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_answer_after_the_parked_task_was_released_still_confirms(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    monkeypatch.setattr(a2a_app_module, "PARKED_TASK_TIMEOUT", 0.05)
+    contract = agentfx.define(
+        agentfx.expose(Erased, agentfx.variant(Erased, "Erase", name="erase", authorize=lambda _: agentfx.Confirm("Erase?")))
+    )
+    host: RecordingHost[None, Erased, Any] = RecordingHost(None)
+    card = agent_card(contract, name="t", description="t", url="http://127.0.0.1/a2a", version="1")
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host), card)) as http:
+        waiting = await _task(http, "erase", {})
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        await anyio.sleep(0.3)  # released by now: nothing of the task is running
+        message = {"messageId": "a1", "role": "ROLE_USER", "taskId": waiting.id, "parts": [{"data": {"confirm": True}}]}
+        answer = (
+            await http.post("/a2a", json={"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": message}})
+        ).json()
+    done = json_format.ParseDict(answer["result"], SendMessageResponse()).task
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Erased()]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from a2a.auth.user import User
+from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -36,7 +37,7 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
 )
 from a2a.server.tasks import InMemoryTaskStore, TaskStore
-from a2a.types.a2a_pb2 import AgentCard
+from a2a.types.a2a_pb2 import AgentCard, SendMessageRequest, Task
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -58,6 +59,7 @@ __all__ = [
     "AUTHENTICATE_TIMEOUT",
     "CARD_PATH",
     "MAX_REQUEST_BODY",
+    "PARKED_TASK_TIMEOUT",
     "Authenticate",
     "a2a_app",
     "host_allowed",
@@ -77,6 +79,14 @@ MAX_REQUEST_BODY = 4 * 1024 * 1024
 
 AUTHENTICATE_TIMEOUT = 10.0
 """Seconds ``authenticate`` may take before the request is answered 503."""
+
+PARKED_TASK_TIMEOUT = 30 * 60.0
+"""Seconds a task waiting in ``input-required`` keeps its running machinery; an answer after that still works.
+
+The SDK keeps a producer and a consumer running for every task it has not
+finished; one nobody answers would otherwise hold them until shutdown. After
+this long they are released, and an answer recreates them from the task store.
+"""
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 _LOOPBACK_ORIGINS = (
@@ -186,6 +196,32 @@ class _ContextBuilder(ServerCallContextBuilder):
             context.user = _Owner(owner)
             context.state[PRINCIPAL_STATE_KEY] = self._principals.principals[owner]
         return context
+
+
+class _TaskContext(SimpleRequestContextBuilder):
+    """A follow-up that names only its task continues in the task's context.
+
+    The SDK would give it a fresh context id, which a task it recreated from
+    the store (after :data:`PARKED_TASK_TIMEOUT`) then refuses to be updated in.
+    """
+
+    def __init__(self, tasks: TaskStore) -> None:
+        super().__init__()
+        self._tasks = tasks
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: Task | None = None,
+    ) -> RequestContext:
+        if task_id and not context_id:
+            stored = await self._tasks.get(task_id, context)
+            if stored is not None:
+                context_id = stored.context_id
+        return await super().build(context, params, task_id, context_id, task)
 
 
 class _Guard:
@@ -355,10 +391,13 @@ def a2a_app(
     runtime: AgentRuntime[Any, Any] | RuntimeFor = (
         app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
     )
+    tasks = task_store if task_store is not None else InMemoryTaskStore()
     handler = DefaultRequestHandler(
         agent_executor=AgentfxExecutor(runtime),
-        task_store=task_store if task_store is not None else InMemoryTaskStore(),
+        task_store=tasks,
         agent_card=card,
+        request_context_builder=_TaskContext(tasks),
+        interrupted_task_timeout=PARKED_TASK_TIMEOUT,
     )
     principals = _Principals()
 
