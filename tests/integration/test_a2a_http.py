@@ -587,7 +587,9 @@ async def test_an_answer_that_is_not_yes_or_no_asks_again(served: Served, protoc
         waiting = await erase_waiting(a2a, served)
         again = await a2a.send(new_data_part({"confirm": "yes"}), task_id=waiting.id)
         assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        assert texts(again) == [CONFIRM_SHAPE]
+        # Asked again in the same words: the prompt, and what to send.
+        assert texts(again) == texts(waiting)
+        assert data(again.status.message.parts) == data(waiting.status.message.parts)
         # Nothing was dispatched or refused by the slip; the call still waits.
         assert len(served.audited(waiting.id)) == 1
         done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
