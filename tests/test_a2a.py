@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from a2a.client import ClientConfig, ClientFactory
 from a2a.compat.v0_3 import types as types_v03
 from a2a.helpers.proto_helpers import new_data_part
@@ -479,3 +481,66 @@ async def test_an_answer_after_the_parked_task_was_released_still_confirms(monke
     done = json_format.ParseDict(answer["result"], SendMessageResponse()).task
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert host.dispatched == [Erased()]
+
+
+_JSON: st.SearchStrategy[object] = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_NUMBERS: st.SearchStrategy[object] = st.integers(-(2**40), 2**40) | _JSON
+_INPUTS: st.SearchStrategy[object] = st.fixed_dictionaries({}, optional={"n": _NUMBERS, "ratio": _NUMBERS}) | _JSON
+_SKILLS: st.SearchStrategy[object] = st.sampled_from(["count", "ping", "nope"]) | st.sampled_from(["count"]) | _JSON
+_CALL: st.SearchStrategy[dict[str, object]] = st.fixed_dictionaries(
+    {"skill": _SKILLS}, optional={"input": _INPUTS}
+)
+# Mostly calls shaped right, so the property sees dispatches as well as refusals.
+_CALLS: st.SearchStrategy[object] = st.one_of(_JSON, _CALL.map(lambda call: {**call, "extra": None}), _CALL, _CALL)
+_KNOWN_TAGS = {
+    "MalformedMessage",
+    "AgentUnknownCapabilityError",
+    "AgentInvalidInputError",
+    "AgentAuthorizationError",
+}
+
+
+async def _one_call(data: object) -> tuple[Task, list[object]]:
+    from a2a.server.context import ServerCallContext
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.tasks import InMemoryTaskStore
+
+    from agentfx.a2a import AgentfxExecutor
+
+    host = _host()
+    handler = DefaultRequestHandler(
+        agent_executor=AgentfxExecutor(_runtime(host)), task_store=InMemoryTaskStore(), agent_card=CARD
+    )
+    try:
+        message = Message(message_id="p", role=Role.ROLE_USER, parts=[new_data_part(data)])
+        # The SDK's decorator leaves the method untyped.
+        send: Any = handler.on_message_send  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        result: object = await send(SendMessageRequest(message=message), ServerCallContext())
+    finally:
+        await handler.aclose()
+    assert isinstance(result, Task)
+    return result, list(host.dispatched)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_CALLS)
+def test_any_data_part_is_either_one_call_or_a_clean_rejection(data: object) -> None:
+    import asyncio
+
+    task, dispatched = asyncio.run(_one_call(data))
+    validate_proto_required_fields(task)
+    parts = task.status.message.parts
+    if task.status.state == TaskState.TASK_STATE_COMPLETED:
+        assert len(dispatched) == 1 and isinstance(dispatched[0], Ping | Count)
+        return
+    # Anything else is refused before anything is sent, in agentfx's words.
+    assert task.status.state == TaskState.TASK_STATE_REJECTED, task
+    assert dispatched == []
+    failure = json_format.MessageToDict(parts[1].data)
+    assert failure["_tag"] in _KNOWN_TAGS
+    assert parts[0].text.startswith(failure["message"])
+    assert "Traceback" not in parts[0].text and "msgspec" not in parts[0].text.lower()
