@@ -364,6 +364,20 @@ async def test_an_async_authenticate_gives_each_call_its_principal() -> None:
     assert nobody.status_code == 401
 
 
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_authenticate_that_reads_the_body_leaves_it_for_the_call() -> None:
+    async def signed(request: Request) -> str | None:
+        # A signature over the body, say: the hook reads it all.
+        return "ann" if (await request.json())["id"] == 1 else None
+
+    seen: list[object] = []
+    async with _http(a2a_app(_runtime_for(seen), CARD, authenticate=signed)) as http:
+        task = await _task(http, "ping", {})
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert seen == ["ann"]
+
+
 async def _task_as(http: httpx.AsyncClient, user: str) -> Task:
     answer = (await http.post("/a2a", json=_send("ping", {}), headers={"x-user": user})).json()
     return json_format.ParseDict(answer["result"], SendMessageResponse()).task
@@ -418,6 +432,23 @@ async def test_a_body_over_the_limit_is_413_and_dispatches_nothing() -> None:
     big = json.dumps(_send("count", {"n": 1, "pad": "x" * a2a_app_module.MAX_REQUEST_BODY}))
     async with _http(a2a_app(_runtime(host), CARD)) as http:
         response = await http.post("/a2a", content=big, headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert host.dispatched == []
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_streamed_body_over_the_limit_is_cut_and_dispatches_nothing() -> None:
+    host = _host()
+    body = json.dumps(_send("count", {"n": 1, "pad": "x" * a2a_app_module.MAX_REQUEST_BODY})).encode()
+
+    async def chunks() -> AsyncGenerator[bytes]:
+        # No Content-Length: only counting what arrives can bound it.
+        for start in range(0, len(body), 64 * 1024):
+            yield body[start : start + 64 * 1024]
+
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        response = await http.post("/a2a", content=chunks(), headers={"Content-Type": "application/json"})
     assert response.status_code == 413
     assert host.dispatched == []
 

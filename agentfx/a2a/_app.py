@@ -257,14 +257,22 @@ class _Guard:
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_REQUEST_BODY):
             await _refuse(413, "Request body too large")(scope, receive, send)
             return
+        body = b""
+        if scope["method"] == "POST":
+            read = await _read_bounded(receive)
+            if read is None:
+                await _refuse(413, "Request body too large")(scope, receive, send)
+                return
+            body = read
         if self._authenticate is not None and scope["path"] != CARD_PATH:
-            # The card is public, as A2A has it; every call is authenticated on its own.
-            owner = await self._owner(Request(scope, receive))
+            # The card is public, as A2A has it; every call is authenticated on
+            # its own. The hook may read the body: it gets its own replay.
+            owner = await self._owner(Request(scope, _replay(body, receive)))
             if isinstance(owner, JSONResponse):
                 await owner(scope, receive, send)
                 return
             scope = {**scope, _SCOPE_KEY: owner}
-        await self._app(scope, _bounded(receive), send)
+        await self._app(scope, _replay(body, receive) if scope["method"] == "POST" else receive, send)
 
     async def _owner(self, request: Request) -> str | JSONResponse:
         authenticate = cast("Authenticate", self._authenticate)
@@ -289,21 +297,35 @@ class _Guard:
             return _refuse(500, "Internal error")
 
 
-def _bounded(receive: Receive) -> Receive:
-    """``receive``, cutting a body that streams past :data:`MAX_REQUEST_BODY` (one without Content-Length)."""
-    seen = 0
+async def _read_bounded(receive: Receive) -> bytes | None:
+    """The whole request body, or ``None`` once it passes :data:`MAX_REQUEST_BODY`.
 
-    async def bounded() -> Message:
-        nonlocal seen
+    The SDK reads every body whole before parsing it, so reading it here
+    first costs nothing, and a body sent without Content-Length is bounded too.
+    """
+    body = bytearray()
+    while True:
         message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > MAX_REQUEST_BODY:
-                # Starlette reads this as the client leaving; nothing is dispatched.
-                return {"type": "http.disconnect"}
-        return message
+        if message["type"] != "http.request":
+            return bytes(body)  # the client left; the app sees it when it reads
+        body += message.get("body", b"")
+        if len(body) > MAX_REQUEST_BODY:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
 
-    return bounded
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class _AppRuntimes:
