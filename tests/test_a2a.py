@@ -514,11 +514,18 @@ async def test_an_answer_after_the_parked_task_was_released_still_confirms(monke
     assert host.dispatched == [Erased()]
 
 
-_JSON: st.SearchStrategy[object] = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=8,
+def _nested(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+
+
+_SCALARS: st.SearchStrategy[object] = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
 )
+_JSON: st.SearchStrategy[object] = st.recursive(_SCALARS, _nested, max_leaves=8)
 _NUMBERS: st.SearchStrategy[object] = st.integers(-(2**40), 2**40) | _JSON
 _INPUTS: st.SearchStrategy[object] = st.fixed_dictionaries({}, optional={"n": _NUMBERS, "ratio": _NUMBERS}) | _JSON
 _SKILLS: st.SearchStrategy[object] = st.sampled_from(["count", "ping", "nope"]) | st.sampled_from(["count"]) | _JSON

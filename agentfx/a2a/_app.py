@@ -401,6 +401,12 @@ def a2a_app(
         ContractError: ``authenticate`` with a bound runtime, whose principal
             is fixed by its host and could not be the authenticated one.
 
+    Every POST body is bounded by :data:`MAX_REQUEST_BODY` (413 past it);
+    a task left waiting for confirmation releases the SDK's running
+    machinery after :data:`PARKED_TASK_TIMEOUT`, and can still be answered.
+    The task store keeps what it is given: the default in-memory one grows
+    with every task until the process ends.
+
     Serve it with any ASGI server, with its lifespan on, bound to loopback
     unless you mean otherwise: ``uvicorn.run(a2a_app(app, card), host="127.0.0.1", port=8000)``.
     """
