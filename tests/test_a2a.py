@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from a2a.client import ClientConfig, ClientFactory
 from a2a.compat.v0_3 import types as types_v03
 from a2a.helpers.proto_helpers import new_data_part
@@ -362,6 +364,20 @@ async def test_an_async_authenticate_gives_each_call_its_principal() -> None:
     assert nobody.status_code == 401
 
 
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_authenticate_that_reads_the_body_leaves_it_for_the_call() -> None:
+    async def signed(request: Request) -> str | None:
+        # A signature over the body, say: the hook reads it all.
+        return "ann" if (await request.json())["id"] == 1 else None
+
+    seen: list[object] = []
+    async with _http(a2a_app(_runtime_for(seen), CARD, authenticate=signed)) as http:
+        task = await _task(http, "ping", {})
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert seen == ["ann"]
+
+
 async def _task_as(http: httpx.AsyncClient, user: str) -> Task:
     answer = (await http.post("/a2a", json=_send("ping", {}), headers={"x-user": user})).json()
     return json_format.ParseDict(answer["result"], SendMessageResponse()).task
@@ -422,6 +438,23 @@ async def test_a_body_over_the_limit_is_413_and_dispatches_nothing() -> None:
 
 @ASYNCIO
 @pytest.mark.anyio
+async def test_a_streamed_body_over_the_limit_is_cut_and_dispatches_nothing() -> None:
+    host = _host()
+    body = json.dumps(_send("count", {"n": 1, "pad": "x" * a2a_app_module.MAX_REQUEST_BODY})).encode()
+
+    async def chunks() -> AsyncGenerator[bytes]:
+        # No Content-Length: only counting what arrives can bound it.
+        for start in range(0, len(body), 64 * 1024):
+            yield body[start : start + 64 * 1024]
+
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        response = await http.post("/a2a", content=chunks(), headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert host.dispatched == []
+
+
+@ASYNCIO
+@pytest.mark.anyio
 async def test_listed_origins_and_hosts_replace_the_loopback_defaults() -> None:
     asgi = a2a_app(
         _runtime(_host()),
@@ -451,3 +484,101 @@ def test_the_readme_a2a_example_builds_the_committed_card_and_an_app() -> None:
     exec(compile(block, "README.md", "exec"), namespace)
     assert isinstance(namespace["asgi"], Starlette)
     assert _encoded(namespace["card"]) == EXAMPLE.read_text()
+
+
+class Erased(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_answer_after_the_parked_task_was_released_still_confirms(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    monkeypatch.setattr(a2a_app_module, "PARKED_TASK_TIMEOUT", 0.05)
+    contract = agentfx.define(
+        agentfx.expose(Erased, agentfx.variant(Erased, "Erase", name="erase", authorize=lambda _: agentfx.Confirm("Erase?")))
+    )
+    host: RecordingHost[None, Erased, Any] = RecordingHost(None)
+    card = agent_card(contract, name="t", description="t", url="http://127.0.0.1/a2a", version="1")
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host), card)) as http:
+        waiting = await _task(http, "erase", {})
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        await anyio.sleep(0.3)  # released by now: nothing of the task is running
+        message = {"messageId": "a1", "role": "ROLE_USER", "taskId": waiting.id, "parts": [{"data": {"confirm": True}}]}
+        answer = (
+            await http.post("/a2a", json={"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": message}})
+        ).json()
+    done = json_format.ParseDict(answer["result"], SendMessageResponse()).task
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Erased()]
+
+
+def _nested(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+
+
+_SCALARS: st.SearchStrategy[object] = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+_JSON: st.SearchStrategy[object] = st.recursive(_SCALARS, _nested, max_leaves=8)
+_NUMBERS: st.SearchStrategy[object] = st.integers(-(2**40), 2**40) | _JSON
+_INPUTS: st.SearchStrategy[object] = st.fixed_dictionaries({}, optional={"n": _NUMBERS, "ratio": _NUMBERS}) | _JSON
+_SKILLS: st.SearchStrategy[object] = st.sampled_from(["count", "ping", "nope"]) | st.sampled_from(["count"]) | _JSON
+_CALL: st.SearchStrategy[dict[str, object]] = st.fixed_dictionaries(
+    {"skill": _SKILLS}, optional={"input": _INPUTS}
+)
+# Mostly calls shaped right, so the property sees dispatches as well as refusals.
+_CALLS: st.SearchStrategy[object] = st.one_of(_JSON, _CALL.map(lambda call: {**call, "extra": None}), _CALL, _CALL)
+_KNOWN_TAGS = {
+    "MalformedMessage",
+    "AgentUnknownCapabilityError",
+    "AgentInvalidInputError",
+    "AgentAuthorizationError",
+}
+
+
+async def _one_call(data: object) -> tuple[Task, list[object]]:
+    from a2a.server.context import ServerCallContext
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.tasks import InMemoryTaskStore
+
+    from agentfx.a2a import AgentfxExecutor
+
+    host = _host()
+    handler = DefaultRequestHandler(
+        agent_executor=AgentfxExecutor(_runtime(host)), task_store=InMemoryTaskStore(), agent_card=CARD
+    )
+    try:
+        message = Message(message_id="p", role=Role.ROLE_USER, parts=[new_data_part(data)])
+        # The SDK's decorator leaves the method untyped.
+        send: Any = handler.on_message_send  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        result: object = await send(SendMessageRequest(message=message), ServerCallContext())
+    finally:
+        await handler.aclose()
+    assert isinstance(result, Task)
+    return result, list(host.dispatched)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_CALLS)
+def test_any_data_part_is_either_one_call_or_a_clean_rejection(data: object) -> None:
+    import asyncio
+
+    task, dispatched = asyncio.run(_one_call(data))
+    validate_proto_required_fields(task)
+    parts = task.status.message.parts
+    if task.status.state == TaskState.TASK_STATE_COMPLETED:
+        assert len(dispatched) == 1 and isinstance(dispatched[0], Ping | Count)
+        return
+    # Anything else is refused before anything is sent, in agentfx's words.
+    assert task.status.state == TaskState.TASK_STATE_REJECTED, task
+    assert dispatched == []
+    failure = json_format.MessageToDict(parts[1].data)
+    assert failure["_tag"] in _KNOWN_TAGS
+    assert parts[0].text.startswith(failure["message"])
+    assert "Traceback" not in parts[0].text and "msgspec" not in parts[0].text.lower()

@@ -23,6 +23,7 @@ from ._app import a2a_app as a2a_app
 from ._card import SKILL_INPUT_SCHEMA_EXTENSION as SKILL_INPUT_SCHEMA_EXTENSION
 from ._card import agent_card as agent_card
 from ._card import card_json as card_json
+from ._executor import PRINCIPAL_STATE_KEY as PRINCIPAL_STATE_KEY
 from ._executor import TRANSPORT as TRANSPORT
 from ._executor import AgentfxExecutor as AgentfxExecutor
 
@@ -30,6 +31,7 @@ __all__ = (
     "A2A_PATH",
     "AgentfxExecutor",
     "CARD_PATH",
+    "PRINCIPAL_STATE_KEY",
     "SKILL_INPUT_SCHEMA_EXTENSION",
     "TRANSPORT",
     "a2a_app",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from a2a.auth.user import User
+from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -36,7 +37,7 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
 )
 from a2a.server.tasks import InMemoryTaskStore, TaskStore
-from a2a.types.a2a_pb2 import AgentCard
+from a2a.types.a2a_pb2 import AgentCard, SendMessageRequest, Task
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -58,6 +59,7 @@ __all__ = [
     "AUTHENTICATE_TIMEOUT",
     "CARD_PATH",
     "MAX_REQUEST_BODY",
+    "PARKED_TASK_TIMEOUT",
     "Authenticate",
     "a2a_app",
     "host_allowed",
@@ -77,6 +79,14 @@ MAX_REQUEST_BODY = 4 * 1024 * 1024
 
 AUTHENTICATE_TIMEOUT = 10.0
 """Seconds ``authenticate`` may take before the request is answered 503."""
+
+PARKED_TASK_TIMEOUT = 30 * 60.0
+"""Seconds a task waiting in ``input-required`` keeps its running machinery; an answer after that still works.
+
+The SDK keeps a producer and a consumer running for every task it has not
+finished; one nobody answers would otherwise hold them until shutdown. After
+this long they are released, and an answer recreates them from the task store.
+"""
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 _LOOPBACK_ORIGINS = (
@@ -188,6 +198,32 @@ class _ContextBuilder(ServerCallContextBuilder):
         return context
 
 
+class _TaskContext(SimpleRequestContextBuilder):
+    """A follow-up that names only its task continues in the task's context.
+
+    The SDK would give it a fresh context id, which a task it recreated from
+    the store (after :data:`PARKED_TASK_TIMEOUT`) then refuses to be updated in.
+    """
+
+    def __init__(self, tasks: TaskStore) -> None:
+        super().__init__()
+        self._tasks = tasks
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: Task | None = None,
+    ) -> RequestContext:
+        if task_id and not context_id:
+            stored = await self._tasks.get(task_id, context)
+            if stored is not None:
+                context_id = stored.context_id
+        return await super().build(context, params, task_id, context_id, task)
+
+
 class _Guard:
     """Host, Origin, body size and authentication, before the SDK sees a request."""
 
@@ -221,14 +257,22 @@ class _Guard:
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_REQUEST_BODY):
             await _refuse(413, "Request body too large")(scope, receive, send)
             return
+        body = b""
+        if scope["method"] == "POST":
+            read = await _read_bounded(receive)
+            if read is None:
+                await _refuse(413, "Request body too large")(scope, receive, send)
+                return
+            body = read
         if self._authenticate is not None and scope["path"] != CARD_PATH:
-            # The card is public, as A2A has it; every call is authenticated on its own.
-            owner = await self._owner(Request(scope, receive))
+            # The card is public, as A2A has it; every call is authenticated on
+            # its own. The hook may read the body: it gets its own replay.
+            owner = await self._owner(Request(scope, _replay(body, receive)))
             if isinstance(owner, JSONResponse):
                 await owner(scope, receive, send)
                 return
             scope = {**scope, _SCOPE_KEY: owner}
-        await self._app(scope, _bounded(receive), send)
+        await self._app(scope, _replay(body, receive) if scope["method"] == "POST" else receive, send)
 
     async def _owner(self, request: Request) -> str | JSONResponse:
         authenticate = cast("Authenticate", self._authenticate)
@@ -253,21 +297,35 @@ class _Guard:
             return _refuse(500, "Internal error")
 
 
-def _bounded(receive: Receive) -> Receive:
-    """``receive``, cutting a body that streams past :data:`MAX_REQUEST_BODY` (one without Content-Length)."""
-    seen = 0
+async def _read_bounded(receive: Receive) -> bytes | None:
+    """The whole request body, or ``None`` once it passes :data:`MAX_REQUEST_BODY`.
 
-    async def bounded() -> Message:
-        nonlocal seen
+    The SDK reads every body whole before parsing it, so reading it here
+    first costs nothing, and a body sent without Content-Length is bounded too.
+    """
+    body = bytearray()
+    while True:
         message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > MAX_REQUEST_BODY:
-                # Starlette reads this as the client leaving; nothing is dispatched.
-                return {"type": "http.disconnect"}
-        return message
+        if message["type"] != "http.request":
+            return bytes(body)  # the client left; the app sees it when it reads
+        body += message.get("body", b"")
+        if len(body) > MAX_REQUEST_BODY:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
 
-    return bounded
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class _AppRuntimes:
@@ -343,6 +401,12 @@ def a2a_app(
         ContractError: ``authenticate`` with a bound runtime, whose principal
             is fixed by its host and could not be the authenticated one.
 
+    Every POST body is bounded by :data:`MAX_REQUEST_BODY` (413 past it);
+    a task left waiting for confirmation releases the SDK's running
+    machinery after :data:`PARKED_TASK_TIMEOUT`, and can still be answered.
+    The task store keeps what it is given: the default in-memory one grows
+    with every task until the process ends.
+
     Serve it with any ASGI server, with its lifespan on, bound to loopback
     unless you mean otherwise: ``uvicorn.run(a2a_app(app, card), host="127.0.0.1", port=8000)``.
     """
@@ -355,10 +419,13 @@ def a2a_app(
     runtime: AgentRuntime[Any, Any] | RuntimeFor = (
         app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
     )
+    tasks = task_store if task_store is not None else InMemoryTaskStore()
     handler = DefaultRequestHandler(
         agent_executor=AgentfxExecutor(runtime),
-        task_store=task_store if task_store is not None else InMemoryTaskStore(),
+        task_store=tasks,
         agent_card=card,
+        request_context_builder=_TaskContext(tasks),
+        interrupted_task_timeout=PARKED_TASK_TIMEOUT,
     )
     principals = _Principals()
 

@@ -205,9 +205,10 @@ class AgentfxExecutor(AgentExecutor):
         except _Malformed as exc:
             data = {"_tag": MALFORMED_TAG, "message": exc.text}
             waiting = current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-            if waiting:
-                # A slip in the answer does not lose the call: ask again.
-                await updater.requires_input(updater.new_agent_message([_text_part(exc.text), _data_part(data)]))
+            if waiting and current is not None:
+                # A slip in the answer does not lose the call: ask again, in
+                # the same words (the prompt, and what to send).
+                await updater.requires_input(updater.new_agent_message(list(current.status.message.parts)))
             else:
                 await updater.reject(updater.new_agent_message([_text_part(exc.text), _data_part(data)]))
             return

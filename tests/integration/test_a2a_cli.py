@@ -60,10 +60,18 @@ def _artifact(task: Task) -> Any:
 
 
 async def test_agentfx_serve_over_a2a_serves_the_todo_example_with_its_card_and_confirmation() -> None:
-    async with agentfx_serve_a2a("--port", "0") as (before, url), httpx.AsyncClient(timeout=20) as http:
+    async with (
+        agentfx_serve_a2a("--port", "0", "--allowed-host", "agent.example:*") as (before, url),
+        httpx.AsyncClient(timeout=20) as http,
+    ):
         assert before == ""
         assert url.startswith("http://127.0.0.1:") and url.endswith("/a2a"), url
         base = url.removesuffix("/a2a")
+        port = base.rsplit(":", 1)[1]
+        card_path = f"{base}/.well-known/agent-card.json"
+        listed = await http.get(card_path, headers={"Host": f"agent.example:{port}"})
+        foreign = await http.get(card_path, headers={"Host": f"evil.example:{port}"})
+        assert (listed.status_code, foreign.status_code) == (200, 421)
         # The card is resolved from the well-known path, and names the URL served.
         client = await create_client(base, ClientConfig(httpx_client=http, streaming=False))
         try:

@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import httpx
 import jsonschema
 import msgspec
@@ -114,7 +115,16 @@ class Erased(msgspec.Struct, frozen=True, tag=True):
     pass
 
 
-Msg = Pinged | RequestedAdd | Added | AddFailed | RequestedStall | RequestedHang | Settled | Unlocked | Wiped | Erased
+class Pondered(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+async def ponder(_request: object) -> bool:
+    await anyio.sleep(30)
+    return True
+
+
+Msg = Pinged | RequestedAdd | Added | AddFailed | RequestedStall | RequestedHang | Settled | Unlocked | Wiped | Erased | Pondered
 
 
 def update(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]]]:
@@ -174,6 +184,7 @@ CONTRACT = Agent.define(
             authorize=lambda req: agentfx.Confirm(f"Erase the total of {req.model.total}?"),
             may_confirm=True,
         ),
+        Agent.variant(Pondered, "Think it over first", name="ponder", authorize=ponder),
     )
 )
 
@@ -480,9 +491,9 @@ async def test_a_cancel_while_waiting_aborts_the_call_and_cancels_the_task(serve
     async with caller(served, protocol) as a2a:
         started = await a2a.call("hang", {}, blocking=False)
         task_id = started.id
-        deadline = time.monotonic() + 10
-        while (await a2a.get(task_id)).status.state != TaskState.TASK_STATE_WORKING:
-            assert time.monotonic() < deadline, "the call never started"
+        with anyio.fail_after(10):
+            while (await a2a.get(task_id)).status.state != TaskState.TASK_STATE_WORKING:
+                await anyio.sleep(0.01)
         cancelled = await a2a.cancel(task_id)
         final = await a2a.get(task_id)
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
@@ -587,7 +598,9 @@ async def test_an_answer_that_is_not_yes_or_no_asks_again(served: Served, protoc
         waiting = await erase_waiting(a2a, served)
         again = await a2a.send(new_data_part({"confirm": "yes"}), task_id=waiting.id)
         assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        assert texts(again) == [CONFIRM_SHAPE]
+        # Asked again in the same words: the prompt, and what to send.
+        assert texts(again) == texts(waiting)
+        assert data(again.status.message.parts) == data(waiting.status.message.parts)
         # Nothing was dispatched or refused by the slip; the call still waits.
         assert len(served.audited(waiting.id)) == 1
         done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
@@ -617,3 +630,17 @@ async def test_another_principal_cannot_confirm_a_task(served: Served, protocol:
     # As for an id that never existed: TaskNotFoundError.
     assert answer["error"]["code"] == -32001
     assert len(served.audited(waiting.id)) == 1
+
+
+@PROTOCOLS
+async def test_a_cancel_before_dispatch_cancels_the_task_and_sends_nothing(served: Served, protocol: str) -> None:
+    async with caller(served, protocol) as a2a:
+        started = await a2a.call("ponder", {}, blocking=False)
+        with anyio.fail_after(10):
+            while (await a2a.get(started.id)).status.state != TaskState.TASK_STATE_WORKING:
+                await anyio.sleep(0.01)
+        cancelled = await a2a.cancel(started.id)
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert texts(cancelled) == ['Invocation of "ponder" was cancelled before it was dispatched']
+    assert data(cancelled.status.message.parts)[0]["dispatched"] is False
+    assert [(r.decision, r.outcome) for r in served.audited(started.id)] == [("refused", "AgentCancelledError")]
