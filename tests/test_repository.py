@@ -49,3 +49,15 @@ def test_the_check_finds_each_marker_and_only_markers() -> None:
     # Underlines, RST table borders and quoted markers are text, not conflicts.
     prose = "\n".join(["Title", "=" * 7 + "==", "=" * 7 + "  " + "=" * 7, "  " + "<" * 7 + " HEAD", ">" * 7])
     assert _markers(prose) == []
+
+
+def test_the_wheel_ships_the_typed_marker() -> None:
+    # hatchling builds the wheel from `packages` minus what git ignores or `exclude`
+    # names, so the marker ships exactly when it is tracked, inside a listed package
+    # and not excluded.
+    import tomllib
+
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert "agentfx" in wheel["packages"]
+    assert not any("py.typed" in pattern for pattern in wheel.get("exclude", []))
+    assert ROOT / "agentfx" / "py.typed" in _tracked_text_files()
