@@ -9,9 +9,8 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -36,16 +35,6 @@ def test_the_first_screen_prints_what_the_readme_says() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(program, str(README), "exec"), {"__name__": "readme"})
     assert out.getvalue() == printed
-
-
-def test_the_contract_testing_example_passes() -> None:
-    [block] = [b for b in _python_blocks() if "check_contract(" in b]
-    namespace: dict[str, Any] = {"__name__": "readme"}
-    exec(compile(block, str(README), "exec"), namespace)
-    tests = [cast(Callable[[], None], f) for name, f in namespace.items() if name.startswith("test_")]
-    assert tests
-    for test in tests:
-        test()
 
 
 def test_the_readme_code_passes_pyright_strict(tmp_path: Path) -> None:
@@ -96,3 +85,67 @@ def test_the_test_command_is_what_ci_runs() -> None:
     assert "pyright" in command and "pytest" in command
     ci = (README.parent / ".ci" / "run").read_text()
     assert "test-command" in ci
+
+
+# Where each section's Python block is run, and checked to print what the README says.
+# Every block is also type-checked above; a block no test runs would be checked but never run.
+RUN_BY = {
+    "## In one screen": "tests/test_readme.py",
+    "## Asking a person first": "tests/test_readme.py",
+    "## Serving over MCP": "tests/integration/test_mcp_http_oauth.py",
+    "## Using agentfx from an agent framework": "tests/frameworks/test_readme_section.py",
+    "## Serving over A2A": "tests/test_a2a.py",
+    "## One Model, many processes (Redis)": "tests/test_redis_program.py",
+    "## Testing your contract": "tests/test_laws.py",
+}
+
+
+def _sections() -> dict[str, str]:
+    parts = re.split(r"(?m)^(?=## )", README.read_text())[1:]
+    return {part.splitlines()[0]: part for part in parts}
+
+
+def test_every_python_block_is_run_by_a_test() -> None:
+    with_code = {heading: body for heading, body in _sections().items() if "```python\n" in body}
+    assert set(with_code) == set(RUN_BY)
+    for heading, body in with_code.items():
+        # The runners take a section's one block (the OAuth example by its markers).
+        assert body.count("```python\n") == 1, heading
+        runner = (ROOT / RUN_BY[heading]).read_text()
+        block = body.split("```python\n", 1)[1].split("```", 1)[0]
+        found_by = "<!-- oauth-example -->" if "<!-- oauth-example -->" in body else heading.removeprefix("## ")
+        assert found_by in runner and "exec(compile(" in runner, heading
+        if found_by == "<!-- oauth-example -->":
+            assert block in body.split("<!-- oauth-example -->", 1)[1].split("<!-- /oauth-example -->", 1)[0]
+
+
+def _slug(heading: str) -> str:
+    # GitHub's anchors: lower case, punctuation other than "-" dropped, each space a "-".
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_in_the_readme_reaches_a_heading_or_a_file() -> None:
+    text = README.read_text()
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    anchors = {_slug(h) for h in re.findall(r"(?m)^#{1,6} (.+)$", prose)}
+    links = re.findall(r"\]\(([^)\s]+)\)", prose)
+    assert any(link.startswith("#") for link in links)
+    for link in links:
+        if link.startswith(("http://", "https://")):
+            continue
+        target, _, anchor = link.partition("#")
+        if not target:
+            assert anchor in anchors, link
+            continue
+        path = ROOT / target
+        assert path.exists(), link
+        if anchor:
+            headings = re.findall(r"(?m)^#{1,6} (.+)$", path.read_text())
+            assert anchor in {_slug(h) for h in headings}, link
+
+
+def test_the_slug_is_githubs() -> None:
+    assert _slug("Running `agentfx serve --transport http` behind a proxy") == (
+        "running-agentfx-serve---transport-http-behind-a-proxy"
+    )
+    assert _slug("One Model, many processes (Redis)") == "one-model-many-processes-redis"
