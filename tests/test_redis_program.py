@@ -315,6 +315,10 @@ async def test_an_invocation_keeps_its_snapshot_while_another_process_changes_th
     async with App(checked, init=Model(), update=update, program=factory).run() as runtime, running(server.url, ns) as other:
         await other.send(Added(key="a", n=10))
         await settled(other, version=1)
+        # The serving process's own copy must have caught up too: its snapshot is what the call reads.
+        with anyio.fail_after(5):
+            while runtime.host.model().total != 10:
+                await anyio.sleep(0.005)
         outcome: list[Any] = []
         async with anyio.create_task_group() as group:
 
