@@ -30,6 +30,7 @@ runs the server of :mod:`agentfx.mcp._server` over its runtime.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import logging
@@ -42,11 +43,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import anyio
 import mcp_types as types
+import msgspec
 import pydantic_core
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.runner import serve_loop
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.transport_security import (
@@ -56,6 +59,7 @@ from mcp.server.transport_security import (
     TransportSecuritySettings,
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -64,12 +68,17 @@ from starlette.responses import Response
 from .. import __version__
 from ..app import App
 from ..errors import ContractError
+from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
+from ._jsonrpc import has_id
 from ._server import server
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from mcp.server.lowlevel.server import Server
     from mcp.server.models import InitializationOptions
+    from mcp.shared._stream_protocols import WriteStream
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from ..program import Program
@@ -169,6 +178,13 @@ _STOPPED = "has stopped"
 _FAILED = "stopped with an error"
 
 
+_SHUTTING_DOWN = types.ErrorData(code=types.CONNECTION_CLOSED, message="Server shutting down: the request was cancelled")
+"""The answer of every request still in flight when the server stops (the SDK's code; its reason)."""
+
+_ANSWER_WAIT = 1.0
+"""Seconds the answers of requests cut short by shutdown may take to leave before their streams close."""
+
+
 class _TooMany(Exception):
     """No room for another principal."""
 
@@ -218,6 +234,103 @@ class _Session:
     tenant: _Tenant | None = None
     started: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
+    # Set, and the session's message loop cancelled, only when the server
+    # stops: its dispatcher then answers every request still in flight. The
+    # scope is made when the loop starts (an open session holds no more than it must).
+    stopping: bool = False
+    loop: anyio.CancelScope | None = None
+    calls: int = 0
+    quiet: anyio.Event | None = None
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.loop is not None:
+            self.loop.cancel()
+
+    def calling(self) -> None:
+        self.calls += 1
+
+    def called(self) -> None:
+        self.calls -= 1
+        if self.calls == 0 and self.quiet is not None:
+            self.quiet.set()
+
+    async def answered(self) -> None:
+        """Until no request of the session is being answered."""
+        if self.calls:
+            quiet = self.quiet = anyio.Event()
+            await quiet.wait()
+
+
+class _Stopping:
+    """A session's write stream, in which the dispatcher's answers to requests cut short by shutdown say so.
+
+    When its loop stops, the SDK's dispatcher answers every request still in
+    flight ``-32000`` "Connection closed"; here the server stopping is why,
+    and the client is told that in this endpoint's words.
+    """
+
+    __slots__ = ("_session", "_stream")
+
+    def __init__(self, stream: WriteStream[SessionMessage], session: _Session) -> None:
+        self._stream = stream
+        self._session = session
+
+    async def send(self, item: SessionMessage, /) -> None:
+        message = item.message
+        if (
+            self._session.stopping
+            and isinstance(message, types.JSONRPCError)
+            and message.error.code == types.CONNECTION_CLOSED
+        ):
+            item = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=message.id, error=_SHUTTING_DOWN), item.metadata)
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Stopping:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _Watched:
+    """An ASGI ``send`` that remembers how far the response got."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.streaming = False
+        self.finished = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            headers = cast("Iterable[tuple[bytes, bytes]]", message.get("headers", ()))
+            self.streaming = any(k.lower() == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.finished = True
+        await self._send(message)
+
+    async def stopped(self, scope: Scope, receive: Receive, request_id: types.RequestId | None) -> None:
+        """Answer a request the server's shutdown cut short, however far its response got."""
+        if self.finished:
+            return
+        answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=_SHUTTING_DOWN)
+        with anyio.move_on_after(_ANSWER_WAIT, shield=True):
+            if not self.started:
+                await _error(_SHUTTING_DOWN.message, 503, _SHUTTING_DOWN.code, request_id=request_id)(
+                    scope, receive, self
+                )
+            elif self.streaming:
+                data = answer.model_dump_json(by_alias=True, exclude_unset=True)
+                await self({"type": "http.response.body", "body": f"event: message\r\ndata: {data}\r\n\r\n".encode()})
+            else:
+                await self({"type": "http.response.body", "body": b""})
 
 
 @dataclass(frozen=True)
@@ -252,6 +365,7 @@ class HttpApp(Generic[P]):
         token_verifier: TokenVerifier | None = None,
         auth: AuthSettings | None = None,
         principal_from_token: PrincipalFromToken | None = None,
+        request_state_security: RequestStateSecurity | None = None,
         name: str = "agentfx",
         version: str = __version__,
     ) -> None:
@@ -268,6 +382,7 @@ class HttpApp(Generic[P]):
         self._authenticate = authenticate
         self._tokens = None if token_verifier is None else BearerTokens(token_verifier, cast("AuthSettings", auth))
         self._principal_from_token = principal_from_token
+        self._request_state_security = request_state_security
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=list(tuple(allowed_hosts) or _LOOPBACK_HOSTS),
@@ -309,6 +424,12 @@ class HttpApp(Generic[P]):
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
         """Start what the ASGI lifespan starts (an App's program, the sessions' task group), for embedding.
+
+        Leaving the block stops serving in order: every request still in
+        flight is cancelled (a call's invocation aborted, so the audit
+        records it) and answered ``-32000`` "Server shutting down: the
+        request was cancelled" on its own response, then the sessions close,
+        then every principal's runtime, then the App's program.
 
         Whatever stops an App's program (a command that raised) propagates
         out of the block, as from :meth:`agentfx.App.run`; from then on every
@@ -383,14 +504,20 @@ class HttpApp(Generic[P]):
         sessions = list(self._sessions.values())
         with anyio.move_on_after(5, shield=True):
             # Cancelled calls abort their invocations (and are audited) while
-            # their runtimes are still there to record them.
+            # their runtimes are still there to record them, and each is
+            # answered that the server is shutting down.
             for request in list(self._requests):
                 request.cancel()
+            for session in sessions:
+                # The session ends its own transport once its loop has stopped
+                # and what was in flight has been answered.
+                session.stop()
             if self._requests:
                 no_requests = self._no_requests = anyio.Event()
                 await no_requests.wait()
             for session in sessions:
-                await session.transport.terminate()
+                if not session.started:
+                    await session.transport.terminate()
             for session in sessions:
                 await session.done.wait()
             tenants = list(self._tenants.values())
@@ -563,7 +690,7 @@ class HttpApp(Generic[P]):
         headers = Request(scope).headers
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            await self._serve_sessionless(principal, key, scope, receive, send)
+            await self._serve_sessionless(principal, key, envelope, scope, receive, send)
             return
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         if session_id is None:
@@ -578,7 +705,9 @@ class HttpApp(Generic[P]):
 
     # --- 2026-07-28: one request, one principal -----------------------------------------
 
-    async def _serve_sessionless(self, principal: object, key: Hashable, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _serve_sessionless(
+        self, principal: object, key: Hashable, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         try:
             tenant = await self._tenant(principal, key)
         except _TooMany:
@@ -588,12 +717,18 @@ class HttpApp(Generic[P]):
             await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
             return
         request = anyio.CancelScope()
+        watched = _Watched(send)
         self._requests.add(request)
         try:
             with request:
                 state = await self._modern_state(tenant)
                 assert tenant.server is not None
-                await handle_modern_request(tenant.server, self._security, False, state, scope, receive, send)
+                await handle_modern_request(tenant.server, self._security, False, state, scope, receive, watched)
+            if request.cancel_called:
+                # Only shutting down cancels it. The SDK's entry answers
+                # nothing when cancelled (the server would log that the app
+                # never responded): the request is answered here instead.
+                await watched.stopped(scope, receive, None if envelope is None else envelope.request_id)
         finally:
             self._requests.discard(request)
             if not self._requests and self._no_requests is not None:
@@ -668,7 +803,9 @@ class HttpApp(Generic[P]):
         started = False
         try:
             async with self._runtime(tenant.principal) as runtime:
-                mcp_server = server(runtime, name=self._name, version=self._version)
+                mcp_server = server(
+                    runtime, name=self._name, version=self._version, request_state_security=self._sealing(tenant)
+                )
                 # The 2026 entry checks Mcp-Param headers against the called
                 # tool's schema; without this it would list the tools (reading
                 # the Model) on every call that has arguments.
@@ -692,6 +829,17 @@ class HttpApp(Generic[P]):
             tenant.done.set()
             if self._tenants.get(tenant.key) is tenant:
                 del self._tenants[tenant.key]
+
+    def _sealing(self, tenant: _Tenant) -> RequestStateSecurity | None:
+        given = self._request_state_security
+        if given is None:
+            # Each principal's server seals under a key of its own, made now:
+            # no state crosses principals, restarts or processes.
+            return None
+        # One policy for every principal's server (and every process given
+        # it), so each state is also bound to the principal it was sealed for:
+        # the SDK binds only an OAuth caller, and not an authenticate hook's.
+        return _confirm.bound(given, _principal_text(tenant.key))
 
     def _runtime(self, principal: Any) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
         served = self._served
@@ -772,17 +920,26 @@ class HttpApp(Generic[P]):
                 async with tenant.server.lifespan(tenant.server) as state:
                     task_status.started()
                     idle = session.transport.idle_scope or anyio.CancelScope()
-                    with idle:
+                    loop = session.loop = anyio.CancelScope()
+                    if session.stopping:
+                        loop.cancel()
+                    with idle, loop:
                         # serve_loop, not Server.run(): the session's era is
                         # already known, so no dual-era relay is needed.
                         await serve_loop(
                             tenant.server,
                             read,
-                            write,
+                            _Stopping(write, session),
                             lifespan_state=state,
                             session_id=session.id,
                             init_options=tenant.init_options,
                         )
+                    if session.stopping:
+                        # The server is stopping: the answers to what was in
+                        # flight are on their way to their streams, which
+                        # terminating the transport would close under them.
+                        with anyio.move_on_after(_ANSWER_WAIT, shield=True):
+                            await session.answered()
         except Exception:
             # Once started, a failing session must not take the others down.
             _logger.exception("session %s ended with an error", session.id)
@@ -806,9 +963,19 @@ class HttpApp(Generic[P]):
                 left = True
             return message
 
-        await session.transport.handle_request(scope, watched, send)
+        calling = envelope is not None and envelope.request_id is not None
+        if calling:
+            session.calling()
+        try:
+            await session.transport.handle_request(scope, watched, send)
+        finally:
+            if calling:
+                session.called()
         if session.transport.is_terminated:
             self._sessions.pop(session.id, None)
+            return
+        if session.stopping:
+            # The server is stopping: every call of the session has been cancelled and answered already.
             return
         if left and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
             # Without an event store, a response whose POST stream is gone has
@@ -845,7 +1012,10 @@ class HttpApp(Generic[P]):
             return
 
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await session.transport.handle_request({**scope, "method": "POST", "headers": headers}, receive, discard)
+            try:
+                await session.transport.handle_request({**scope, "method": "POST", "headers": headers}, receive, discard)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the session's loop ended meanwhile, taking the call with it
 
 
 def _local_path(scope: Scope) -> str:
@@ -880,6 +1050,24 @@ def _key(principal: object) -> Hashable:
     return cast("Hashable", principal)
 
 
+def _principal_text(key: Hashable) -> str:
+    """The principal as the same text in every process, for binding a sealed state to it.
+
+    A digest of its type and its JSON encoding (unordered collections
+    sorted), so equal principals of one type agree wherever they are served.
+    One that JSON cannot encode is bound to this runtime alone: its states
+    come back only here, never to another principal.
+    """
+    if key is _ANONYMOUS:
+        return "anonymous"
+    kind = type(key)
+    try:
+        encoded = msgspec.json.encode(key, order="deterministic")
+    except (TypeError, ValueError, OverflowError):
+        return f"local:{uuid.uuid4().hex}"
+    return hashlib.sha256(f"{kind.__module__}.{kind.__qualname__}:".encode() + encoded).hexdigest()
+
+
 def _same(a: object, b: object) -> bool:
     try:
         return a is b or bool(a == b)
@@ -910,7 +1098,8 @@ def _read_envelope(body: bytes) -> _Envelope | Response:
 
     Parsed as the SDK's transport will parse it (so nothing it would refuse,
     with validator text, gets that far), with every failure, a nesting too
-    deep for the parser included, answered here.
+    deep for the parser included, answered here; so is a request whose id is
+    neither a string nor an integer, which the parser reads as a notification.
     """
     try:
         raw: object = pydantic_core.from_json(body)
@@ -924,6 +1113,11 @@ def _read_envelope(body: bytes) -> _Envelope | Response:
     if isinstance(message, types.JSONRPCRequest):
         return _Envelope(method=message.method, request_id=message.id)
     if isinstance(message, types.JSONRPCNotification):
+        if has_id(body):
+            # A request whose id is not a string or an integer, which the
+            # parser took for a notification: the transport would accept it
+            # (202) and nobody would ever answer it.
+            return _error("Invalid Request", 400, types.INVALID_REQUEST)
         return _Envelope(method=message.method, request_id=None)
     return _Envelope(method=None, request_id=None)
 
@@ -972,6 +1166,7 @@ def http_app(
     token_verifier: None = None,
     auth: None = None,
     principal_from_token: None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[None]: ...
@@ -985,6 +1180,7 @@ def http_app(
     token_verifier: None = None,
     auth: None = None,
     principal_from_token: None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[P]: ...
@@ -998,6 +1194,7 @@ def http_app(
     token_verifier: TokenVerifier,
     auth: AuthSettings,
     principal_from_token: None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[AccessToken]: ...
@@ -1011,6 +1208,7 @@ def http_app(
     token_verifier: TokenVerifier,
     auth: AuthSettings,
     principal_from_token: Callable[[AccessToken], P | Awaitable[P]],
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[P]: ...
@@ -1023,6 +1221,7 @@ def http_app(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
     principal_from_token: Callable[[AccessToken], Any] | None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[Any]:
@@ -1077,6 +1276,17 @@ def http_app(
             async): the principal a verified token proves, which ``authorize``
             sees. By default the ``AccessToken`` itself, so
             ``req.principal.scopes`` holds its scopes.
+        request_state_security: How the ``requestState`` of a 2026-07-28
+            confirmation is sealed (the SDK's ``RequestStateSecurity``), for
+            every principal's server. By default each principal's server
+            makes a key of its own, so a retry must come back to the process
+            that asked. Several processes serving one contract pass the same
+            ``RequestStateSecurity(keys=[...])``, and a retry may reach any of
+            them. Every state is bound to the principal it was sealed for (by
+            a digest of the principal's type and JSON encoding, beside the
+            policy's own ``bind_principal``), so another principal's retry is
+            refused. Each principal's server keeps its own single-use ledger:
+            a state could be redeemed once in each process until it expires.
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
 
@@ -1110,6 +1320,7 @@ def http_app(
         token_verifier=token_verifier,
         auth=auth,
         principal_from_token=principal_from_token,
+        request_state_security=request_state_security,
         name=name,
         version=version,
     )
