@@ -39,22 +39,25 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from ._toolcall import call_invocation_id, missing_framework, run_call
+
 try:
     from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, BetaFunctionToolResultType, ToolError
     from anthropic.types import ToolParam, ToolResultBlockParam
     from anthropic.types.beta import BetaToolParam
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
-    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] != "anthropic":
-        raise  # installed, but broken: the SDK's own error says more than a hint would
-    raise ImportError(
-        "agentfx.anthropic needs the Anthropic SDK, an optional dependency. "
-        "Install it with: pip install 'agentfx[anthropic]'"
-    ) from missing
+    missing_framework(
+        missing,
+        adapter="agentfx.anthropic",
+        needs="the Anthropic SDK",
+        extra="anthropic",
+        packages=frozenset({"anthropic"}),
+    )
 
 from .confirm import Confirmer
-from .invocation import Invocation, new_invocation_id
+from .invocation import Invocation
 from .runtime import AgentRuntime
-from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+from .tools import ToolReply, ToolView, tool_views
 
 __all__ = ("AgentfxTool", "TRANSPORT", "ToolUse", "beta_tools", "run_tool_use", "tool_params")
 
@@ -176,11 +179,6 @@ async def _dispatch(
     runtime: AgentRuntime[Any, Any], name: str, payload: object, call_id: str | None, confirm: Confirmer | None
 ) -> ToolReply:
     """The reply to one call; never raises an ``Exception`` (the runner would send its ``repr``)."""
-    # A fresh id per call, the model's tool_use id kept visible to match the audit with the conversation.
-    invocation_id = new_invocation_id() if call_id is None else f"{new_invocation_id()}/{call_id}"
-    invocation = Invocation(id=invocation_id, transport=TRANSPORT, confirm=confirm)
-    try:
-        return reply(await runtime.messages.dispatch_unknown(name, payload, invocation))
-    except Exception:
-        _logger.exception("capability %r failed unexpectedly", name)
-        return defect_reply(name)
+    invocation = Invocation(id=call_invocation_id(call_id), transport=TRANSPORT, confirm=confirm)
+    answer, _ = await run_call(runtime, name, payload, invocation, _logger)
+    return answer

@@ -38,22 +38,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ._toolcall import missing_framework, run_call, tool_metadata
+
 try:
     from langchain_core.tools import StructuredTool, ToolException
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
-    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] != "langchain_core":
-        raise  # installed, but broken: the framework's own error says more than a hint would
-    raise ImportError(
-        "agentfx.langchain needs langchain-core, an optional dependency. "
-        "Install it with: pip install 'agentfx[langchain]'"
-    ) from missing
-
-import msgspec
+    missing_framework(
+        missing,
+        adapter="agentfx.langchain",
+        needs="langchain-core",
+        extra="langchain",
+        packages=frozenset({"langchain_core"}),
+    )
 
 from .confirm import Confirmer
 from .invocation import Invocation
 from .runtime import AgentRuntime
-from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+from .tools import ToolView, tool_views
 
 __all__ = ("TRANSPORT", "structured_tools")
 
@@ -92,17 +93,11 @@ def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | 
 
     async def call(**arguments: Any) -> tuple[str, dict[str, Any]]:
         # LangChain hands the model's arguments over as keywords, unchecked.
-        answer = await _dispatch(runtime, name, arguments, confirm)
+        answer, _ = await run_call(runtime, name, arguments, Invocation(transport=TRANSPORT, confirm=confirm), _logger)
         if not answer.ok:
             raise ToolException(answer.text)
         return answer.text, answer.data
 
-    metadata: dict[str, Any] = {"output_schema": view.output_schema}
-    if view.title is not None:
-        metadata["title"] = view.title
-    if view.hints is not None:
-        # Only what the capability said: ``None`` is unsaid, not "no".
-        metadata["hints"] = {k: v for k, v in msgspec.structs.asdict(view.hints).items() if v is not None}
     return StructuredTool(
         name=name,
         description=view.description,
@@ -110,15 +105,5 @@ def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | 
         coroutine=call,
         response_format="content_and_artifact",
         handle_tool_error=True,
-        metadata=metadata,
+        metadata=tool_metadata(view),
     )
-
-
-async def _dispatch(runtime: AgentRuntime[Any, Any], name: str, payload: object, confirm: Confirmer | None) -> ToolReply:
-    """The reply to one call; never raises an ``Exception``."""
-    invocation = Invocation(transport=TRANSPORT, confirm=confirm)
-    try:
-        return reply(await runtime.messages.dispatch_unknown(name, payload, invocation))
-    except Exception:
-        _logger.exception("capability %r failed unexpectedly", name)
-        return defect_reply(name)

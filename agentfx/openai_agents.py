@@ -51,23 +51,26 @@ import logging
 import weakref
 from typing import Any
 
+from ._toolcall import call_invocation_id, missing_framework, run_call
+
 try:
     from agents import FunctionTool, RunContextWrapper
     from agents.tool_context import ToolContext
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
-    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] != "agents":
-        raise  # installed, but broken: the framework's own error says more than a hint would
-    raise ImportError(
-        "agentfx.openai_agents needs the OpenAI Agents SDK, an optional dependency. "
-        "Install it with: pip install 'agentfx[openai-agents]'"
-    ) from missing
+    missing_framework(
+        missing,
+        adapter="agentfx.openai_agents",
+        needs="the OpenAI Agents SDK",
+        extra="openai-agents",
+        packages=frozenset({"agents"}),
+    )
 
 import msgspec
 
 from .docs import MessageDescriptor
-from .invocation import Invocation, new_invocation_id
+from .invocation import Invocation
 from .runtime import AgentRuntime
-from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+from .tools import ToolView, tool_views
 
 __all__ = ("TRANSPORT", "function_tools")
 
@@ -108,8 +111,10 @@ def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, descriptor: MessageDe
         # Approval is per call: a call that reached the tool after a person approved it
         # is dispatched confirmed; the same tool called again is asked about again.
         approved = ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id) is True
-        invocation = Invocation(id=f"{new_invocation_id()}/{ctx.tool_call_id}", transport=TRANSPORT, confirmed=approved)
-        return (await _dispatch(runtime, name, _payload(arguments), invocation)).text
+        invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT, confirmed=approved)
+        # Never raises: an exception from a hand-built FunctionTool would abort the run.
+        answer, _ = await run_call(runtime, name, _payload(arguments), invocation, _logger)
+        return answer.text
 
     return FunctionTool(
         name=name,
@@ -161,12 +166,3 @@ def _payload(arguments: str) -> object:
     except msgspec.DecodeError:
         return arguments
     return payload
-
-
-async def _dispatch(runtime: AgentRuntime[Any, Any], name: str, payload: object, invocation: Invocation) -> ToolReply:
-    """The reply to one call; never raises an ``Exception`` (one would abort the run)."""
-    try:
-        return reply(await runtime.messages.dispatch_unknown(name, payload, invocation))
-    except Exception:
-        _logger.exception("capability %r failed unexpectedly", name)
-        return defect_reply(name)

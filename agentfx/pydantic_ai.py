@@ -39,29 +39,25 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ._toolcall import call_invocation_id, missing_framework, run_call, tool_metadata
+
 try:
     from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolDefinition, ToolFailed, ToolReturn
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
-    if not isinstance(missing, ModuleNotFoundError) or (missing.name or "").partition(".")[0] not in {
-        "pydantic_ai",
-        "pydantic_core",
-    }:
-        raise  # installed, but broken: the framework's own error says more than a hint would
-    raise ImportError(
-        "agentfx.pydantic_ai needs pydantic-ai, an optional dependency. "
-        "Install it with: pip install 'agentfx[pydantic-ai]'"
-    ) from missing
+    missing_framework(
+        missing,
+        adapter="agentfx.pydantic_ai",
+        needs="pydantic-ai",
+        extra="pydantic-ai",
+        packages=frozenset({"pydantic_ai", "pydantic_core"}),
+    )
 
-import msgspec
-from returns.io import IOFailure
-from returns.unsafe import unsafe_perform_io
-
-from .errors import AgentConfirmationRequiredError, AgentInvalidInputError, DispatchError
-from .invocation import Invocation, new_invocation_id
+from .errors import AgentConfirmationRequiredError, AgentInvalidInputError
+from .invocation import Invocation
 from .runtime import AgentRuntime
-from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
+from .tools import ToolView, tool_views
 
 __all__ = ("AgentfxToolset", "TRANSPORT")
 
@@ -118,19 +114,13 @@ class AgentfxToolset(AbstractToolset[Any]):
         return {view.name: self._tool(view) for view in tool_views(self._runtime)}
 
     def _tool(self, view: ToolView) -> ToolsetTool[Any]:
-        metadata: dict[str, Any] = {"output_schema": view.output_schema}
-        if view.title is not None:
-            metadata["title"] = view.title
-        if view.hints is not None:
-            # Only what the capability said: ``None`` is unsaid, not "no".
-            metadata["hints"] = {k: v for k, v in msgspec.structs.asdict(view.hints).items() if v is not None}
         return ToolsetTool(
             toolset=self,
             tool_def=ToolDefinition(
                 name=view.name,
                 description=view.description,
                 parameters_json_schema=view.input_schema,
-                metadata=metadata,
+                metadata=tool_metadata(view),
             ),
             max_retries=self._max_retries,
             args_validator=_PASS_THROUGH,
@@ -140,9 +130,10 @@ class AgentfxToolset(AbstractToolset[Any]):
         """Dispatch one call and answer it in pydantic-ai's terms (see the module docstring)."""
         # A fresh id per call, with the model's call id kept visible: a resumed
         # (approved) call reuses its call id, and the audit must tell the two apart.
-        call_id = new_invocation_id() if ctx.tool_call_id is None else f"{new_invocation_id()}/{ctx.tool_call_id}"
-        invocation = Invocation(id=call_id, transport=TRANSPORT, confirmed=ctx.tool_call_approved)
-        answer, failure = await _dispatch(self._runtime, name, tool_args, invocation)
+        invocation = Invocation(
+            id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT, confirmed=ctx.tool_call_approved
+        )
+        answer, failure = await run_call(self._runtime, name, tool_args, invocation, _logger)
         if isinstance(failure, AgentInvalidInputError):
             raise ModelRetry(answer.text)
         if isinstance(failure, AgentConfirmationRequiredError):
@@ -153,15 +144,3 @@ class AgentfxToolset(AbstractToolset[Any]):
         if not answer.ok:
             raise ToolFailed(answer.text)
         return ToolReturn(return_value=answer.text, metadata=answer.data)
-
-
-async def _dispatch(
-    runtime: AgentRuntime[Any, Any], name: str, payload: object, invocation: Invocation
-) -> tuple[ToolReply, DispatchError | None]:
-    """The reply to one call, and its failure value when refused; never raises an ``Exception``."""
-    try:
-        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation)
-        return reply(outcome), unsafe_perform_io(outcome.failure()) if isinstance(outcome, IOFailure) else None
-    except Exception:
-        _logger.exception("capability %r failed unexpectedly", name)
-        return defect_reply(name), None

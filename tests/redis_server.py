@@ -1,7 +1,10 @@
 """A real ``redis-server`` for the Redis tests: its own temp dir, a free loopback port, nothing saved.
 
 Every server is started and stopped by the test that needs it; other test
-runs on the same machine get servers of their own.
+runs on the same machine get servers of their own. A Redis test module takes
+the :func:`server` and :func:`anyio_backend` fixtures by importing them
+(``from tests.redis_server import anyio_backend as anyio_backend``): pytest
+finds a fixture in the module that names it.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import pytest
 
-__all__ = ["Link", "RedisServer", "redis_server"]
+__all__ = ["Link", "RedisServer", "anyio_backend", "redis_server", "server"]
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
@@ -91,6 +95,19 @@ def redis_server() -> Generator[RedisServer]:
             yield server
         finally:
             server.stop()
+
+
+@pytest.fixture(scope="module")
+def server() -> Generator[RedisServer]:
+    """One server for the whole test module; a test that stops it starts it again."""
+    with redis_server() as running:
+        yield running
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """asyncio only: redis-py's client is asyncio-only."""
+    return "asyncio"
 
 
 class Link:

@@ -7,7 +7,6 @@ own Redis connection and listeners. asyncio only (redis-py's client).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator
 
 import anyio
 import mcp
@@ -18,20 +17,11 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 
 from agentfx.redis import subscription_bus
 from agentfx.redis import _client as raw_client
-from tests.redis_server import RedisServer, redis_server
+from tests.redis_server import RedisServer
+from tests.redis_server import anyio_backend as anyio_backend
+from tests.redis_server import server as server
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def server() -> Generator[RedisServer]:
-    with redis_server() as running:
-        yield running
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def namespace() -> str:

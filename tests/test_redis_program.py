@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -31,20 +31,11 @@ from agentfx.contract import ContractError
 from agentfx.program import Program
 from agentfx.redis import RedisProgram, RedisProgramError, program, run_program
 from tests.redis_app import Added, Boom, Confirmed, Message, Model, Opened, Requested, app, contract, fold, update
-from tests.redis_server import Link, RedisServer, redis_server
+from tests.redis_server import Link, RedisServer
+from tests.redis_server import anyio_backend as anyio_backend
+from tests.redis_server import server as server
 
 LEASE = 0.3
-
-
-@pytest.fixture(scope="module")
-def server() -> Generator[RedisServer]:
-    with redis_server() as running:
-        yield running
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def namespace() -> str:

@@ -61,3 +61,22 @@ def _framework(extra: str) -> str:
         "anthropic": "the Anthropic SDK",
         "langchain": "langchain-core",
     }[extra]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # The framework is there but one of its own dependencies is not.
+        ModuleNotFoundError("No module named 'jiter'", name="jiter"),
+        # The framework is there but broken (a name it should export is gone).
+        ImportError("cannot import name 'ToolError' from 'anthropic.lib.tools'", name="anthropic.lib.tools"),
+    ],
+)
+def test_an_installed_but_broken_framework_keeps_its_own_error(error: ImportError) -> None:
+    from agentfx._toolcall import missing_framework
+
+    with pytest.raises(ImportError) as raised:
+        missing_framework(
+            error, adapter="agentfx.anthropic", needs="the Anthropic SDK", extra="anthropic", packages=frozenset({"anthropic"})
+        )
+    assert raised.value is error

@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,23 +35,14 @@ from agentfx.errors import AgentCompletionTimeoutError, DispatchError
 from agentfx.pipeline import DispatchResult
 from agentfx.redis import program, run_program
 from tests.redis_app import Message, Model, Requested, contract, update
-from tests.redis_server import RedisServer, redis_server
+from tests.redis_server import RedisServer
+from tests.redis_server import anyio_backend as anyio_backend
+from tests.redis_server import server as server
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 0.5
-
-
-@pytest.fixture(scope="module")
-def server() -> Generator[RedisServer]:
-    with redis_server() as running:
-        yield running
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,23 +30,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.redis_server import RedisServer, redis_server
+from tests.redis_server import RedisServer
+from tests.redis_server import anyio_backend as anyio_backend
+from tests.redis_server import server as server
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "tests.redis_app:app"
-
-
-@pytest.fixture(scope="module")
-def server() -> Generator[RedisServer]:
-    with redis_server() as running:
-        yield running
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass
