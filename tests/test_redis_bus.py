@@ -51,20 +51,27 @@ async def test_an_event_published_on_one_process_reaches_the_others_once_each(se
             await a.publish(event)
         await received(on_b, 4)
         assert on_b == sent
-        # The publisher's own listeners hear it at once, and not a second time from Redis.
-        await anyio.sleep(0.05)
-        assert on_a == sent
+        # The publisher's own listeners hear it at once, and not a second time from Redis:
+        # Redis delivers a channel's messages in order, so an echo of a's own
+        # events would reach a before b's marker does.
+        await b.publish(ToolsListChanged())
+        await received(on_a, 5)
+        assert on_a == [*sent, ToolsListChanged()]
 
 
 async def test_other_namespaces_hear_nothing(server: RedisServer) -> None:
+    ns = namespace()
     async with subscription_bus(server.url, namespace=namespace()) as a, subscription_bus(
-        server.url, namespace=namespace()
-    ) as elsewhere:
+        server.url, namespace=ns
+    ) as elsewhere, subscription_bus(server.url, namespace=ns) as neighbour:
         heard: list[ServerEvent] = []
         elsewhere.subscribe(heard.append)
         await a.publish(ToolsListChanged())
-        await anyio.sleep(0.1)
-        assert heard == []
+        # A marker published after it in elsewhere's own namespace: once it
+        # arrives, anything a's publication could have delivered has arrived too.
+        await neighbour.publish(ResourceUpdated(uri="app://marker"))
+        await received(heard, 1)
+        assert heard == [ResourceUpdated(uri="app://marker")]
 
 
 async def test_unsubscribe_is_idempotent_and_a_raising_listener_is_skipped(server: RedisServer) -> None:

@@ -201,6 +201,23 @@ async def test_a_writer_whose_lease_was_taken_cannot_apply(server: RedisServer) 
         assert await raw.get(f"{ns}:writer") == a.token.encode()
 
 
+async def test_a_writer_whose_stored_model_moved_under_it_reloads_it_rather_than_overwrite_it(server: RedisServer) -> None:
+    # The lease alone does not fence a writer whose stored Model another writer
+    # moved on (a stale batch): the atomic apply also checks the version it
+    # started from, and the writer reloads instead of overwriting.
+    ns = namespace()
+    async with programs(server.url, ns, 1, apply_timeout=5) as (a,), client(server.url) as raw:
+        await writer_among([a])
+        await a.send(Added(key="before"))
+        moved = msgspec.structs.replace(a.model, keys=(*a.model.keys, "elsewhere"))
+        await raw.hset(f"{ns}:model", mapping={"model": msgspec.msgpack.encode(moved), "version": 2})
+        await a.send(Added(key="after"))
+        stored, version = await raw.hmget(f"{ns}:model", ["model", "version"])
+        assert isinstance(stored, bytes) and isinstance(version, bytes)
+        assert msgspec.msgpack.decode(stored, type=Model).keys == ("before", "elsewhere", "after")
+        assert int(version) == 3
+
+
 async def test_leaving_hands_the_lease_over_at_once(server: RedisServer) -> None:
     ns = namespace()
     stop = anyio.Event()

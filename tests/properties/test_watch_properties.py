@@ -44,31 +44,34 @@ NAMES = st.lists(st.sampled_from(["a", "b", "c"]), unique=True).map(sorted)
 
 
 @settings(max_examples=150, deadline=None)
-@given(listed=NAMES, steps=st.lists(NAMES, max_size=20))
+@given(listed=NAMES, steps=st.lists(st.tuples(NAMES, st.booleans()), max_size=20))
 def test_a_tool_list_is_announced_exactly_when_it_differs_from_the_last_check(
-    listed: list[str], steps: list[list[str]]
+    listed: list[str], steps: list[tuple[list[str], bool]]
 ) -> None:
     current = [listed]
-    announced: list[int] = []
-    immediate: list[int] = []
+    # Which step announced, and which way: the watch's own announcement or the
+    # one a call hands in (so the call's client hears it before the answer).
+    announced: list[tuple[int, str]] = []
+    step = [0]
 
     async def announce() -> None:
-        announced.append(1)
+        announced.append((step[0], "watch"))
 
     async def now() -> None:
-        immediate.append(1)
+        announced.append((step[0], "call"))
 
-    async def main() -> int:
+    async def main() -> list[tuple[int, str]]:
         watch = ListWatch(lambda: current[0], announce, delay=0)
         watch.listed(listed)
-        expected, seen = 0, listed
-        for i, names in enumerate(steps):
-            current[0] = names
-            # After a call the check is immediate and announced its own way; either way once.
-            await watch.check(now if i % 2 else None)
+        expected: list[tuple[int, str]] = []
+        seen = listed
+        for i, (names, after_a_call) in enumerate(steps):
+            step[0], current[0] = i, names
+            await watch.check(now if after_a_call else None)
             if names != seen:
-                expected, seen = expected + 1, names
+                expected.append((i, "call" if after_a_call else "watch"))
+                seen = names
         return expected
 
     expected = anyio.run(main)
-    assert len(announced) + len(immediate) == expected
+    assert announced == expected
