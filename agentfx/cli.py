@@ -498,10 +498,17 @@ async def _serve_http(
     if isinstance(served, App):
         # One application, many agents: every session binds its own runtime
         # to the same running program.
-        await _uvicorn(http_app(cast("App[Any, Any, Any]", served), allowed_hosts=hosts), sock, err)
+        asgi = http_app(cast("App[Any, Any, Any]", served), allowed_hosts=hosts)
     else:
         factory = served
-        await _uvicorn(http_app(lambda _principal: _runtime(factory, target), allowed_hosts=hosts), sock, err)
+        asgi = http_app(lambda _principal: _runtime(factory, target), allowed_hosts=hosts)
+
+    @asynccontextmanager
+    async def running() -> AsyncGenerator[HttpApp[Any]]:
+        async with asgi.running():
+            yield asgi
+
+    await _uvicorn(running, sock, err, lambda bound: _announce(bound, err))
 
 
 def _allowed_hosts(host: str, listed: Sequence[str]) -> tuple[str, ...]:
@@ -522,7 +529,19 @@ _LIMIT_CONCURRENCY = 2048
 """Connections and requests ``serve --transport http`` serves at once; more are answered 503 (a session's GET stream is one)."""
 
 
-async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None:
+async def _uvicorn(
+    running: Callable[[], AbstractAsyncContextManager[Any]],
+    sock: socket.socket,
+    err: TextIO,
+    announce: Callable[[Any], None],
+) -> None:
+    """Serve the ASGI app ``running()`` yields on ``sock``, until it fails or a signal stops it.
+
+    ``running()`` does what the app's lifespan would (uvicorn's is off): it
+    starts the app's program, and leaving it aborts every pending call (each
+    audited) and closes the app. ``announce(address)`` is told where serving
+    began. Every transport served over uvicorn stops this one way.
+    """
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -533,55 +552,55 @@ async def _uvicorn(asgi: HttpApp[Any], sock: socket.socket, err: TextIO) -> None
         def capture_signals(self) -> Generator[None]:
             yield
 
-    # The app runs here, around the server, not in the server's lifespan,
-    # which could only log a failure: a program that stops with an error (a
-    # command raised) stops the server and propagates, as it does over stdio.
-    config = uvicorn.Config(
-        asgi,
-        lifespan="off",
-        log_level="warning",
-        timeout_graceful_shutdown=_SHUTDOWN_GRACE,
-        # Bounded, for a server that may face slow or many clients: past the
-        # concurrency limit uvicorn answers 503; headers are capped at 16 KiB;
-        # idle keep-alive connections close after 5 s.
-        limit_concurrency=_LIMIT_CONCURRENCY,
-        timeout_keep_alive=5,
-        h11_max_incomplete_event_size=16 * 1024,
-    )
-    server = _Server(config)
     finished = anyio.Event()
-
-    async def serve() -> None:
-        try:
-            await server.serve([sock])
-        finally:
-            finished.set()
-
+    server: uvicorn.Server | None = None
     failure: Exception | None = None
-    launched = False
     # The server runs outside the app's block, so the program's failure, which
     # cancels everything inside it, lets the server shut down in good order.
     async with stopped_by_signals(err) as stop, anyio.create_task_group() as task_group:
         try:
-            async with asgi.running():
+            async with running() as asgi:
+                # The app runs here, around the server, not in the server's
+                # lifespan, which could only log a failure: a program that
+                # stops with an error (a command raised) stops the server and
+                # propagates, as it does over stdio.
+                config = uvicorn.Config(
+                    asgi,
+                    lifespan="off",
+                    log_level="warning",
+                    timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+                    # Bounded, for a server that may face slow or many clients:
+                    # past the concurrency limit uvicorn answers 503; headers are
+                    # capped at 16 KiB; idle keep-alive connections close after 5 s.
+                    limit_concurrency=_LIMIT_CONCURRENCY,
+                    timeout_keep_alive=5,
+                    h11_max_incomplete_event_size=16 * 1024,
+                )
+                launched = server = _Server(config)
+
+                async def serve() -> None:
+                    try:
+                        await launched.serve([sock])
+                    finally:
+                        finished.set()
+
                 task_group.start_soon(serve)
-                launched = True
-                while not server.started:
+                while not launched.started:
                     if finished.is_set():
                         return
                     await anyio.sleep(0.01)
-                _announce(server.servers[0].sockets[0].getsockname(), err)
+                announce(launched.servers[0].sockets[0].getsockname())
                 with stop:
                     await finished.wait()
                 # Stopped by a signal: accept nothing new, then leave the block,
-                # which closes every session, aborting (and auditing) its pending calls.
-                for listener in server.servers:
+                # which aborts (and audits) every pending call and closes the app.
+                for listener in launched.servers:
                     listener.close()
         except Exception as exc:
             failure = exc
         finally:
-            server.should_exit = True
-            if launched:
+            if server is not None:
+                server.should_exit = True
                 with anyio.CancelScope(shield=True):
                     await finished.wait()
     if failure is not None:
@@ -619,66 +638,37 @@ def _require_a2a() -> None:
 
 
 async def _serve_a2a(served: _Served, target: str, sock: socket.socket, err: TextIO, hosts: Sequence[str]) -> None:
-    """The runtime over A2A: its card names the address bound, and the program's failure stops the server."""
-    import uvicorn
-
+    """The runtime over A2A: its card names the address bound; it stops as ``--transport http`` does."""
     from .a2a import a2a_app, agent_card
 
     address, port = sock.getsockname()[:2]
     shown = f"[{address}]" if ":" in address else address
     url = f"http://{shown}:{port}/a2a"
-    finished = anyio.Event()
-    server: uvicorn.Server | None = None
-    failure: Exception | None = None
-    # As for MCP: the server runs outside the runtime's block, so a program
-    # that stops with an error lets the server shut down in good order.
-    async with anyio.create_task_group() as task_group:
-        try:
-            async with _runtime(served, target) as runtime:
-                card = agent_card(
-                    runtime.definition, name=target, description=f"The agentfx contract {target}", url=url,
-                    version=__version__,
-                )
-                config = uvicorn.Config(
-                    a2a_app(runtime, card, allowed_hosts=hosts),
-                    lifespan="on",
-                    log_level="warning",
-                    timeout_graceful_shutdown=_SHUTDOWN_GRACE,
-                    limit_concurrency=_LIMIT_CONCURRENCY,
-                    timeout_keep_alive=5,
-                    h11_max_incomplete_event_size=16 * 1024,
-                )
-                running = server = uvicorn.Server(config)
 
-                async def serve() -> None:
-                    try:
-                        await running.serve([sock])
-                    finally:
-                        finished.set()
+    @asynccontextmanager
+    async def running() -> AsyncGenerator[Any]:
+        async with _runtime(served, target) as runtime:
+            card = agent_card(
+                runtime.definition, name=target, description=f"The agentfx contract {target}", url=url,
+                version=__version__,
+            )
+            asgi = a2a_app(runtime, card, allowed_hosts=hosts)
+            # The app's lifespan, run here: leaving it aborts the pending
+            # tasks through their signals (each audited) before the runtime closes.
+            async with asgi.router.lifespan_context(asgi):
+                yield asgi
 
-                task_group.start_soon(serve)
-                while not running.started:
-                    if finished.is_set():
-                        return
-                    await anyio.sleep(0.01)
-                if not _loopback(str(address)):
-                    err.write(
-                        f"agentfx: warning: serving {shown} without authentication; anyone who can reach it can "
-                        "call every capability. Serve on 127.0.0.1, or serve agentfx.a2a.a2a_app(app, card, "
-                        "authenticate=...) from your own ASGI server.\n"
-                    )
-                err.write(f"Serving A2A (1.0 and 0.3; agent card at /.well-known/agent-card.json) at {url}\n")
-                err.flush()
-                await finished.wait()
-        except Exception as exc:
-            failure = exc
-        finally:
-            if server is not None:
-                server.should_exit = True
-                with anyio.CancelScope(shield=True):
-                    await finished.wait()
-    if failure is not None:
-        raise failure
+    def announce(_bound: Any) -> None:
+        if not _loopback(str(address)):
+            err.write(
+                f"agentfx: warning: serving {shown} without authentication; anyone who can reach it can "
+                "call every capability. Serve on 127.0.0.1, or serve agentfx.a2a.a2a_app(app, card, "
+                "authenticate=...) from your own ASGI server.\n"
+            )
+        err.write(f"Serving A2A (1.0 and 0.3; agent card at /.well-known/agent-card.json) at {url}\n")
+        err.flush()
+
+    await _uvicorn(running, sock, err, announce)
 
 
 DEMO_APP = "examples.todo.app"

@@ -420,8 +420,9 @@ def a2a_app(
         app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
     )
     tasks = task_store if task_store is not None else InMemoryTaskStore()
+    executor = AgentfxExecutor(runtime)
     handler = DefaultRequestHandler(
-        agent_executor=AgentfxExecutor(runtime),
+        agent_executor=executor,
         task_store=tasks,
         agent_card=card,
         request_context_builder=_TaskContext(tasks),
@@ -430,15 +431,28 @@ def a2a_app(
     principals = _Principals()
 
     @asynccontextmanager
+    async def serving() -> AsyncGenerator[None]:
+        try:
+            yield
+        finally:
+            # Calls still running are aborted through their signals while the
+            # program still runs, so each is audited and its task left
+            # canceled, rather than torn down unrecorded by the SDK's close.
+            with anyio.CancelScope(shield=True):
+                await executor.abort_running()
+
+    @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
         try:
             if app_runtimes is None:
-                yield
+                async with serving():
+                    yield
                 return
             async with app_runtimes.app.program() as program:
                 app_runtimes.program = program
                 try:
-                    yield
+                    async with serving():
+                        yield
                 finally:
                     app_runtimes.program = None
         finally:

@@ -64,6 +64,9 @@ PRINCIPAL_STATE_KEY = "agentfx.principal"
 CANCEL_GRACE = 5.0
 """Seconds ``CancelTask`` waits for an aborted call to settle before the SDK stops it outright."""
 
+STOPPING = "the server is stopping"
+"""The abort reason :meth:`AgentfxExecutor.abort_running` gives by default."""
+
 RuntimeFor = Callable[[Any], "AgentRuntime[Any, Any]"]
 """``runtime_for(principal)``: the runtime a call by ``principal`` is dispatched on (cheap: called per task)."""
 
@@ -287,6 +290,22 @@ class AgentfxExecutor(AgentExecutor):
         # tears the producer down right after this returns, so wait for that write.
         with anyio.move_on_after(CANCEL_GRACE):
             await running.done.wait()
+
+
+    async def abort_running(self, reason: str = STOPPING) -> None:
+        """Abort every call still running, through its signal, and wait (briefly) for each to settle.
+
+        For a server that stops: each call is audited as the pipeline decides
+        (``AgentCancelledError`` once aborted) and its task left ``canceled``,
+        instead of being torn down unrecorded. Tasks started afterwards are
+        not affected; a server stops accepting them first.
+        """
+        running = list(self._running.values())
+        for each in running:
+            each.controller.abort(reason)
+        with anyio.move_on_after(CANCEL_GRACE):
+            for each in running:
+                await each.done.wait()
 
 
 def _confirmed(invocation: Invocation) -> Invocation:
