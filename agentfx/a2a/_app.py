@@ -21,8 +21,8 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Hashable, Iterable
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -224,6 +224,35 @@ class _TaskContext(SimpleRequestContextBuilder):
         return await super().build(context, params, task_id, context_id, task)
 
 
+_ANSWER_GRACE = 1.0
+"""Seconds stopping waits, once the running calls are aborted, for the requests carrying their answers to finish."""
+
+
+class _InFlight:
+    """The HTTP requests being answered, so stopping can let the aborted calls' answers out first."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle: anyio.Event | None = None
+
+    @contextmanager
+    def one(self) -> Generator[None]:
+        self.count += 1
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if self.count == 0 and self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    async def idle(self) -> None:
+        while self.count:
+            if self._idle is None:
+                self._idle = anyio.Event()
+            await self._idle.wait()
+
+
 class _Guard:
     """Host, Origin, body size and authentication, before the SDK sees a request."""
 
@@ -235,8 +264,10 @@ class _Guard:
         allowed_hosts: tuple[str, ...],
         authenticate: Authenticate | None,
         principals: _Principals,
+        requests: _InFlight,
     ) -> None:
         self._app = app
+        self._requests = requests
         self._allowed_origins = allowed_origins
         self._allowed_hosts = allowed_hosts
         self._authenticate = authenticate
@@ -246,6 +277,10 @@ class _Guard:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        with self._requests.one():
+            await self._guarded(scope, receive, send)
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         if not host_allowed(headers.get("host"), self._allowed_hosts):
             await _refuse(421, "Misdirected Request: Host not allowed")(scope, receive, send)
@@ -404,6 +439,9 @@ def a2a_app(
     Every POST body is bounded by :data:`MAX_REQUEST_BODY` (413 past it);
     a task left waiting for confirmation releases the SDK's running
     machinery after :data:`PARKED_TASK_TIMEOUT`, and can still be answered.
+    When the lifespan ends, every task still running is aborted through its
+    invocation's signal (audited ``AgentCancelledError``, answered ``canceled``)
+    before an App's program stops.
     The task store keeps what it is given: the default in-memory one grows
     with every task until the process ends.
 
@@ -429,6 +467,22 @@ def a2a_app(
         interrupted_task_timeout=PARKED_TASK_TIMEOUT,
     )
     principals = _Principals()
+    requests = _InFlight()
+
+    @asynccontextmanager
+    async def serving() -> AsyncGenerator[None]:
+        try:
+            yield
+        finally:
+            # Calls still running are aborted through their signals while the
+            # program still runs, so each is audited and its task left
+            # canceled, rather than torn down unrecorded by the SDK's close;
+            # which also drops answers not yet read, so the requests carrying
+            # them are let finish first (boundedly: a stream may stay open).
+            with anyio.CancelScope(shield=True):
+                await executor.abort_running()
+                with anyio.move_on_after(_ANSWER_GRACE):
+                    await requests.idle()
 
     @asynccontextmanager
     async def serving() -> AsyncGenerator[None]:
@@ -473,6 +527,7 @@ def a2a_app(
                 allowed_hosts=tuple(allowed_hosts),
                 authenticate=authenticate,
                 principals=principals,
+                requests=requests,
             ),
         ],
         lifespan=lifespan,

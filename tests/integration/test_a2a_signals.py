@@ -1,5 +1,9 @@
 """``agentfx serve --transport a2a`` stopped by SIGTERM or SIGINT with calls pending, observed from outside.
 
+What makes it work is the A2A app's own: leaving its lifespan aborts every
+running task through its invocation signal while the program still runs.
+The first test proves that in process, on an App; the others drive the CLI.
+
 Each probe starts ``python -m agentfx serve tests.hardening_app:served
 --transport a2a`` on a free 127.0.0.1 port, leaves calls waiting on their
 completion through the A2A SDK's own client, signals the process, and reads
@@ -30,6 +34,10 @@ from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, TaskState
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+import agentfx
+from agentfx.a2a import a2a_app, agent_card
+from agentfx.app import App
+from tests import hardening_app
 from tests.hardening_app import JOURNAL
 
 pytestmark = pytest.mark.anyio
@@ -97,6 +105,53 @@ async def a2a(path: Path) -> AsyncGenerator[Served]:
                 await process.wait()
 
 
+def send_hold(client: Any) -> AsyncGenerator[Any]:
+    message = Message(
+        message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[new_data_part({"skill": "hold", "input": {}})]
+    )
+    # Blocking: the answer comes once the call settles, which only stopping
+    # makes it do (Released is never sent).
+    return client.send_message(SendMessageRequest(message=message))
+
+
+async def test_leaving_the_lifespan_aborts_every_running_task_through_its_signal_before_the_program_stops() -> None:
+    log = agentfx.audit_log()
+    reached = 0
+
+    def update(model: hardening_app.Model, message: hardening_app.Message) -> hardening_app.Model:
+        nonlocal reached
+        reached += isinstance(message, hardening_app.Held)
+        return hardening_app.update(model, message)
+
+    app = App(hardening_app.definition, hardening_app.Model(), update, audit=log)
+    card = agent_card(app.definition, name="held", description="Holds", url="http://127.0.0.1/a2a", version="1")
+    asgi = a2a_app(app, card)
+    answers: list[tuple[int, str]] = []
+    transport = httpx.ASGITransport(app=asgi)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=20) as http:
+        client = await create_client("http://127.0.0.1", ClientConfig(httpx_client=http, streaming=False))
+        try:
+            async with anyio.create_task_group() as calls:
+                async with asgi.router.lifespan_context(asgi):
+
+                    async def hold() -> None:
+                        async for response in send_hold(client):
+                            answers.append((response.task.status.state, response.task.id))
+
+                    for _ in range(PENDING):
+                        calls.start_soon(hold)
+                    with anyio.fail_after(10):
+                        while reached < PENDING:
+                            await anyio.sleep(0.01)
+                    assert answers == []
+        finally:
+            await client.close()
+    assert [state for state, _ in answers] == [TaskState.TASK_STATE_CANCELED] * PENDING
+    entries = log.entries()
+    assert [(entry.decision, entry.outcome) for entry in entries] == [("dispatched", "AgentCancelledError")] * PENDING
+    assert sorted(entry.invocation for entry in entries) == sorted(task_id for _, task_id in answers)
+
+
 @SIGNALS
 async def test_a_signal_stops_a2a_serving_with_every_pending_task_aborted_and_audited(
     signum: signal.Signals, tmp_path: Path
@@ -110,14 +165,7 @@ async def test_a_signal_stops_a2a_serving_with_every_pending_task_aborted_and_au
             async with anyio.create_task_group() as calls:
 
                 async def hold() -> None:
-                    message = Message(
-                        message_id=uuid.uuid4().hex,
-                        role=Role.ROLE_USER,
-                        parts=[new_data_part({"skill": "hold", "input": {}})],
-                    )
-                    # Blocking: the answer comes once the call settles, which
-                    # only the signal makes it do (Released is never sent).
-                    async for response in client.send_message(SendMessageRequest(message=message)):
+                    async for response in send_hold(client):
                         answers.append((response.task.status.state, response.task.id))
 
                 for _ in range(PENDING):
