@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import msgspec
 
 import agentfx
+from agentfx.confirm import ConfirmationRequest
 from agentfx.testing.recording import RecordingHost
 
 
@@ -227,6 +228,18 @@ class Asked:
     async def __call__(self, prompt: str) -> bool:
         self.prompts.append(prompt)
         return True
+
+
+class Person:
+    """Answers confirmations as told, remembering what it was asked."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.asked: list[ConfirmationRequest] = []
+
+    async def __call__(self, request: ConfirmationRequest) -> bool:
+        self.asked.append(request)
+        return self.answer
 
 
 EXAMPLE_TODOS = ["Buy milk", "Write the report"]
