@@ -7,6 +7,9 @@ todo whose deletion fails (a declared failure Message), hit a defect, and
 delete a todo once a person confirms. This module builds the runtime and its
 recording host, and states what each step must tell the model, so the four
 suites assert the same contract in four dialects.
+
+The Messages and inputs are the todo example's own (``examples/todo/app.py``);
+the Model is this suite's, since the tests replace its fields by name.
 """
 
 from __future__ import annotations
@@ -18,6 +21,16 @@ import msgspec
 import agentfx
 from agentfx.confirm import ConfirmationRequest
 from agentfx.testing.recording import RecordingHost
+from examples.todo.app import (
+    CreatedTodo,
+    CreateTodoInput,
+    DeletedTodo,
+    FailedDeleteTodo,
+    NoInput,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    SelectedTodo,
+)
 
 
 class Todo(msgspec.Struct, frozen=True):
@@ -34,45 +47,7 @@ class User(msgspec.Struct, frozen=True):
     id: str
 
 
-class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request_id: str | None = None
-
-
-class CreatedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-    title: str
-    request_id: str | None = None
-
-
-class SelectedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class RequestedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-    reason: str
-
-
 class RequestedExport(msgspec.Struct, frozen=True, tag=True):
-    pass
-
-
-class CreateTodoInput(msgspec.Struct, frozen=True):
-    """The todo to create."""
-
-    title: str
-
-
-class NoInput(msgspec.Struct, frozen=True):
     pass
 
 
