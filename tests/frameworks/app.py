@@ -7,6 +7,9 @@ todo whose deletion fails (a declared failure Message), hit a defect, and
 delete a todo once a person confirms. This module builds the runtime and its
 recording host, and states what each step must tell the model, so the four
 suites assert the same contract in four dialects.
+
+The Messages and inputs are the todo example's own (``examples/todo/app.py``);
+the Model is this suite's, since the tests replace its fields by name.
 """
 
 from __future__ import annotations
@@ -16,7 +19,18 @@ from dataclasses import dataclass
 import msgspec
 
 import agentfx
+from agentfx.confirm import ConfirmationRequest
 from agentfx.testing.recording import RecordingHost
+from examples.todo.app import (
+    CreatedTodo,
+    CreateTodoInput,
+    DeletedTodo,
+    FailedDeleteTodo,
+    NoInput,
+    RequestedCreateTodo,
+    RequestedDeleteTodo,
+    SelectedTodo,
+)
 
 
 class Todo(msgspec.Struct, frozen=True):
@@ -33,45 +47,7 @@ class User(msgspec.Struct, frozen=True):
     id: str
 
 
-class RequestedCreateTodo(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    request_id: str | None = None
-
-
-class CreatedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-    title: str
-    request_id: str | None = None
-
-
-class SelectedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class RequestedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class DeletedTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-
-
-class FailedDeleteTodo(msgspec.Struct, frozen=True, tag=True):
-    id: str
-    reason: str
-
-
 class RequestedExport(msgspec.Struct, frozen=True, tag=True):
-    pass
-
-
-class CreateTodoInput(msgspec.Struct, frozen=True):
-    """The todo to create."""
-
-    title: str
-
-
-class NoInput(msgspec.Struct, frozen=True):
     pass
 
 
@@ -227,6 +203,18 @@ class Asked:
     async def __call__(self, prompt: str) -> bool:
         self.prompts.append(prompt)
         return True
+
+
+class Person:
+    """Answers confirmations as told, remembering what it was asked."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.asked: list[ConfirmationRequest] = []
+
+    async def __call__(self, request: ConfirmationRequest) -> bool:
+        self.asked.append(request)
+        return self.answer
 
 
 EXAMPLE_TODOS = ["Buy milk", "Write the report"]

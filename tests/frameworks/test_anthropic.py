@@ -23,8 +23,9 @@ from anthropic import AsyncAnthropic
 from anthropic.types import MessageParam, ToolResultBlockParam
 
 from agentfx.anthropic import TRANSPORT, beta_tools, run_tool_use, tool_params
-from agentfx.confirm import ConfirmationRequest, Confirmer
+from agentfx.confirm import Confirmer
 from examples.frameworks import anthropic_agent
+from tests.frameworks.script import Turn, Turns
 from tests.frameworks.app import (
     CONFIRM_PROMPT,
     CONFIRM_TEXT,
@@ -41,6 +42,7 @@ from tests.frameworks.app import (
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Harness,
+    Person,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
@@ -52,14 +54,13 @@ from tests.frameworks.app import (
 pytestmark = pytest.mark.anyio
 
 ToolCall = tuple[str, object]  # (tool name, input)
-Turn = Sequence[ToolCall] | str | Callable[[], Sequence[ToolCall] | str]
 
 
 class MessagesAPI:
     """A scripted ``POST /v1/messages``: records every request, answers each with the next turn."""
 
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = list(turns)
+    def __init__(self, *turns: Turn[ToolCall]) -> None:
+        self.turns = Turns(turns)
         self.tools: list[list[str]] = []
         self.results: list[list[dict[str, Any]]] = []
         self._calls = 0
@@ -71,9 +72,7 @@ class MessagesAPI:
         last: dict[str, Any] = body["messages"][-1]
         content = cast(list[dict[str, Any]], last["content"] if isinstance(last["content"], list) else [])
         self.results.append([block for block in content if block.get("type") == "tool_result"])
-        turn = self.turns.pop(0)
-        if callable(turn):
-            turn = turn()
+        turn = self.turns.next()
         return httpx.Response(200, json=self._message(turn))
 
     def _message(self, turn: Sequence[ToolCall] | str) -> dict[str, Any]:
@@ -148,16 +147,6 @@ async def _tool_runner(h: Harness, api: MessagesAPI, confirm: Confirmer | None =
 Loop = Callable[..., Any]
 
 
-class Person:
-    """Answers confirmations as told, remembering what it was asked."""
-
-    def __init__(self, answer: bool) -> None:
-        self.answer = answer
-        self.asked: list[ConfirmationRequest] = []
-
-    async def __call__(self, request: ConfirmationRequest) -> bool:
-        self.asked.append(request)
-        return self.answer
 LOOPS = [pytest.param(_own_loop, id="own-loop"), pytest.param(_tool_runner, id="tool-runner")]
 
 

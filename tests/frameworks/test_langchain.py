@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from agentfx.confirm import ConfirmationRequest, Confirmer
+from agentfx.confirm import Confirmer
 from agentfx.langchain import TRANSPORT, structured_tools
 from examples.frameworks import langchain_agent
 from tests.frameworks.app import (
@@ -45,6 +45,7 @@ from tests.frameworks.app import (
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Harness,
+    Person,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
@@ -214,18 +215,6 @@ async def test_a_defect_is_an_error_message_without_the_exception(caplog: pytest
     assert SECRET not in repr(model.received)
     assert SECRET in caplog.text
     assert h.outcomes() == [("export_todos", "AgentDefect")]
-
-
-class Person:
-    """Answers confirmations as told, remembering what it was asked."""
-
-    def __init__(self, answer: bool) -> None:
-        self.answer = answer
-        self.asked: list[ConfirmationRequest] = []
-
-    async def __call__(self, request: ConfirmationRequest) -> bool:
-        self.asked.append(request)
-        return self.answer
 
 
 async def test_a_confirmation_without_a_person_to_ask_sends_nothing() -> None:

@@ -10,7 +10,7 @@ run cannot start on trio.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import msgspec
@@ -35,6 +35,7 @@ from agents.testing import assistant_message, function_call
 
 from agentfx.openai_agents import TRANSPORT, function_tools
 from examples.frameworks import openai_agents_agent
+from tests.frameworks.script import Turn, Turns
 from tests.frameworks.app import (
     CONFIRM_TEXT,
     CREATED_TEXT_PREFIX,
@@ -67,14 +68,11 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-Turn = Sequence[TResponseOutputItem] | str | Callable[[], Sequence[TResponseOutputItem] | str]
-
-
 class ScriptedModel(Model):
     """Answers each turn from a script; records the tools offered and the outputs received."""
 
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = list(turns)
+    def __init__(self, *turns: Turn[TResponseOutputItem]) -> None:
+        self.turns = Turns(turns)
         self.tools: list[list[str]] = []
         self.outputs: list[list[tuple[str, str]]] = []
         self._answered: set[str] = set()
@@ -96,9 +94,7 @@ class ScriptedModel(Model):
         items = input
         self.tools.append([tool.name for tool in tools])
         self.outputs.append(self._new_outputs(items))
-        turn = self.turns.pop(0)
-        if callable(turn):
-            turn = turn()
+        turn = self.turns.next()
         output = [assistant_message(turn)] if isinstance(turn, str) else list(turn)
         return ModelResponse(output=output, usage=Usage(), response_id=None)
 

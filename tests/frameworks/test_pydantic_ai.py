@@ -10,7 +10,6 @@ asyncio only: pydantic-ai's agent graph starts its tasks with
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -31,6 +30,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agentfx.pydantic_ai import TRANSPORT, AgentfxToolset
 from examples.frameworks import pydantic_ai_agent
+from tests.frameworks.script import Turn, Turns
 from tests.frameworks.app import (
     CREATED_TEXT_PREFIX,
     EXAMPLE_TODOS,
@@ -66,14 +66,11 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-Turn = Sequence[ToolCallPart] | str | Callable[[], Sequence[ToolCallPart] | str]
-
-
 class Script:
     """A model that answers with scripted turns and records what it was given."""
 
-    def __init__(self, *turns: Turn) -> None:
-        self.turns = list(turns)
+    def __init__(self, *turns: Turn[ToolCallPart]) -> None:
+        self.turns = Turns(turns)
         self.tools: list[list[str]] = []
         self.received: list[list[Any]] = []
 
@@ -81,9 +78,7 @@ class Script:
         self.tools.append([tool.name for tool in info.function_tools])
         last = messages[-1]
         self.received.append(list(last.parts) if isinstance(last, ModelRequest) else [])
-        turn = self.turns.pop(0)
-        if callable(turn):
-            turn = turn()
+        turn = self.turns.next()
         return ModelResponse(parts=[TextPart(turn)] if isinstance(turn, str) else list(turn))
 
     def returns(self, turn: int) -> list[tuple[str, str]]:
