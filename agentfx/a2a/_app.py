@@ -485,17 +485,6 @@ def a2a_app(
                     await requests.idle()
 
     @asynccontextmanager
-    async def serving() -> AsyncGenerator[None]:
-        try:
-            yield
-        finally:
-            # Calls still running are aborted through their signals while the
-            # program still runs, so each is audited and its task left
-            # canceled, rather than torn down unrecorded by the SDK's close.
-            with anyio.CancelScope(shield=True):
-                await executor.abort_running()
-
-    @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
         try:
             if app_runtimes is None:
