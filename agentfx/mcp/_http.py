@@ -65,6 +65,7 @@ from .. import __version__
 from ..app import App
 from ..errors import ContractError
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
+from ._jsonrpc import has_id
 from ._server import server
 
 if TYPE_CHECKING:
@@ -910,7 +911,8 @@ def _read_envelope(body: bytes) -> _Envelope | Response:
 
     Parsed as the SDK's transport will parse it (so nothing it would refuse,
     with validator text, gets that far), with every failure, a nesting too
-    deep for the parser included, answered here.
+    deep for the parser included, answered here; so is a request whose id is
+    neither a string nor an integer, which the parser reads as a notification.
     """
     try:
         raw: object = pydantic_core.from_json(body)
@@ -924,6 +926,11 @@ def _read_envelope(body: bytes) -> _Envelope | Response:
     if isinstance(message, types.JSONRPCRequest):
         return _Envelope(method=message.method, request_id=message.id)
     if isinstance(message, types.JSONRPCNotification):
+        if has_id(body):
+            # A request whose id is not a string or an integer, which the
+            # parser took for a notification: the transport would accept it
+            # (202) and nobody would ever answer it.
+            return _error("Invalid Request", 400, types.INVALID_REQUEST)
         return _Envelope(method=message.method, request_id=None)
     return _Envelope(method=None, request_id=None)
 

@@ -35,19 +35,19 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import anyio.lowlevel
 import mcp_types as types
-import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from .. import __version__
+from ._jsonrpc import has_id
 from ._server import server
 
 if TYPE_CHECKING:
     from ..runtime import AgentRuntime
 
-__all__ = ["DRAIN_TIMEOUT", "MAX_LINE", "has_id", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
+__all__ = ["DRAIN_TIMEOUT", "MAX_LINE", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
 
 _logger = logging.getLogger("agentfx.mcp.stdio")
 
@@ -100,28 +100,6 @@ def _request_id(errors: Any) -> types.RequestId | None:
             if isinstance(request_id, str | int) and not isinstance(request_id, bool):
                 return request_id
     return None
-
-
-class _Id(msgspec.Struct):
-    """Whether a line has a top-level ``id`` (any value, ``null`` included); every other field is skipped."""
-
-    id: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-
-
-def has_id(data: str | bytes) -> bool:
-    """Whether a JSON object has a top-level ``id``, whatever its value; a parsed notification with one was a bad request.
-
-    The SDK's parser reads a request whose id is not a string or an integer
-    as a notification, which nobody answers: a transport asks this to answer
-    it ``-32600`` instead.
-
-    >>> has_id('{"jsonrpc": "2.0", "id": null, "method": "x"}'), has_id('{"method": "x", "params": {"id": 1}}')
-    (True, False)
-    """
-    try:
-        return msgspec.json.decode(data, type=_Id).id is not msgspec.UNSET
-    except (msgspec.DecodeError, RecursionError):
-        return False
 
 
 def read_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:

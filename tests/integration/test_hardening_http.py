@@ -214,6 +214,39 @@ async def test_an_invalid_request_keeps_its_id_when_it_has_one() -> None:
         assert (status, answer["id"], answer["error"]["message"]) == (400, 7, "Invalid Request")
 
 
+# --- 11. ids that are neither strings nor integers -----------------------------------------
+
+BAD_IDS: list[object] = [{"a": 1}, True, 1.5, None, [1]]
+
+
+async def test_a_request_whose_id_is_not_a_string_or_integer_is_an_invalid_request_in_both_eras() -> None:
+    # The SDK's parser reads such a request as a notification: accepted (202),
+    # never answered, and the client waits forever.
+    runtimes = Audited()
+    asgi = http_app(runtimes.make, authenticate=authenticate)
+    invalid = {"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": "Invalid Request"}}
+    async with in_process(asgi) as http:
+        session = await open_session(http, LOCAL, "ann")
+        adding = call(1, "add", {"title": "x"})
+        for where, body in (
+            ({"session": session}, adding),
+            ({"session": session}, LIST),
+            ({"version": MODERN}, modern("tools/call", adding["params"])),
+            ({}, INITIALIZE),
+            ({"version": MODERN}, modern("server/discover")),
+        ):
+            for bad in BAD_IDS:
+                status, answer, _ = await post(http, LOCAL, {**body, "id": bad}, token="ann", **where)
+                assert (status, answer) == (400, invalid), (where, body["method"], bad)
+        # An initialize among them opened nothing: the one session, and bea
+        # (seen only through it) never had a runtime made.
+        assert (asgi.session_count, asgi.principal_count) == (1, 1)
+        status, answer, _ = await post(http, LOCAL, {**INITIALIZE, "id": {"a": 1}}, token="bea")
+        assert (status, answer) == (400, invalid)
+        assert (asgi.session_count, asgi.principal_count) == (1, 1)
+    assert runtimes.outcomes() == [], "nothing was dispatched"
+
+
 # --- 5. authenticate that never returns --------------------------------------------------
 
 

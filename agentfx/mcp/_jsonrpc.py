@@ -1,0 +1,43 @@
+"""What the SDK's JSON-RPC parser leaves unsaid, for the transports that read raw messages.
+
+This layer owns one fact about the wire both transports need before a message
+reaches the SDK: whether a message the SDK's parser read as a notification
+carried an ``id`` after all. The SDK reads a request whose id is neither a
+string nor an integer (an object, a bool, a float, ``null``, an array) as a
+notification, which nobody answers, so its client would wait forever; a
+transport asks :func:`has_id` and answers ``-32600 Invalid Request`` with
+``id: null`` instead.
+
+It deliberately knows nothing of transports, sessions or dispatch: parsing
+messages stays the SDK's (``jsonrpc_message_adapter``).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["has_id"]
+
+
+class _Id(msgspec.Struct):
+    """Whether a message has a top-level ``id`` (any value, ``null`` included); every other field is skipped."""
+
+    id: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+def has_id(data: str | bytes) -> bool:
+    """Whether a JSON object has a top-level ``id``, whatever its value; a parsed notification with one was a bad request.
+
+    The SDK's parser reads a request whose id is not a string or an integer
+    as a notification, which nobody answers: a transport asks this to answer
+    it ``-32600`` instead.
+
+    >>> has_id('{"jsonrpc": "2.0", "id": null, "method": "x"}'), has_id('{"method": "x", "params": {"id": 1}}')
+    (True, False)
+    >>> has_id(b'{"jsonrpc": "2.0", "id": [1], "method": "x"}'), has_id(b"[1, 2]")
+    (True, False)
+    """
+    try:
+        return msgspec.json.decode(data, type=_Id).id is not msgspec.UNSET
+    except (msgspec.DecodeError, RecursionError):
+        return False
