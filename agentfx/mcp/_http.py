@@ -56,6 +56,7 @@ from mcp.server.transport_security import (
     TransportSecuritySettings,
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -69,8 +70,11 @@ from ._jsonrpc import has_id
 from ._server import server
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from mcp.server.lowlevel.server import Server
     from mcp.server.models import InitializationOptions
+    from mcp.shared._stream_protocols import WriteStream
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from ..program import Program
@@ -170,6 +174,13 @@ _STOPPED = "has stopped"
 _FAILED = "stopped with an error"
 
 
+_SHUTTING_DOWN = types.ErrorData(code=types.CONNECTION_CLOSED, message="Server shutting down: the request was cancelled")
+"""The answer of every request still in flight when the server stops (the SDK's code; its reason)."""
+
+_ANSWER_WAIT = 1.0
+"""Seconds the answers of requests cut short by shutdown may take to leave before their streams close."""
+
+
 class _TooMany(Exception):
     """No room for another principal."""
 
@@ -219,6 +230,94 @@ class _Session:
     tenant: _Tenant | None = None
     started: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
+    # Cancelled only when the server stops: the session's message loop, whose
+    # dispatcher then answers every request still in flight.
+    loop: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    calls: int = 0
+    quiet: anyio.Event | None = None
+
+    def calling(self) -> None:
+        self.calls += 1
+
+    def called(self) -> None:
+        self.calls -= 1
+        if self.calls == 0 and self.quiet is not None:
+            self.quiet.set()
+
+    async def answered(self) -> None:
+        """Until no request of the session is being answered."""
+        if self.calls:
+            quiet = self.quiet = anyio.Event()
+            await quiet.wait()
+
+
+class _Stopping:
+    """A session's write stream, in which the dispatcher's answers to requests cut short by shutdown say so.
+
+    When its loop stops, the SDK's dispatcher answers every request still in
+    flight ``-32000`` "Connection closed"; here the server stopping is why,
+    and the client is told that in this endpoint's words.
+    """
+
+    def __init__(self, stream: WriteStream[SessionMessage], session: _Session) -> None:
+        self._stream = stream
+        self._session = session
+
+    async def send(self, item: SessionMessage, /) -> None:
+        message = item.message
+        if (
+            self._session.loop.cancel_called
+            and isinstance(message, types.JSONRPCError)
+            and message.error.code == types.CONNECTION_CLOSED
+        ):
+            item = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=message.id, error=_SHUTTING_DOWN), item.metadata)
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Stopping:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _Watched:
+    """An ASGI ``send`` that remembers how far the response got."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.streaming = False
+        self.finished = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            headers = cast("Iterable[tuple[bytes, bytes]]", message.get("headers", ()))
+            self.streaming = any(k.lower() == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.finished = True
+        await self._send(message)
+
+    async def stopped(self, scope: Scope, receive: Receive, request_id: types.RequestId | None) -> None:
+        """Answer a request the server's shutdown cut short, however far its response got."""
+        if self.finished:
+            return
+        answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=_SHUTTING_DOWN)
+        with anyio.move_on_after(_ANSWER_WAIT, shield=True):
+            if not self.started:
+                await _error(_SHUTTING_DOWN.message, 503, _SHUTTING_DOWN.code, request_id=request_id)(
+                    scope, receive, self
+                )
+            elif self.streaming:
+                data = answer.model_dump_json(by_alias=True, exclude_unset=True)
+                await self({"type": "http.response.body", "body": f"event: message\r\ndata: {data}\r\n\r\n".encode()})
+            else:
+                await self({"type": "http.response.body", "body": b""})
 
 
 @dataclass(frozen=True)
@@ -311,6 +410,12 @@ class HttpApp(Generic[P]):
     async def running(self) -> AsyncGenerator[None]:
         """Start what the ASGI lifespan starts (an App's program, the sessions' task group), for embedding.
 
+        Leaving the block stops serving in order: every request still in
+        flight is cancelled (a call's invocation aborted, so the audit
+        records it) and answered ``-32000`` "Server shutting down: the
+        request was cancelled" on its own response, then the sessions close,
+        then every principal's runtime, then the App's program.
+
         Whatever stops an App's program (a command that raised) propagates
         out of the block, as from :meth:`agentfx.App.run`; from then on every
         request is answered 500, "the application stopped", until the block
@@ -384,14 +489,20 @@ class HttpApp(Generic[P]):
         sessions = list(self._sessions.values())
         with anyio.move_on_after(5, shield=True):
             # Cancelled calls abort their invocations (and are audited) while
-            # their runtimes are still there to record them.
+            # their runtimes are still there to record them, and each is
+            # answered that the server is shutting down.
             for request in list(self._requests):
                 request.cancel()
+            for session in sessions:
+                # The session ends its own transport once its loop has stopped
+                # and what was in flight has been answered.
+                session.loop.cancel()
             if self._requests:
                 no_requests = self._no_requests = anyio.Event()
                 await no_requests.wait()
             for session in sessions:
-                await session.transport.terminate()
+                if not session.started:
+                    await session.transport.terminate()
             for session in sessions:
                 await session.done.wait()
             tenants = list(self._tenants.values())
@@ -564,7 +675,7 @@ class HttpApp(Generic[P]):
         headers = Request(scope).headers
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            await self._serve_sessionless(principal, key, scope, receive, send)
+            await self._serve_sessionless(principal, key, envelope, scope, receive, send)
             return
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         if session_id is None:
@@ -579,7 +690,9 @@ class HttpApp(Generic[P]):
 
     # --- 2026-07-28: one request, one principal -----------------------------------------
 
-    async def _serve_sessionless(self, principal: object, key: Hashable, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _serve_sessionless(
+        self, principal: object, key: Hashable, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         try:
             tenant = await self._tenant(principal, key)
         except _TooMany:
@@ -589,12 +702,18 @@ class HttpApp(Generic[P]):
             await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
             return
         request = anyio.CancelScope()
+        watched = _Watched(send)
         self._requests.add(request)
         try:
             with request:
                 state = await self._modern_state(tenant)
                 assert tenant.server is not None
-                await handle_modern_request(tenant.server, self._security, False, state, scope, receive, send)
+                await handle_modern_request(tenant.server, self._security, False, state, scope, receive, watched)
+            if request.cancel_called:
+                # Only shutting down cancels it. The SDK's entry answers
+                # nothing when cancelled (the server would log that the app
+                # never responded): the request is answered here instead.
+                await watched.stopped(scope, receive, None if envelope is None else envelope.request_id)
         finally:
             self._requests.discard(request)
             if not self._requests and self._no_requests is not None:
@@ -773,17 +892,23 @@ class HttpApp(Generic[P]):
                 async with tenant.server.lifespan(tenant.server) as state:
                     task_status.started()
                     idle = session.transport.idle_scope or anyio.CancelScope()
-                    with idle:
+                    with idle, session.loop:
                         # serve_loop, not Server.run(): the session's era is
                         # already known, so no dual-era relay is needed.
                         await serve_loop(
                             tenant.server,
                             read,
-                            write,
+                            _Stopping(write, session),
                             lifespan_state=state,
                             session_id=session.id,
                             init_options=tenant.init_options,
                         )
+                    if session.loop.cancel_called:
+                        # The server is stopping: the answers to what was in
+                        # flight are on their way to their streams, which
+                        # terminating the transport would close under them.
+                        with anyio.move_on_after(_ANSWER_WAIT, shield=True):
+                            await session.answered()
         except Exception:
             # Once started, a failing session must not take the others down.
             _logger.exception("session %s ended with an error", session.id)
@@ -807,9 +932,19 @@ class HttpApp(Generic[P]):
                 left = True
             return message
 
-        await session.transport.handle_request(scope, watched, send)
+        calling = envelope is not None and envelope.request_id is not None
+        if calling:
+            session.calling()
+        try:
+            await session.transport.handle_request(scope, watched, send)
+        finally:
+            if calling:
+                session.called()
         if session.transport.is_terminated:
             self._sessions.pop(session.id, None)
+            return
+        if session.loop.cancel_called:
+            # The server is stopping: every call of the session has been cancelled and answered already.
             return
         if left and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
             # Without an event store, a response whose POST stream is gone has
@@ -846,7 +981,10 @@ class HttpApp(Generic[P]):
             return
 
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await session.transport.handle_request({**scope, "method": "POST", "headers": headers}, receive, discard)
+            try:
+                await session.transport.handle_request({**scope, "method": "POST", "headers": headers}, receive, discard)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the session's loop ended meanwhile, taking the call with it
 
 
 def _local_path(scope: Scope) -> str:

@@ -365,31 +365,89 @@ async def test_an_abandoned_body_is_one_log_line_not_a_traceback(caplog: pytest.
 # --- shutdown -------------------------------------------------------------------------
 
 
-async def test_shutting_down_cancels_sessionless_calls_in_flight_and_audits_them() -> None:
+SHUTTING_DOWN = {"code": types.CONNECTION_CLOSED, "message": "Server shutting down: the request was cancelled"}
+
+
+async def waiting_until(http: httpx.AsyncClient, seen: int = 1) -> None:
+    """Until ann's Model says a ``wait`` call is pending (her own runtime, read sessionless)."""
+    context = modern("resources/read", {"uri": "app://context"}, request_id=99)
+    with anyio.fail_after(5):
+        while True:
+            _, answer, _ = await post(http, LOCAL, context, token="ann", version=MODERN)
+            if json.loads(answer["result"]["contents"][0]["text"])["waiting"]:
+                return
+            await anyio.sleep(0.02)
+
+
+@pytest.mark.parametrize("progress", [False, True], ids=["silent", "streaming"])
+async def test_shutting_down_answers_sessionless_calls_in_flight_and_audits_them(
+    progress: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Silent, the 2026 entry holds its answer back (no headers yet); with a
+    # progress token its progress has committed an event stream.
     runtimes = Audited()
     asgi = http_app(runtimes.make, authenticate=authenticate)
-    waiting = modern("tools/call", {"name": "wait", "arguments": {}})
-    answered: list[int] = []
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+    waiting = modern("tools/call", {"name": "wait", "arguments": {}}, request_id=7)
+    if progress:
+        waiting["params"]["_meta"]["progressToken"] = "p"
+    answered: list[tuple[int, Any, str]] = []
+    streaming = anyio.Event()
+
+    async def watching(scope: Any, receive: Any, send: Any) -> None:
+        async def watched(message: Any) -> None:
+            if message["type"] == "http.response.start" and (b"content-type", b"text/event-stream") in message["headers"]:
+                streaming.set()
+            await send(message)
+
+        await asgi(scope, receive, watched)
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=watching)) as http:
         async with anyio.create_task_group() as task_group:
             async with asgi.running():
 
                 async def call_and_wait() -> None:
                     # The ASGI server (here httpx's transport) runs the request;
-                    # ending it without an answer is what shutting down does.
-                    try:
-                        answered.append((await post(http, LOCAL, waiting, token="ann", version=MODERN))[0])
-                    except Exception:
-                        answered.append(0)
+                    # leaving running() must still answer it.
+                    status, answer, response = await post(http, LOCAL, waiting, token="ann", version=MODERN)
+                    answered.append((status, answer, response.headers["content-type"]))
 
                 task_group.start_soon(call_and_wait)
-                context = modern("resources/read", {"uri": "app://context"}, request_id=2)
-                with anyio.fail_after(5):
-                    while True:
-                        _, answer, _ = await post(http, LOCAL, context, token="ann", version=MODERN)
-                        if json.loads(answer["result"]["contents"][0]["text"])["waiting"]:
-                            break
-                        await anyio.sleep(0.02)
+                await waiting_until(http)
+                if progress:
+                    with anyio.fail_after(5):
+                        await streaming.wait()
             assert asgi.principal_count == 0
     assert runtimes.outcomes() == [("wait", "dispatched", "AgentCancelledError")]
-    assert answered and answered[0] != 200
+    [(status, answer, content_type)] = answered
+    assert answer == {"jsonrpc": "2.0", "id": 7, "error": SHUTTING_DOWN}
+    if progress:
+        assert (status, content_type) == (200, "text/event-stream")
+    else:
+        assert (status, content_type) == (503, "application/json")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_shutting_down_answers_session_calls_in_flight_and_audits_them(caplog: pytest.LogCaptureFixture) -> None:
+    runtimes = Audited()
+    asgi = http_app(runtimes.make, authenticate=authenticate)
+    answered: list[tuple[int, Any]] = []
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        async with anyio.create_task_group() as task_group:
+            async with asgi.running():
+                session = await open_session(http, LOCAL, "ann")
+
+                async def call_and_wait(request_id: int) -> None:
+                    status, answer, _ = await post(http, LOCAL, call(request_id, "wait", {}), token="ann", session=session)
+                    answered.append((status, answer))
+
+                for request_id in (1, 2):
+                    task_group.start_soon(call_and_wait, request_id)
+                await waiting_until(http)
+                await anyio.sleep(0.05)  # the second call is in flight too
+            assert (asgi.session_count, asgi.principal_count) == (0, 0)
+    assert runtimes.outcomes() == [("wait", "dispatched", "AgentCancelledError")] * 2
+    assert sorted(answered, key=lambda a: a[1]["id"]) == [
+        (200, {"jsonrpc": "2.0", "id": 1, "error": SHUTTING_DOWN}),
+        (200, {"jsonrpc": "2.0", "id": 2, "error": SHUTTING_DOWN}),
+    ]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
