@@ -23,13 +23,14 @@ import importlib
 import inspect
 import ipaddress
 import json
+import os
 import shlex
 import signal
 import socket
 import sys
 import traceback
 import urllib.parse
-from collections.abc import AsyncGenerator, Callable, Generator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path, PurePath
 from types import ModuleType
@@ -44,9 +45,20 @@ from .docs import to_manifest, to_markdown
 from .runtime import AgentRuntime
 
 if TYPE_CHECKING:
+    from mcp.server.request_state import RequestStateSecurity
+
     from .mcp import HttpApp
 
-__all__ = ["STOP_SIGNALS", "ExitCode", "UsageError", "load", "main", "render_manifest", "stopped_by_signals"]
+__all__ = [
+    "REQUEST_STATE_KEYS",
+    "STOP_SIGNALS",
+    "ExitCode",
+    "UsageError",
+    "load",
+    "main",
+    "render_manifest",
+    "stopped_by_signals",
+]
 
 
 class ExitCode(enum.IntEnum):
@@ -490,18 +502,49 @@ def _loopback(address: str) -> bool:
         return False
 
 
+REQUEST_STATE_KEYS = "AGENTFX_REQUEST_STATE_KEYS"
+"""The environment variable ``serve --transport http`` reads the ``requestState`` key ring from.
+
+Comma-separated secrets of at least 32 bytes each (``python -c "import
+secrets; print(secrets.token_hex(32))"``): the first seals, every one
+unseals, so keys rotate without downtime. Processes given the same ring
+redeem each other's 2026-07-28 confirmations; unset, each process makes a key
+of its own and a retry must come back to it.
+"""
+
+
+def _request_state_security(environ: Mapping[str, str]) -> RequestStateSecurity | None:
+    """The ``RequestStateSecurity`` :data:`REQUEST_STATE_KEYS` names, or ``None`` when it is unset or empty."""
+    ring = [key.strip() for key in environ.get(REQUEST_STATE_KEYS, "").split(",") if key.strip()]
+    if not ring:
+        return None
+    from mcp.server.request_state import RequestStateSecurity
+
+    try:
+        return RequestStateSecurity(keys=ring)
+    except ValueError as exc:
+        # The SDK's words name the short key by position, never its value.
+        raise UsageError(f"{REQUEST_STATE_KEYS}: {exc}") from None
+
+
 async def _serve_http(
-    served: _Served, target: str, sock: socket.socket, err: TextIO, hosts: Sequence[str] = ()
+    served: _Served,
+    target: str,
+    sock: socket.socket,
+    err: TextIO,
+    hosts: Sequence[str] = (),
+    sealing: RequestStateSecurity | None = None,
 ) -> None:
     from .mcp import http_app
 
     if isinstance(served, App):
         # One application, many agents: every session binds its own runtime
         # to the same running program.
-        await _uvicorn(http_app(cast("App[Any, Any, Any]", served), allowed_hosts=hosts), sock, err)
+        asgi = http_app(cast("App[Any, Any, Any]", served), allowed_hosts=hosts, request_state_security=sealing)
     else:
         factory = served
-        await _uvicorn(http_app(lambda _principal: _runtime(factory, target), allowed_hosts=hosts), sock, err)
+        asgi = http_app(lambda _principal: _runtime(factory, target), allowed_hosts=hosts, request_state_security=sealing)
+    await _uvicorn(asgi, sock, err)
 
 
 def _allowed_hosts(host: str, listed: Sequence[str]) -> tuple[str, ...]:
@@ -873,6 +916,7 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _require_a2a()
     else:
         _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
+    sealing = _request_state_security(os.environ) if args.transport == "http" else None
     try:
         if args.transport == "stdio":
             anyio.run(_serve_stdio, served, args.target, err)
@@ -882,8 +926,10 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             with _listen(host, port) as sock:
                 # uvicorn runs on asyncio only.
                 hosts = _allowed_hosts(host, args.allowed_host or ())
-                serve = _serve_a2a if args.transport == "a2a" else _serve_http
-                anyio.run(serve, served, args.target, sock, err, hosts, backend="asyncio")
+                if args.transport == "a2a":
+                    anyio.run(_serve_a2a, served, args.target, sock, err, hosts, backend="asyncio")
+                else:
+                    anyio.run(_serve_http, served, args.target, sock, err, hosts, sealing, backend="asyncio")
     except (UsageError, _CannotListen):
         raise
     except Exception as exc:

@@ -65,6 +65,7 @@ __all__ = [
     "can_elicit",
     "form",
     "plan",
+    "bound",
     "security",
 ]
 
@@ -89,6 +90,27 @@ def security(given: RequestStateSecurity | None) -> RequestStateSecurity:
     600.0
     """
     return given if given is not None else RequestStateSecurity.ephemeral()
+
+
+def bound(given: RequestStateSecurity, principal: str) -> RequestStateSecurity:
+    """``given`` (its key ring or codec, lifetime and audience), with every state also bound to ``principal``.
+
+    For servers that share one policy but serve one principal each (one per
+    principal's runtime over HTTP): a state sealed for one principal is
+    refused for any other, whether or not ``given`` binds principals itself
+    (its own binding, an OAuth caller's by default, is kept beside).
+
+    >>> policy = RequestStateSecurity(keys=["k" * 32], bind_principal=None, ttl=60.0)
+    >>> ann = bound(policy, "ann")
+    >>> ann.codec is policy.codec, ann.ttl, ann.bind_principal(None)
+    (True, 60.0, '["ann",null]')
+    """
+    outer = given.bind_principal
+
+    def bind(ctx: ServerRequestContext[Any, Any]) -> str:
+        return msgspec.json.encode([principal, None if outer is None else outer(ctx)]).decode()
+
+    return RequestStateSecurity(codec=given.codec, ttl=given.ttl, bind_principal=bind, audience=given.audience)
 
 
 def form(prompt: str) -> types.ElicitRequestFormParams:

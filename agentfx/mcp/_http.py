@@ -30,6 +30,7 @@ runs the server of :mod:`agentfx.mcp._server` over its runtime.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import logging
@@ -42,11 +43,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 import anyio
 import mcp_types as types
+import msgspec
 import pydantic_core
 from anyio.abc import TaskGroup, TaskStatus
 from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.runner import serve_loop
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.transport_security import (
@@ -66,6 +69,7 @@ from .. import __version__
 from ..app import App
 from ..errors import ContractError
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
+from . import _confirm
 from ._jsonrpc import has_id
 from ._server import server
 
@@ -352,6 +356,7 @@ class HttpApp(Generic[P]):
         token_verifier: TokenVerifier | None = None,
         auth: AuthSettings | None = None,
         principal_from_token: PrincipalFromToken | None = None,
+        request_state_security: RequestStateSecurity | None = None,
         name: str = "agentfx",
         version: str = __version__,
     ) -> None:
@@ -368,6 +373,7 @@ class HttpApp(Generic[P]):
         self._authenticate = authenticate
         self._tokens = None if token_verifier is None else BearerTokens(token_verifier, cast("AuthSettings", auth))
         self._principal_from_token = principal_from_token
+        self._request_state_security = request_state_security
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=list(tuple(allowed_hosts) or _LOOPBACK_HOSTS),
@@ -788,7 +794,9 @@ class HttpApp(Generic[P]):
         started = False
         try:
             async with self._runtime(tenant.principal) as runtime:
-                mcp_server = server(runtime, name=self._name, version=self._version)
+                mcp_server = server(
+                    runtime, name=self._name, version=self._version, request_state_security=self._sealing(tenant)
+                )
                 # The 2026 entry checks Mcp-Param headers against the called
                 # tool's schema; without this it would list the tools (reading
                 # the Model) on every call that has arguments.
@@ -812,6 +820,17 @@ class HttpApp(Generic[P]):
             tenant.done.set()
             if self._tenants.get(tenant.key) is tenant:
                 del self._tenants[tenant.key]
+
+    def _sealing(self, tenant: _Tenant) -> RequestStateSecurity | None:
+        given = self._request_state_security
+        if given is None:
+            # Each principal's server seals under a key of its own, made now:
+            # no state crosses principals, restarts or processes.
+            return None
+        # One policy for every principal's server (and every process given
+        # it), so each state is also bound to the principal it was sealed for:
+        # the SDK binds only an OAuth caller, and not an authenticate hook's.
+        return _confirm.bound(given, _principal_text(tenant.key))
 
     def _runtime(self, principal: Any) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
         served = self._served
@@ -1019,6 +1038,24 @@ def _key(principal: object) -> Hashable:
     return cast("Hashable", principal)
 
 
+def _principal_text(key: Hashable) -> str:
+    """The principal as the same text in every process, for binding a sealed state to it.
+
+    A digest of its type and its JSON encoding (unordered collections
+    sorted), so equal principals of one type agree wherever they are served.
+    One that JSON cannot encode is bound to this runtime alone: its states
+    come back only here, never to another principal.
+    """
+    if key is _ANONYMOUS:
+        return "anonymous"
+    kind = type(key)
+    try:
+        encoded = msgspec.json.encode(key, order="deterministic")
+    except (TypeError, ValueError, OverflowError):
+        return f"local:{uuid.uuid4().hex}"
+    return hashlib.sha256(f"{kind.__module__}.{kind.__qualname__}:".encode() + encoded).hexdigest()
+
+
 def _same(a: object, b: object) -> bool:
     try:
         return a is b or bool(a == b)
@@ -1117,6 +1154,7 @@ def http_app(
     token_verifier: None = None,
     auth: None = None,
     principal_from_token: None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[None]: ...
@@ -1130,6 +1168,7 @@ def http_app(
     token_verifier: None = None,
     auth: None = None,
     principal_from_token: None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[P]: ...
@@ -1143,6 +1182,7 @@ def http_app(
     token_verifier: TokenVerifier,
     auth: AuthSettings,
     principal_from_token: None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[AccessToken]: ...
@@ -1156,6 +1196,7 @@ def http_app(
     token_verifier: TokenVerifier,
     auth: AuthSettings,
     principal_from_token: Callable[[AccessToken], P | Awaitable[P]],
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[P]: ...
@@ -1168,6 +1209,7 @@ def http_app(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
     principal_from_token: Callable[[AccessToken], Any] | None = None,
+    request_state_security: RequestStateSecurity | None = None,
     name: str = "agentfx",
     version: str = __version__,
 ) -> HttpApp[Any]:
@@ -1222,6 +1264,17 @@ def http_app(
             async): the principal a verified token proves, which ``authorize``
             sees. By default the ``AccessToken`` itself, so
             ``req.principal.scopes`` holds its scopes.
+        request_state_security: How the ``requestState`` of a 2026-07-28
+            confirmation is sealed (the SDK's ``RequestStateSecurity``), for
+            every principal's server. By default each principal's server
+            makes a key of its own, so a retry must come back to the process
+            that asked. Several processes serving one contract pass the same
+            ``RequestStateSecurity(keys=[...])``, and a retry may reach any of
+            them. Every state is bound to the principal it was sealed for (by
+            a digest of the principal's type and JSON encoding, beside the
+            policy's own ``bind_principal``), so another principal's retry is
+            refused. Each principal's server keeps its own single-use ledger:
+            a state could be redeemed once in each process until it expires.
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
 
@@ -1255,6 +1308,7 @@ def http_app(
         token_verifier=token_verifier,
         auth=auth,
         principal_from_token=principal_from_token,
+        request_state_security=request_state_security,
         name=name,
         version=version,
     )

@@ -1,0 +1,218 @@
+"""A 2026-07-28 confirmation over Streamable HTTP, asked by one server and answered at another.
+
+The ``requestState`` of an ``InputRequiredResult`` is sealed under the
+``request_state_security`` an app is given: two apps (two processes behind one
+address, say) given the same key redeem each other's states, each bound to the
+principal it was sealed for. Driven with the SDK's own client negotiating
+2026-07-28, against two apps served on 127.0.0.1, each with a program (a Model) of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, Generator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import mcp
+import mcp_types as types
+import pytest
+from mcp.server.request_state import RequestStateSecurity
+from starlette.requests import Request
+
+import agentfx
+from agentfx.app import App
+from agentfx.cli import REQUEST_STATE_KEYS
+from agentfx.mcp import HttpApp, http_app
+from tests.http_support import MODERN, modern, post, sdk_client, serving
+from tests.test_mcp_confirm import APPROVE, INVALID_STATE, Contract, Model, Person, User, update
+
+pytestmark = pytest.mark.anyio
+
+# The SDK's Streamable HTTP client leaves its SSE readers unfinished on trio
+# (see test_mcp_http_sessionless), so these tests run on asyncio.
+SDK_CLIENT = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "a-shared-request-state-key-of-32-bytes+"
+USERS = {"ann": User("ann"), "bea": User("bea")}
+
+
+def authenticate(request: Request) -> User | None:
+    return USERS.get(request.headers.get("authorization", "").removeprefix("Bearer "))
+
+
+class Served:
+    """One app with a program of its own, and an audit of the calls it served."""
+
+    def __init__(self, security: RequestStateSecurity | None) -> None:
+        self.log = agentfx.audit_log(principal=lambda user: user.name)
+        self.app = App(Contract, init=Model(), update=update, principal=User("nobody"), audit=self.log)
+        self.asgi: HttpApp[User] = http_app(self.app, authenticate=authenticate, request_state_security=security)
+        self.url = ""
+
+    def confirmed(self) -> list[tuple[str, str, str]]:
+        return [(e.capability, str(e.principal), e.outcome) for e in self.log.entries() if e.confirmed]
+
+
+@asynccontextmanager
+async def client(served: Served, token: str) -> AsyncGenerator[mcp.Client]:
+    async with sdk_client(served.url, token, mode="auto", elicitation_callback=Person()) as session:
+        assert session.protocol_version == "2026-07-28"
+        yield session
+
+
+async def ask(served: Served, token: str, item: str) -> str:
+    """The first round at ``served``: the sealed state of an ``InputRequiredResult``."""
+    async with client(served, token) as session:
+        first = await session.session.call_tool("remove", {"item": item}, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult) and first.request_state is not None, first
+    return first.request_state
+
+
+async def answer(served: Served, token: str, item: str, state: str) -> Any:
+    """The retry at ``served`` with the person's approval: its result, or the error refusing it."""
+    async with client(served, token) as session:
+        try:
+            return await session.session.call_tool(
+                "remove", {"item": item}, input_responses=APPROVE, request_state=state, allow_input_required=True
+            )
+        except mcp.MCPError as refused:
+            return refused.error
+
+
+@contextmanager
+def two(security: RequestStateSecurity | None) -> Generator[tuple[Served, Served]]:
+    one, other = Served(security), Served(security)
+    with ExitStack() as stack:
+        for served in (one, other):
+            served.url = stack.enter_context(serving(lambda _url, asgi=served.asgi: asgi))
+        yield one, other
+
+
+@SDK_CLIENT
+async def test_with_a_shared_key_a_retry_sealed_by_one_app_is_redeemed_once_at_another() -> None:
+    with two(RequestStateSecurity(keys=[KEY])) as (one, other):
+        state = await ask(one, "ann", "milk")
+        approved = await answer(other, "ann", "milk", state)
+        assert isinstance(approved, types.CallToolResult) and not approved.is_error, approved
+        assert other.confirmed() == [("remove", "ann", "dispatched")]
+        assert one.confirmed() == []
+        # Single use where it was redeemed.
+        replayed = await answer(other, "ann", "milk", state)
+        assert isinstance(replayed, types.ErrorData) and replayed.message == INVALID_STATE
+        assert len(other.confirmed()) == 1
+
+
+@SDK_CLIENT
+async def test_a_state_sealed_for_one_principal_is_refused_for_another_even_with_the_key() -> None:
+    with two(RequestStateSecurity(keys=[KEY])) as (one, other):
+        state = await ask(one, "ann", "milk")
+        for served in (one, other):
+            refused = await answer(served, "bea", "milk", state)
+            assert isinstance(refused, types.ErrorData) and refused.message == INVALID_STATE
+            assert served.confirmed() == []
+        # Still unused: ann redeems it.
+        approved = await answer(other, "ann", "milk", state)
+        assert isinstance(approved, types.CallToolResult) and not approved.is_error
+
+
+@SDK_CLIENT
+async def test_without_a_shared_key_a_retry_must_return_to_the_app_that_asked() -> None:
+    with two(None) as (one, other):
+        state = await ask(one, "ann", "milk")
+        refused = await answer(other, "ann", "milk", state)
+        assert isinstance(refused, types.ErrorData) and refused.message == INVALID_STATE
+        assert other.confirmed() == []
+        approved = await answer(one, "ann", "milk", state)
+        assert isinstance(approved, types.CallToolResult) and not approved.is_error
+        assert one.confirmed() == [("remove", "ann", "dispatched")]
+
+
+# --- agentfx serve: the key ring from the environment -------------------------------------
+
+
+@asynccontextmanager
+async def agentfx_serve(environ: dict[str, str]) -> AsyncGenerator[str]:
+    """``agentfx serve examples.todo.app:app --transport http`` on a free port, with ``environ``; its URL."""
+    command = [sys.executable, "-m", "agentfx", "serve", "examples.todo.app:app", "--transport", "http", "--port", "0"]
+    async with await anyio.open_process(command, cwd=ROOT, env={**os.environ, **environ}) as process:
+        try:
+            assert process.stderr is not None
+            line = b""
+            with anyio.fail_after(20):
+                while not line.startswith(b"Serving"):
+                    line = b""
+                    while not line.endswith(b"\n"):
+                        line += await process.stderr.receive(1)
+            yield line.decode().split()[-1]
+        finally:
+            process.terminate()
+            with anyio.fail_after(10):
+                await process.wait()
+
+
+async def tool(http: httpx.AsyncClient, url: str, name: str, **params: Any) -> Any:
+    """One raw 2026-07-28 ``tools/call`` from a client that can elicit: its result."""
+    body = modern("tools/call", {"name": name, "arguments": {}, **params})
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {"form": {}}}
+    status, answer, _ = await post(http, url, body, version=MODERN)
+    assert status == 200 and "result" in answer, answer
+    return answer["result"]
+
+
+async def test_agentfx_serve_processes_given_one_key_ring_redeem_each_others_confirmations() -> None:
+    ring = {REQUEST_STATE_KEYS: f"{'r' * 40}, {'s' * 40}"}
+    async with agentfx_serve(ring) as one, agentfx_serve(ring) as other, httpx.AsyncClient() as http:
+        # Two processes, each with its own Model (no --redis): the todo is selected in both.
+        for url in (one, other):
+            await tool(http, url, "select_todo", arguments={"id": "todo-1"})
+        asked = await tool(http, one, "delete_selected_todo")
+        state = asked["requestState"]
+        assert asked["inputRequests"]["confirm"]["params"]["message"] == 'Delete the todo "Buy milk"?'
+        approval = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+        deleted = await tool(http, other, "delete_selected_todo", inputResponses=approval, requestState=state)
+        assert not deleted.get("isError") and "DeletedTodo" in deleted["content"][0]["text"], deleted
+
+
+def test_agentfx_serve_refuses_a_short_key_in_a_line_that_names_the_variable() -> None:
+    command = [sys.executable, "-m", "agentfx", "serve", "examples.todo.app:app", "--transport", "http", "--port", "0"]
+    environ = {**os.environ, REQUEST_STATE_KEYS: "too-short"}
+    done = subprocess.run(command, cwd=ROOT, env=environ, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2
+    assert REQUEST_STATE_KEYS in done.stderr and "at least 32 bytes" in done.stderr
+    assert "too-short" not in done.stderr and "Traceback" not in done.stderr
+
+
+PRINCIPAL_TEXTS = """
+from mcp.server.auth.provider import AccessToken
+from agentfx.mcp._auth import token_identity
+from agentfx.mcp._http import _principal_text
+from tests.test_mcp_confirm import User
+token = AccessToken(token="t", client_id="app", scopes=["a", "b", "c", "d"], subject="ann")
+print(_principal_text(token_identity(token)), _principal_text(User("ann")), _principal_text(User("bea")))
+"""
+
+
+def test_a_principal_binds_to_the_same_text_in_every_process() -> None:
+    # A token's identity holds its scopes as a set, whose order varies with
+    # the process's hash seed; the binding must not.
+    texts = [
+        subprocess.run(
+            [sys.executable, "-c", PRINCIPAL_TEXTS],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.split()
+        for seed in ("1", "2")
+    ]
+    assert texts[0] == texts[1]
+    token, ann, bea = texts[0]
+    assert len({token, ann, bea}) == 3
