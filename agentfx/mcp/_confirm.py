@@ -62,10 +62,10 @@ __all__ = [
     "INVALID_STATE",
     "Approvals",
     "Plan",
+    "bound",
     "can_elicit",
     "form",
     "plan",
-    "bound",
     "security",
 ]
 

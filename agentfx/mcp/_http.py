@@ -68,8 +68,8 @@ from starlette.responses import Response
 from .. import __version__
 from ..app import App
 from ..errors import ContractError
-from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from . import _confirm
+from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import has_id
 from ._server import server
 
