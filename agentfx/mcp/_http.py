@@ -234,11 +234,18 @@ class _Session:
     tenant: _Tenant | None = None
     started: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
-    # Cancelled only when the server stops: the session's message loop, whose
-    # dispatcher then answers every request still in flight.
-    loop: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    # Set, and the session's message loop cancelled, only when the server
+    # stops: its dispatcher then answers every request still in flight. The
+    # scope is made when the loop starts (an open session holds no more than it must).
+    stopping: bool = False
+    loop: anyio.CancelScope | None = None
     calls: int = 0
     quiet: anyio.Event | None = None
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.loop is not None:
+            self.loop.cancel()
 
     def calling(self) -> None:
         self.calls += 1
@@ -263,6 +270,8 @@ class _Stopping:
     and the client is told that in this endpoint's words.
     """
 
+    __slots__ = ("_session", "_stream")
+
     def __init__(self, stream: WriteStream[SessionMessage], session: _Session) -> None:
         self._stream = stream
         self._session = session
@@ -270,7 +279,7 @@ class _Stopping:
     async def send(self, item: SessionMessage, /) -> None:
         message = item.message
         if (
-            self._session.loop.cancel_called
+            self._session.stopping
             and isinstance(message, types.JSONRPCError)
             and message.error.code == types.CONNECTION_CLOSED
         ):
@@ -502,7 +511,7 @@ class HttpApp(Generic[P]):
             for session in sessions:
                 # The session ends its own transport once its loop has stopped
                 # and what was in flight has been answered.
-                session.loop.cancel()
+                session.stop()
             if self._requests:
                 no_requests = self._no_requests = anyio.Event()
                 await no_requests.wait()
@@ -911,7 +920,10 @@ class HttpApp(Generic[P]):
                 async with tenant.server.lifespan(tenant.server) as state:
                     task_status.started()
                     idle = session.transport.idle_scope or anyio.CancelScope()
-                    with idle, session.loop:
+                    loop = session.loop = anyio.CancelScope()
+                    if session.stopping:
+                        loop.cancel()
+                    with idle, loop:
                         # serve_loop, not Server.run(): the session's era is
                         # already known, so no dual-era relay is needed.
                         await serve_loop(
@@ -922,7 +934,7 @@ class HttpApp(Generic[P]):
                             session_id=session.id,
                             init_options=tenant.init_options,
                         )
-                    if session.loop.cancel_called:
+                    if session.stopping:
                         # The server is stopping: the answers to what was in
                         # flight are on their way to their streams, which
                         # terminating the transport would close under them.
@@ -962,7 +974,7 @@ class HttpApp(Generic[P]):
         if session.transport.is_terminated:
             self._sessions.pop(session.id, None)
             return
-        if session.loop.cancel_called:
+        if session.stopping:
             # The server is stopping: every call of the session has been cancelled and answered already.
             return
         if left and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
