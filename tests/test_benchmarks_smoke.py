@@ -61,6 +61,9 @@ def _record(path: Path) -> Record:
     return msgspec.json.decode(path.read_bytes(), type=Record)
 
 
+# Every scenario runs, served peers in their own processes included: on a loaded
+# machine that outgrows the suite's per-test default.
+@pytest.mark.timeout(240)
 def test_smoke_run_reports_every_figure_with_a_verdict_per_target(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
