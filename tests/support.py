@@ -23,6 +23,7 @@ from returns.io import IOResult
 from returns.result import Result
 
 import agentfx
+from agentfx.contract import Authorize
 from agentfx.pipeline import DispatchResult
 from agentfx.testing.recording import RecordingHost
 
@@ -104,8 +105,14 @@ async def _rename_allowed(req: agentfx.AuthorizationRequest[User, RequestedRenam
     return agentfx.Refusal("Only an admin may rename a todo")
 
 
-AppAgent = TodoAgent.define(
-    messages=TodoAgent.expose(
+def _exposed(
+    delete: Authorize[User, NoInput, Model],
+    rename: Authorize[User, RequestedRenameTodo, Model],
+    *,
+    may_confirm: bool = False,
+) -> agentfx.Exposed[Model, User]:
+    """The todo capabilities, with deleting and renaming decided by ``delete`` and ``rename``."""
+    return TodoAgent.expose(
         Message,
         TodoAgent.variant(RequestedCreateTodo, "Create a new todo", available=lambda model: not model.locked),
         TodoAgent.variant(
@@ -115,7 +122,8 @@ AppAgent = TodoAgent.define(
             available=lambda model: model.selected is not None,
             input=NoInput,
             to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected or ""),
-            authorize=lambda req: req.principal.can_delete,
+            authorize=delete,
+            may_confirm=may_confirm,
             completion=agentfx.Completion(
                 success=DeletedTodo,
                 failure=FailedDeleteTodo,
@@ -123,9 +131,13 @@ AppAgent = TodoAgent.define(
                 timeout=5.0,
             ),
         ),
-        TodoAgent.variant(RequestedRenameTodo, "Rename a todo", name="rename_todo", authorize=_rename_allowed),
+        TodoAgent.variant(RequestedRenameTodo, "Rename a todo", name="rename_todo", authorize=rename),
         TodoAgent.variant(ClearedSelection, "Clear the selection"),
-    ),
+    )
+
+
+AppAgent = TodoAgent.define(
+    messages=_exposed(lambda req: req.principal.can_delete, _rename_allowed),
     resources=[TodoAgent.resource("todos", "The current todos", schema=list[Todo], read=lambda m: m.todos)],
     context=TodoAgent.projection(Model, lambda m: m),
 )
@@ -148,30 +160,7 @@ async def _confirm_rename(
     return agentfx.Refusal("Only an admin may rename a todo")
 
 
-ConfirmingAgent = TodoAgent.define(
-    messages=TodoAgent.expose(
-        Message,
-        TodoAgent.variant(RequestedCreateTodo, "Create a new todo", available=lambda model: not model.locked),
-        TodoAgent.variant(
-            RequestedDeleteTodo,
-            "Delete the currently selected todo",
-            name="delete_selected_todo",
-            available=lambda model: model.selected is not None,
-            input=NoInput,
-            to_message=lambda _, ctx: RequestedDeleteTodo(id=ctx.model.selected or ""),
-            authorize=_confirm_delete,
-            may_confirm=True,
-            completion=agentfx.Completion(
-                success=DeletedTodo,
-                failure=FailedDeleteTodo,
-                correlate=lambda request, result, call: result.id == call.message.id,
-                timeout=5.0,
-            ),
-        ),
-        TodoAgent.variant(RequestedRenameTodo, "Rename a todo", name="rename_todo", authorize=_confirm_rename),
-        TodoAgent.variant(ClearedSelection, "Clear the selection"),
-    ),
-)
+ConfirmingAgent = TodoAgent.define(messages=_exposed(_confirm_delete, _confirm_rename, may_confirm=True))
 """:data:`AppAgent` with the same names, where deleting and renaming ask a person to confirm.
 
 Deleting asks whoever may delete (a sync ``authorize``, declared ``may_confirm``);
