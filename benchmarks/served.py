@@ -32,6 +32,10 @@ import msgspec
 
 import agentfx
 
+from .app import CreateTodo as CreateTodo
+from .app import User as User
+from .app import may_write as may_write
+
 __all__ = ["APP", "PEERS", "CreateTodo", "Model", "User", "create", "is_open", "may_write", "update"]
 
 
@@ -40,24 +44,9 @@ class Model(msgspec.Struct, frozen=True):
     todos: int = 0
 
 
-class User(msgspec.Struct, frozen=True):
-    id: str
-    can_write: bool = True
-
-
-class CreateTodo(msgspec.Struct, frozen=True, tag=True):
-    title: str
-    priority: int = 0
-
-
 def is_open(model: Model) -> bool:
     """The ``available`` predicate."""
     return model.open
-
-
-def may_write(user: User) -> bool:
-    """The ``authorize`` predicate."""
-    return user.can_write
 
 
 def update(model: Model, message: CreateTodo) -> Model:
