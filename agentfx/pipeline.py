@@ -434,18 +434,8 @@ async def send_wait(
     env: Env, capability: Capability[Any, Any], message: Any, sent: Awaitable[object]
 ) -> DispatchResult | DispatchError:
     """Await an async host's dispatch (no completion), raced against the invocation's signal."""
-    signal = env.invocation.signal
-    if signal is None:
-        await sent
-    else:
-        with anyio.CancelScope() as scope:
-            signal.attach(scope)
-            try:
-                await sent
-            finally:
-                signal.detach(scope)
-        if scope.cancelled_caught:
-            return AgentCancelledError.while_sending(capability.name)
+    if await _raced(env, sent) is _Unsettled:
+        return AgentCancelledError.while_sending(capability.name)
     env.stage = SENT
     return _result(env, capability, message, None)
 

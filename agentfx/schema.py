@@ -601,18 +601,12 @@ def _declares_tuple_cached(schema: object) -> bool:
 
 
 def _has_tuple(schema: object) -> bool:
-    seen: set[int] = set()
-    pending: list[Any] = [schema]
-    while pending:
-        tp = pending.pop()
-        if id(tp) in seen:
-            continue
-        seen.add(id(tp))
-        origin: object = typing.get_origin(tp) or tp
-        if isinstance(origin, type) and issubclass(origin, tuple):
-            return True
-        pending.extend(_components(tp))
-    return False
+    return _any_type([schema], _is_tuple)
+
+
+def _is_tuple(tp: Any) -> bool:
+    origin: object = typing.get_origin(tp) or tp
+    return isinstance(origin, type) and issubclass(origin, tuple)
 
 
 def _error_path(exc: msgspec.ValidationError) -> str:
@@ -835,18 +829,12 @@ def _components(tp: Any) -> Iterator[Any]:
 
 def _has_open_record(root: type) -> bool:
     """Whether a record below ``root`` would accept a key it does not declare."""
-    seen: set[int] = set()
-    pending: list[Any] = list(_components(root))
-    while pending:
-        tp = pending.pop()
-        if id(tp) in seen:
-            continue
-        seen.add(id(tp))
-        record = _record(tp)
-        if record is not None and not record.closed:
-            return True
-        pending.extend(_components(tp))
-    return False
+    return _any_type(list(_components(root)), _is_open_record)
+
+
+def _is_open_record(tp: Any) -> bool:
+    record = _record(tp)
+    return record is not None and not record.closed
 
 
 def _is_mapping(tp: object) -> bool:
@@ -864,19 +852,28 @@ def _has_non_str_keys(root: type) -> bool:
     >>> _has_non_str_keys(ByName), _has_non_str_keys(ById)
     (False, True)
     """
+    return _any_type(list(_components(root)), _is_non_str_mapping)
+
+
+def _is_non_str_mapping(tp: Any) -> bool:
+    if _is_mapping(tp):
+        return True  # a bare mapping type: keys of any type
+    if _is_mapping(typing.get_origin(tp)):
+        args = typing.get_args(tp)
+        return not args or args[0] is not str
+    return False
+
+
+def _any_type(pending: list[Any], test: Callable[[Any], bool]) -> bool:
+    """Whether ``test`` holds for a type in ``pending`` or below it, each visited once."""
     seen: set[int] = set()
-    pending: list[Any] = list(_components(root))
     while pending:
         tp = pending.pop()
         if id(tp) in seen:
             continue
         seen.add(id(tp))
-        if _is_mapping(tp):
-            return True  # a bare mapping type: keys of any type
-        if _is_mapping(typing.get_origin(tp)):
-            args = typing.get_args(tp)
-            if not args or args[0] is not str:
-                return True
+        if test(tp):
+            return True
         pending.extend(_components(tp))
     return False
 
