@@ -308,16 +308,16 @@ def _not_a_manifest(check: str, why: str) -> str:
 _MCP_EXTRA = "pip install 'agentfx[mcp]'"
 
 
-def _require(*modules: str) -> None:
-    """Import the optional modules a command needs, or say how to install them."""
+def _require(*modules: str, needs: str = "this command needs the MCP extra", extra: str = _MCP_EXTRA) -> None:
+    """Import the optional modules a command needs, or say how to install them (``needs``: ``extra``)."""
     for name in modules:
         try:
             importlib.import_module(name)
         except ImportError as exc:
             reason = str(exc)
-            if _MCP_EXTRA not in reason:
+            if extra not in reason:
                 missing = f'"{exc.name}" is not installed' if isinstance(exc, ModuleNotFoundError) else reason
-                reason = f"{missing}; this command needs the MCP extra: {_MCP_EXTRA}"
+                reason = f"{missing}; {needs}: {extra}"
             raise UsageError(reason) from None
 
 
@@ -668,15 +668,7 @@ _A2A_EXTRA = "pip install 'agentfx[a2a]'"
 
 def _require_a2a() -> None:
     """Import what ``--transport a2a`` needs, or say how to install it."""
-    for name in ("agentfx.a2a", "uvicorn"):
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            reason = str(exc)
-            if _A2A_EXTRA not in reason:
-                missing = f'"{exc.name}" is not installed' if isinstance(exc, ModuleNotFoundError) else reason
-                reason = f"{missing}; --transport a2a needs the A2A extra: {_A2A_EXTRA}"
-            raise UsageError(reason) from None
+    _require("agentfx.a2a", "uvicorn", needs="--transport a2a needs the A2A extra", extra=_A2A_EXTRA)
 
 
 async def _serve_a2a(served: _Served, target: str, sock: socket.socket, err: TextIO, hosts: Sequence[str]) -> None:

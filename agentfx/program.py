@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias, TypeVar, cast, overload
 
 import anyio
 
@@ -43,6 +43,20 @@ Commands: TypeAlias = list[Command[Msg]] | tuple[Command[Msg], ...]
 
 def _ignore(*_: object) -> None:
     return None
+
+
+def _raise_bare(lone: BaseException) -> NoReturn:
+    """Raise ``lone``, the one failure a task group wrapped, keeping its own chain.
+
+    Raising sets ``__context__`` to whatever is being handled around the
+    block (the group, a cancellation); the failure's own is put back.
+    """
+    context, suppress = lone.__context__, lone.__suppress_context__
+    try:
+        raise lone
+    finally:
+        lone.__context__, lone.__suppress_context__ = context, suppress
+        del lone, context
 
 
 def _as_pair(result: object) -> tuple[Any, Commands[Any]] | None:
@@ -325,11 +339,7 @@ async def run_program(
             raise
         lone = group.exceptions[0]
     if lone is not None:
-        # Raising sets ``__context__`` to whatever is being handled around the
-        # block (the group, a cancellation); keep the failure's own chain.
-        context, suppress = lone.__context__, lone.__suppress_context__
         try:
-            raise lone
+            _raise_bare(lone)
         finally:
-            lone.__context__, lone.__suppress_context__ = context, suppress
-            del lone, context
+            del lone

@@ -52,7 +52,7 @@ from redis.typing import EncodableT
 
 from ..app import ProgramFactory
 from ..contract import ContractError
-from ..program import Command, Commands, Program, _as_pair  # pyright: ignore[reportPrivateUsage]
+from ..program import Command, Commands, Program, _as_pair, _raise_bare  # pyright: ignore[reportPrivateUsage]
 from . import _client
 
 if TYPE_CHECKING:
@@ -740,12 +740,10 @@ async def run_program(
             await client.aclose()
             await pool.aclose()
     if lone is not None:
-        context, suppress = lone.__context__, lone.__suppress_context__
         try:
-            raise lone
+            _raise_bare(lone)
         finally:
-            lone.__context__, lone.__suppress_context__ = context, suppress
-            del lone, context
+            del lone
 
 
 def program(
