@@ -44,6 +44,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
@@ -88,15 +89,6 @@ finished; one nobody answers would otherwise hold them until shutdown. After
 this long they are released, and an answer recreates them from the task store.
 """
 
-_LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
-_LOOPBACK_ORIGINS = (
-    "http://127.0.0.1",
-    "http://127.0.0.1:*",
-    "http://localhost",
-    "http://localhost:*",
-    "http://[::1]",
-    "http://[::1]:*",
-)
 
 # Where the guard leaves the authenticated principal for the call-context builder.
 _SCOPE_KEY = "agentfx.a2a.owner"
@@ -126,7 +118,7 @@ def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
     >>> origin_allowed("https://evil.example", ()), origin_allowed("https://app.example", ["https://app.example"])
     (False, True)
     """
-    return not origin or _matches(origin, tuple(allowed) or _LOOPBACK_ORIGINS)
+    return not origin or _matches(origin, tuple(allowed) or LOOPBACK_ORIGINS)
 
 
 def host_allowed(host: str | None, allowed: Iterable[str]) -> bool:
@@ -142,7 +134,7 @@ def host_allowed(host: str | None, allowed: Iterable[str]) -> bool:
     >>> host_allowed("agent.example:443", ["agent.example:*"]), host_allowed("localhost:80", ["agent.example"])
     (True, False)
     """
-    return host is not None and _matches(host, tuple(allowed) or _LOOPBACK_HOSTS)
+    return host is not None and _matches(host, tuple(allowed) or LOOPBACK_HOSTS)
 
 
 def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
