@@ -44,6 +44,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .._asgi import replay as replay_body
 from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
@@ -51,7 +52,7 @@ from ..runtime import AgentRuntime
 from ._executor import PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from ..program import Program
 
@@ -294,12 +295,12 @@ class _Guard:
         if self._authenticate is not None and scope["path"] != CARD_PATH:
             # The card is public, as A2A has it; every call is authenticated on
             # its own. The hook may read the body: it gets its own replay.
-            owner = await self._owner(Request(scope, _replay(body, receive)))
+            owner = await self._owner(Request(scope, replay_body(body, receive)))
             if isinstance(owner, JSONResponse):
                 await owner(scope, receive, send)
                 return
             scope = {**scope, _SCOPE_KEY: owner}
-        await self._app(scope, _replay(body, receive) if scope["method"] == "POST" else receive, send)
+        await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
 
     async def _owner(self, request: Request) -> str | JSONResponse:
         authenticate = cast("Authenticate", self._authenticate)
@@ -340,19 +341,6 @@ async def _read_bounded(receive: Receive) -> bytes | None:
             return None
         if not message.get("more_body", False):
             return bytes(body)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 class _AppRuntimes:

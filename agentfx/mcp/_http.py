@@ -66,6 +66,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import __version__
+from .._asgi import replay as replay_body
 from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
@@ -557,7 +558,7 @@ class HttpApp(Generic[P]):
                 await read(scope, receive, send)
                 return
             envelope = read
-        receive = _replay(body, raw_receive)
+        receive = replay_body(body, raw_receive)
 
         if tokens is not None:
             await self._with_token(tokens, envelope, scope, receive, raw_receive, send)
@@ -1120,19 +1121,6 @@ def _request_id(raw: object) -> types.RequestId | None:
         if isinstance(candidate, str | int) and not isinstance(candidate, bool):
             return candidate
     return None
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 async def _answer(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
