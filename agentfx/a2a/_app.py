@@ -44,13 +44,15 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .._asgi import replay as replay_body
+from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
 from ._executor import PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from ..program import Program
 
@@ -88,15 +90,6 @@ finished; one nobody answers would otherwise hold them until shutdown. After
 this long they are released, and an answer recreates them from the task store.
 """
 
-_LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
-_LOOPBACK_ORIGINS = (
-    "http://127.0.0.1",
-    "http://127.0.0.1:*",
-    "http://localhost",
-    "http://localhost:*",
-    "http://[::1]",
-    "http://[::1]:*",
-)
 
 # Where the guard leaves the authenticated principal for the call-context builder.
 _SCOPE_KEY = "agentfx.a2a.owner"
@@ -126,7 +119,7 @@ def origin_allowed(origin: str | None, allowed: Iterable[str]) -> bool:
     >>> origin_allowed("https://evil.example", ()), origin_allowed("https://app.example", ["https://app.example"])
     (False, True)
     """
-    return not origin or _matches(origin, tuple(allowed) or _LOOPBACK_ORIGINS)
+    return not origin or _matches(origin, tuple(allowed) or LOOPBACK_ORIGINS)
 
 
 def host_allowed(host: str | None, allowed: Iterable[str]) -> bool:
@@ -142,7 +135,7 @@ def host_allowed(host: str | None, allowed: Iterable[str]) -> bool:
     >>> host_allowed("agent.example:443", ["agent.example:*"]), host_allowed("localhost:80", ["agent.example"])
     (True, False)
     """
-    return host is not None and _matches(host, tuple(allowed) or _LOOPBACK_HOSTS)
+    return host is not None and _matches(host, tuple(allowed) or LOOPBACK_HOSTS)
 
 
 def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -302,12 +295,12 @@ class _Guard:
         if self._authenticate is not None and scope["path"] != CARD_PATH:
             # The card is public, as A2A has it; every call is authenticated on
             # its own. The hook may read the body: it gets its own replay.
-            owner = await self._owner(Request(scope, _replay(body, receive)))
+            owner = await self._owner(Request(scope, replay_body(body, receive)))
             if isinstance(owner, JSONResponse):
                 await owner(scope, receive, send)
                 return
             scope = {**scope, _SCOPE_KEY: owner}
-        await self._app(scope, _replay(body, receive) if scope["method"] == "POST" else receive, send)
+        await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
 
     async def _owner(self, request: Request) -> str | JSONResponse:
         authenticate = cast("Authenticate", self._authenticate)
@@ -348,19 +341,6 @@ async def _read_bounded(receive: Receive) -> bytes | None:
             return None
         if not message.get("more_body", False):
             return bytes(body)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 class _AppRuntimes:

@@ -66,6 +66,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import __version__
+from .._asgi import replay as replay_body
+from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
 from . import _confirm
@@ -120,15 +122,6 @@ MAX_PRINCIPALS = 1000
 AUTHENTICATE_TIMEOUT = 10.0
 """Seconds ``authenticate`` (or the token verifier and ``principal_from_token``) may take before the request is answered 503."""
 
-_LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
-_LOOPBACK_ORIGINS = (
-    "http://127.0.0.1",
-    "http://127.0.0.1:*",
-    "http://localhost",
-    "http://localhost:*",
-    "http://[::1]",
-    "http://[::1]:*",
-)
 
 MakeRuntime = Callable[[P], AbstractAsyncContextManager["AgentRuntime[Any, Any]"]]
 """``make_runtime(principal)``: an async context manager yielding the principal's runtime.
@@ -385,8 +378,8 @@ class HttpApp(Generic[P]):
         self._request_state_security = request_state_security
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=list(tuple(allowed_hosts) or _LOOPBACK_HOSTS),
-            allowed_origins=list(tuple(allowed_origins) or _LOOPBACK_ORIGINS),
+            allowed_hosts=list(tuple(allowed_hosts) or LOOPBACK_HOSTS),
+            allowed_origins=list(tuple(allowed_origins) or LOOPBACK_ORIGINS),
         )
         self._checks = TransportSecurityMiddleware(self._security)
         self._name = name
@@ -565,7 +558,7 @@ class HttpApp(Generic[P]):
                 await read(scope, receive, send)
                 return
             envelope = read
-        receive = _replay(body, raw_receive)
+        receive = replay_body(body, raw_receive)
 
         if tokens is not None:
             await self._with_token(tokens, envelope, scope, receive, raw_receive, send)
@@ -1128,19 +1121,6 @@ def _request_id(raw: object) -> types.RequestId | None:
         if isinstance(candidate, str | int) and not isinstance(candidate, bool):
             return candidate
     return None
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 async def _answer(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
