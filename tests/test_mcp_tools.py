@@ -404,3 +404,20 @@ async def test_the_resource_watch_compares_encodings_and_counts_subscribers() ->
     values["app://a"] = b"3"
     await watch.check()
     assert announced == ["app://a"]
+
+
+async def test_a_uri_unsubscribed_during_a_check_is_not_announced() -> None:
+    values = {"app://a": b"1", "app://b": b"1"}
+    announced: list[str] = []
+
+    async def announce(uri: str) -> None:
+        # The first announcement's client drops its other subscription before the watch reaches it.
+        announced.append(uri)
+        watch.unsubscribe("app://b")
+
+    watch = ResourceWatch(values.get, announce, delay=0.01)
+    watch.subscribe("app://a")
+    watch.subscribe("app://b")
+    values.update({"app://a": b"2", "app://b": b"2"})
+    await watch.check()
+    assert announced == ["app://a"]

@@ -593,10 +593,11 @@ async def test_a_declined_confirmation_rejects_the_task_and_sends_nothing(served
 
 
 @PROTOCOLS
-async def test_an_answer_that_is_not_yes_or_no_asks_again(served: Served, protocol: str) -> None:
+@pytest.mark.parametrize("answer", [{"confirm": "yes"}, {"confirm": True, "also": "erase more"}], ids=["not-bool", "extra-key"])
+async def test_an_answer_that_is_not_yes_or_no_asks_again(served: Served, protocol: str, answer: dict[str, object]) -> None:
     async with caller(served, protocol) as a2a:
         waiting = await erase_waiting(a2a, served)
-        again = await a2a.send(new_data_part({"confirm": "yes"}), task_id=waiting.id)
+        again = await a2a.send(new_data_part(answer), task_id=waiting.id)
         assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         # Asked again in the same words: the prompt, and what to send.
         assert texts(again) == texts(waiting)
