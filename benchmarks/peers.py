@@ -12,10 +12,13 @@ each called through its own in-process ``mcp.Client``:
 - the SDK's low-level ``Server`` with a hand-written handler that validates
   nothing, for the cost of the SDK's own request handling.
 
-The ``MCPServer`` tool is ``async`` and declares no structured output: a sync
-tool would run on a worker thread, and an output schema would make the client
-validate every result with ``jsonschema``; neither is work agentfx's path does,
-so either would flatter agentfx.
+The ``MCPServer`` tool is ``async``: a sync tool would run on a worker thread,
+work agentfx's path does not do. agentfx declares an output schema for every
+tool and returns structured content, which the in-process client validates
+with ``jsonschema`` on every result; so the target compares against an
+``MCPServer`` tool that declares the same output schema and returns the same
+structured content. The same tool without an output schema (no client-side
+validation) is timed too, for information.
 
 Validation: ``InputCodec.decode`` (agentfx's strict decode of a capability's
 input) against pydantic's ``TypeAdapter.validate_python`` over a model declared
@@ -24,7 +27,7 @@ input) against pydantic's ``TypeAdapter.validate_python`` over a model declared
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import mcp
 import mcp_types
@@ -46,11 +49,35 @@ MCP_TARGET = 1.0
 """agentfx's MCP path may cost at most this multiple of ``MCPServer``'s."""
 
 _ARGUMENTS: dict[str, Any] = {"title": "Buy milk", "priority": 2}
-_MCPSERVER = "MCPServer tool (pydantic arguments)"
+_MCPSERVER = "MCPServer tool (pydantic arguments, output schema)"
+_UNSTRUCTURED = "MCPServer tool, no output schema"
+
+
+class Dispatched(TypedDict):
+    """The structured content agentfx answers a dispatched ``create_todo`` with."""
+
+    capability: str
+    tag: str
 
 
 def _mcpserver(host: KeepNothingHost) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("peer")
+
+    async def create_todo(title: str, priority: int = 0) -> Dispatched:
+        """Create a todo"""
+        if not is_open(host.model()):
+            raise ValueError("Not available")
+        if not may_write(host.principal(None)):
+            raise ValueError("Not authorized")
+        host.dispatch(CreateTodo(title, priority))
+        return {"capability": "create_todo", "tag": "CreateTodo"}
+
+    server.add_tool(create_todo, structured_output=True)
+    return server
+
+
+def _unstructured(host: KeepNothingHost) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer("peer, no output schema")
 
     async def create_todo(title: str, priority: int = 0) -> str:
         """Create a todo"""
@@ -92,15 +119,22 @@ async def mcp_servers(config: Config) -> list[Row]:
     async with (
         mcp.Client(agentfx.mcp.server(runtime)) as ours,
         mcp.Client(_mcpserver(host)) as peer,
+        mcp.Client(_unstructured(host)) as unstructured,
         mcp.Client(_lowlevel(host)) as floor,
     ):
-        clients = {_MCPSERVER: peer, agentfx_name: ours, lowlevel_name: floor}
+        clients = {_MCPSERVER: peer, agentfx_name: ours, _UNSTRUCTURED: unstructured, lowlevel_name: floor}
         for name, client in clients.items():
-            await client.list_tools()
+            listed = (await client.list_tools()).tools[0]
             before = host.sent
             result = await client.call_tool("create_todo", _ARGUMENTS)
             if result.is_error or host.sent != before + 1:
                 raise AssertionError(f"{name} did not dispatch: {result!r}")
+            # Both structured contenders answer the same content against an output schema.
+            structured = name in (_MCPSERVER, agentfx_name)
+            if structured != (listed.output_schema is not None) or (
+                structured and result.structured_content != {"capability": "create_todo", "tag": "CreateTodo"}
+            ):
+                raise AssertionError(f"{name} does not answer the structured content it should: {result!r}")
         ops: dict[str, AsyncOp] = {
             name: (lambda client=client: client.call_tool("create_todo", _ARGUMENTS)) for name, client in clients.items()
         }
@@ -108,6 +142,7 @@ async def mcp_servers(config: Config) -> list[Row]:
     base = series.pop(_MCPSERVER)
     return [
         row("MCP peers", agentfx_name, _MCPSERVER, series[agentfx_name], base, target=MCP_TARGET),
+        row("MCP peers", _UNSTRUCTURED, _MCPSERVER, series[_UNSTRUCTURED], base),
         row("MCP peers", lowlevel_name, _MCPSERVER, series[lowlevel_name], base),
     ]
 
