@@ -114,7 +114,7 @@ class DispatchResult(msgspec.Struct, frozen=True):
 class Bound(Generic[M, P]):
     """What a bound runtime holds for every invocation: the host and the capability tables."""
 
-    __slots__ = ("by_class", "by_name", "host", "hub", "unauthorized", "unavailable")
+    __slots__ = ("by_class", "by_name", "host", "hub", "refused", "unauthorized", "unavailable")
 
     def __init__(self, capabilities: tuple[Capability[M, P], ...], host: Host[M, Any, P]) -> None:
         self.host = host
@@ -124,6 +124,10 @@ class Bound(Generic[M, P]):
         # frozen values, and a refusal must not cost more than a dispatch.
         self.unavailable = {c.name: AgentCapabilityUnavailableError.of(c.name, c.tag) for c in capabilities}
         self.unauthorized = {c.name: AgentAuthorizationError.of(c.name, c.tag) for c in capabilities}
+        # Their ``Failure`` containers too, by the refusal's identity: returns'
+        # containers are immutable, and building one costs as much as a step.
+        prebuilt = (*self.unavailable.values(), *self.unauthorized.values())
+        self.refused: dict[int, Failure[DispatchError]] = {id(error): Failure(error) for error in prebuilt}
 
         self.hub = MessageHub(host.observe)
         for c in capabilities:

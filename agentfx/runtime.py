@@ -295,7 +295,11 @@ class _Executor:
         on_dispatched: Callable[[], None] | None = None,
     ) -> Result[DispatchResult, DispatchError]:
         outcome = await self.execute(target, payload, invocation, runner, on_dispatched)
-        return Failure(outcome) if is_failure(outcome) else Success(outcome)
+        if is_failure(outcome):
+            # A refusal built at bind comes with its container (held as long as it is).
+            failed = self.bound.refused.get(id(outcome))
+            return Failure(outcome) if failed is None else failed
+        return Success(outcome)
 
     def execute(
         self,

@@ -59,10 +59,13 @@ class InvalidPayload(Exception):
             decoder's text (``"title" is required``).
     """
 
+    __slots__ = ("cause", "path", "problem")
+
     def __init__(self, path: str, cause: BaseException | None = None, problem: str = NOT_VALID) -> None:
-        # The message is formatted only when asked for: the pipeline returns
-        # this value on every refused payload and rarely prints it.
-        super().__init__(path)
+        # The message is formatted only when asked for, and the base class is
+        # not called (its ``__new__`` already keeps the arguments, which is all
+        # a copy or a pickle needs): the pipeline returns this value on every
+        # refused payload and rarely prints it.
         self.path = path
         self.cause = cause
         self.problem = problem
@@ -228,15 +231,16 @@ def _decoder(
     # Wording a refusal walks the schema; the same msgspec text always gets the
     # same words, and agents repeat their mistakes. Bounded, and only short
     # texts, as a text may quote what was sent (an enum value).
-    worded: dict[str, str] = {}
+    worded: dict[str, tuple[str, str]] = {}
 
-    def problem_of(text: str) -> str:
-        problem = worded.get(text)
-        if problem is None:
-            problem = _problem(text, schema)
+    def refused(exc: msgspec.ValidationError) -> InvalidPayload:
+        text = str(exc)
+        read = worded.get(text)
+        if read is None:
+            read = (_error_path(text), _problem(text, schema))
             if len(worded) < _WORDED_MAX and len(text) <= _WORDED_TEXT_MAX:
-                worded[text] = problem
-        return problem
+                worded[text] = read
+        return InvalidPayload(read[0], exc, read[1])
 
     def attempt(payload: object) -> T | InvalidPayload:
         if type(payload) is not dict:
@@ -248,7 +252,7 @@ def _decoder(
                 convert(payload, strict)
             return convert(payload, tp)
         except validation_error as exc:
-            return InvalidPayload(_error_path(exc), exc, problem_of(str(exc)))
+            return refused(exc)
         except RecursionError as exc:
             return InvalidPayload("$", exc, _TOO_DEEP)
 
@@ -609,10 +613,9 @@ def _is_tuple(tp: Any) -> bool:
     return isinstance(origin, type) and issubclass(origin, tuple)
 
 
-def _error_path(exc: msgspec.ValidationError) -> str:
+def _error_path(text: str) -> str:
     # msgspec ends a located message with " - at `<path>`" (or " - at `key` in
     # `<path>`" for a dict key); string slicing, as this runs on every refusal.
-    text = str(exc)
     at = text.rfind(" - at `")
     if at < 0 or text[-1] != "`":
         return "$"

@@ -16,7 +16,7 @@ from returns.future import FutureResult
 from returns.result import Failure, Result, Success
 
 import agentfx
-from agentfx.pipeline import DispatchResult
+from agentfx.pipeline import DispatchResult, run_direct
 from tests.support import (
     ALICE,
     AVAILABLE,
@@ -725,3 +725,27 @@ async def test_an_on_dispatched_that_raises_changes_nothing(caplog: pytest.LogCa
     assert outcome.unwrap().completion == agentfx.CompletionOutcome("completed", DeletedTodo("t1"))
     assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "completed")]
     assert any("on_dispatched callback raised" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.anyio
+async def test_a_refusal_built_at_bind_comes_back_in_one_shared_container_equal_to_a_fresh_one() -> None:
+    class Ping(msgspec.Struct, tag=True):
+        reason: str = ""
+
+    def verdict(request: agentfx.AuthorizationRequest[Any, Ping, Any]) -> bool | agentfx.Refusal:
+        return agentfx.Refusal(request.input.reason) if request.input.reason else False
+
+    sent: list[object] = []
+    contract = agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping", authorize=verdict)))
+    runtime = agentfx.bind(contract, host=agentfx.Host(model=lambda: None, dispatch=sent.append))
+    executor = runtime._executor
+    prebuilt = executor.bound.unauthorized["ping"]
+
+    first = await executor.run(Ping, {}, None, run_direct)
+    again = await executor.run(Ping, {}, None, run_direct)
+    assert first is again and first == Failure(prebuilt)
+    assert outcome_of(await runtime.messages.dispatch(Ping, {})) == Failure(prebuilt)
+    # A refusal made for this call (its own reason) is never handed a container built for another.
+    reasoned = await executor.run(Ping, {"reason": "closed today"}, None, run_direct)
+    assert reasoned == Failure(agentfx.AgentAuthorizationError.of("ping", "Ping", "closed today"))
+    assert sent == []

@@ -568,3 +568,33 @@ def test_a_refusal_seen_before_is_worded_the_same_as_the_first_time() -> None:
     assert first.problem == again.problem == '"level" must be one of "high", "low"'
     assert isinstance(long, InvalidPayload) and isinstance(long_again, InvalidPayload)
     assert long.problem == long_again.problem == first.problem
+
+
+class _Counted(msgspec.Struct):
+    count: int
+
+
+class _Outer(msgspec.Struct):
+    inner: _Counted
+
+
+def test_a_remembered_refusal_keeps_its_path_and_carries_this_call_s_decoder_exception() -> None:
+    codec = InputCodec(_Outer)
+    first = codec.attempt({"inner": {"count": "one"}})
+    again = codec.attempt({"inner": {"count": "one"}})
+
+    assert isinstance(first, InvalidPayload) and isinstance(again, InvalidPayload)
+    assert first.path == again.path == "$.inner.count"
+    assert first.problem == again.problem
+    assert isinstance(again.cause, msgspec.ValidationError) and again.cause is not first.cause
+
+
+def test_an_invalid_payload_survives_a_copy_and_a_pickle() -> None:
+    import copy
+    import pickle
+
+    refused = InputCodec(_Priority).attempt({"level": "urgent"})
+    assert isinstance(refused, InvalidPayload)
+    for twin in (copy.copy(refused), pickle.loads(pickle.dumps(refused))):
+        assert isinstance(twin, InvalidPayload)
+        assert (twin.path, twin.problem, str(twin)) == (refused.path, refused.problem, str(refused))
