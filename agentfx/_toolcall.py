@@ -21,9 +21,8 @@ import logging
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
-from returns.io import IOFailure
-from returns.unsafe import unsafe_perform_io
 
+from .errors import is_failure
 from .invocation import Invocation, new_invocation_id
 from .tools import ToolReply, ToolView, defect_reply, reply
 
@@ -101,8 +100,8 @@ async def run_call(
     ('Dispatched Ping', None)
     """
     try:
-        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation)
-        return reply(outcome), unsafe_perform_io(outcome.failure()) if isinstance(outcome, IOFailure) else None
+        outcome = await runtime.messages.attempt(name, payload, invocation)
+        return reply(outcome), outcome if is_failure(outcome) else None
     except Exception:
         logger.exception("capability %r failed unexpectedly", name)
         return defect_reply(name), None

@@ -170,10 +170,38 @@ class Messages(Generic[M, P]):
         client the work is under way. Never called for a refusal or when the
         host raised; an exception it raises is logged and ignored.
         """
-        # A name off the wire is only ever looked up by name, never taken for a class.
-        # ``str.__str__`` is the plain text of a str subclass (an enum member, say).
-        target: object = str.__str__(name) if isinstance(cast(object, name), str) else _NotAName(name)
-        return FutureResult(self._executor.run(target, payload, invocation, run_direct, on_dispatched))
+        return FutureResult(self._executor.run(_wire_name(name), payload, invocation, run_direct, on_dispatched))
+
+    def attempt(
+        self,
+        name: str,
+        payload: object,
+        invocation: Invocation | None = None,
+        *,
+        on_dispatched: Callable[[], None] | None = None,
+    ) -> Awaitable[DispatchResult | DispatchError]:
+        """:meth:`dispatch_unknown` without containers: await it for the result or the failure value itself.
+
+        For an adapter that maps every outcome itself (``agentfx.tools.reply``
+        takes either): the same pipeline, audit and tracing, minus the
+        ``FutureResult``/``IOResult`` wrapping, which costs about as much as
+        the rest of a dispatch. Like ``dispatch``, it raises only a defect.
+
+        >>> import anyio, msgspec, agentfx
+        >>> class Ping(msgspec.Struct, tag=True):
+        ...     pass
+        >>> runtime = agentfx.bind(
+        ...     agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping the app"))),
+        ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+        ... )
+        >>> async def main():
+        ...     done = await runtime.messages.attempt("ping", {})
+        ...     refused = await runtime.messages.attempt("pong", {})
+        ...     return done.tag, refused.message
+        >>> anyio.run(main)
+        ('Ping', 'No such capability: pong')
+        """
+        return self._executor.execute(_wire_name(name), payload, invocation, run_direct, on_dispatched)
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
         """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""
@@ -385,6 +413,12 @@ class _Executor:
                 confirmed=env.confirmed and env.stage != NOT_SENT,
             ),
         )
+
+
+def _wire_name(name: object) -> object:
+    # A name off the wire is only ever looked up by name, never taken for a class.
+    # ``str.__str__`` is the plain text of a str subclass (an enum member, say).
+    return str.__str__(name) if isinstance(name, str) else _NotAName(name)
 
 
 def _watched(bound: Bound[Any, Any], on_dispatched: Callable[[], None]) -> Bound[Any, Any]:

@@ -749,3 +749,47 @@ async def test_a_refusal_built_at_bind_comes_back_in_one_shared_container_equal_
     reasoned = await executor.run(Ping, {"reason": "closed today"}, None, run_direct)
     assert reasoned == Failure(agentfx.AgentAuthorizationError.of("ping", "Ping", "closed today"))
     assert sent == []
+
+
+@pytest.mark.anyio
+async def test_attempt_is_dispatch_unknown_unwrapped_with_the_same_audit_and_cue() -> None:
+    told: list[str] = []
+    outcomes: dict[str, list[object]] = {}
+    logs: dict[str, agentfx.AuditLog] = {}
+    sent: dict[str, list[object]] = {}
+    calls: list[tuple[Any, dict[str, object]]] = [
+        ("cleared_selection", {}),
+        ("requested_create_todo", {"title": "milk"}),
+        ("requested_create_todo", {"title": 3}),
+        ("ClearedSelection", {}),
+        (42, {}),
+    ]
+    for way in ("attempt", "dispatch_unknown"):
+        rec = recorder(principal=ALICE)
+        logs[way] = log = audited()
+        runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+        got: list[object] = []
+        for name, payload in calls:
+            if way == "attempt":
+                got.append(await runtime.messages.attempt(name, payload, on_dispatched=lambda: told.append(way)))
+            else:
+                io = await runtime.messages.dispatch_unknown(name, payload, on_dispatched=lambda: told.append(way))
+                result = outcome_of(io)
+                got.append(result.unwrap() if isinstance(result, Success) else result.failure())
+        outcomes[way] = got
+        sent[way] = rec.dispatched
+
+    def comparable(value: object) -> object:
+        # Invocation ids are fresh per call; everything else must agree.
+        return msgspec.structs.replace(value, invocation=agentfx.Invocation()) if isinstance(value, DispatchResult) else value
+
+    assert [comparable(v) for v in outcomes["attempt"]] == [comparable(v) for v in outcomes["dispatch_unknown"]]
+    assert isinstance(outcomes["attempt"][0], DispatchResult)
+    assert outcomes["attempt"][2] == agentfx.AgentInvalidInputError.of(
+        "requested_create_todo", "RequestedCreateTodo", "$.title", problem='"title" must be a string'
+    )
+    assert sent["attempt"] == sent["dispatch_unknown"]
+    assert [(e.capability, e.decision, e.outcome) for e in logs["attempt"].entries()] == [
+        (e.capability, e.decision, e.outcome) for e in logs["dispatch_unknown"].entries()
+    ]
+    assert told.count("attempt") == told.count("dispatch_unknown") == 2
