@@ -20,6 +20,7 @@ import anyio
 from .completion import completion_at_scale
 from .confirmation import confirmation_paths
 from .dispatch import dispatch_overhead, refusal_paths
+from .frameworks import framework_adapters
 from .documentation import manifest_at_size
 from .harness import FULL, SMOKE, Config, Row
 from .peers import mcp_servers, validation
@@ -39,6 +40,7 @@ SCENARIOS: dict[str, Scenario] = {
     "completion": completion_at_scale,
     "refusals": refusal_paths,
     "confirmation": confirmation_paths,
+    "frameworks": framework_adapters,
     "stdio": stdio_peers,
     "http": http_peers,
     "cold-start": cold_start,

@@ -28,6 +28,7 @@ _SCENARIO_NAMES = {
     "completion at scale",
     "documentation",
     "confirmation",
+    "framework adapters",
     "stdio peers",
     "HTTP peers",
     "cold start",
