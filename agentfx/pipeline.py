@@ -661,7 +661,13 @@ async def run_direct(env: Env) -> DispatchResult | DispatchError:
         # authorize_step's halves, so a synchronous authorize costs no coroutine.
         begun = authorize_begin(env, capability, value)
         if begun is not None:
-            refusal = begun if is_failure(begun) else await authorize_finish(env, capability, begun)
+            if is_failure(begun):
+                refusal = begun
+            elif isinstance(begun, Confirm):
+                # What authorize_finish does with a Confirm, one coroutine frame sooner.
+                refusal = await confirm_step(env, capability, begun)
+            else:
+                refusal = await authorize_finish(env, capability, begun)
             if refusal is not None:
                 return refusal
     if signal is not None:
