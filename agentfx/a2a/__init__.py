@@ -3,7 +3,8 @@
 Install with ``pip install 'agentfx[a2a]'``. :func:`agent_card` describes a
 contract as an ``AgentCard`` (one skill per capability), :class:`AgentfxExecutor`
 runs each A2A task as one capability call, and :func:`a2a_app` serves both
-over HTTP from the SDK's own routes, request handler and task store. What an
+over HTTP from the SDK's own routes and request handler, keeping tasks in a
+:class:`BoundedTaskStore` (the SDK's in-memory store, bounded). What an
 agent reads (the reply text and data) is :mod:`agentfx.tools`' as for every
 adapter; nothing in agentfx's core imports this package.
 """
@@ -19,6 +20,8 @@ if importlib.util.find_spec("a2a") is None:  # pragma: no cover - exercised in a
 
 from ._app import A2A_PATH as A2A_PATH
 from ._app import CARD_PATH as CARD_PATH
+from ._store import MAX_TASKS as MAX_TASKS
+from ._store import BoundedTaskStore as BoundedTaskStore
 from ._app import a2a_app as a2a_app
 from ._card import SKILL_INPUT_SCHEMA_EXTENSION as SKILL_INPUT_SCHEMA_EXTENSION
 from ._card import agent_card as agent_card
@@ -30,7 +33,9 @@ from ._executor import AgentfxExecutor as AgentfxExecutor
 __all__ = (
     "A2A_PATH",
     "AgentfxExecutor",
+    "BoundedTaskStore",
     "CARD_PATH",
+    "MAX_TASKS",
     "PRINCIPAL_STATE_KEY",
     "SKILL_INPUT_SCHEMA_EXTENSION",
     "TRANSPORT",

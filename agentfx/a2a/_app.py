@@ -4,7 +4,9 @@ This layer owns the HTTP face, assembled from the SDK's own pieces: the card
 route (``create_agent_card_routes``, at ``/.well-known/agent-card.json``), the
 JSON-RPC route (``create_jsonrpc_routes`` at ``/a2a``, with the SDK's 0.3
 compatibility on, so 0.3 ``message/send``, ``tasks/get`` and ``tasks/cancel``
-reach the same tasks), the ``DefaultRequestHandler`` and a ``TaskStore``. In
+reach the same tasks), the ``DefaultRequestHandler`` and a ``TaskStore`` (a
+bounded one by default, :class:`._store.BoundedTaskStore`, which this layer
+asks for a new task's room before the SDK runs anything for it). In
 front of them it puts the checks agentfx's MCP HTTP server makes, with the
 same rules: loopback Host and Origin by default (421 and 403 otherwise), a
 bounded request body, and an ``authenticate`` hook whose principal reaches
@@ -36,7 +38,7 @@ from a2a.server.routes import (
     create_agent_card_routes,
     create_jsonrpc_routes,
 )
-from a2a.server.tasks import InMemoryTaskStore, TaskStore
+from a2a.server.tasks import TaskStore
 from a2a.types.a2a_pb2 import AgentCard, SendMessageRequest, Task
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -50,6 +52,7 @@ from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
 from ._executor import PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor
+from ._store import MAX_TASKS, BoundedTaskStore
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -192,10 +195,14 @@ class _ContextBuilder(ServerCallContextBuilder):
 
 
 class _TaskContext(SimpleRequestContextBuilder):
-    """A follow-up that names only its task continues in the task's context.
+    """A follow-up that names only its task continues in the task's context; a new task is admitted first.
 
-    The SDK would give it a fresh context id, which a task it recreated from
-    the store (after :data:`PARKED_TASK_TIMEOUT`) then refuses to be updated in.
+    The SDK would give a follow-up a fresh context id, which a task it
+    recreated from the store (after :data:`PARKED_TASK_TIMEOUT`) then refuses
+    to be updated in. A new task takes its room in a :class:`BoundedTaskStore`
+    here, where the SDK builds its context: the last step before it runs the
+    executor, so a full store refuses it (a typed JSON-RPC error) with nothing
+    dispatched.
     """
 
     def __init__(self, tasks: TaskStore) -> None:
@@ -214,7 +221,10 @@ class _TaskContext(SimpleRequestContextBuilder):
             stored = await self._tasks.get(task_id, context)
             if stored is not None:
                 context_id = stored.context_id
-        return await super().build(context, params, task_id, context_id, task)
+        built = await super().build(context, params, task_id, context_id, task)
+        if not task_id and built.task_id and isinstance(self._tasks, BoundedTaskStore):
+            await self._tasks.admit(built.task_id, context)
+        return built
 
 
 _ANSWER_GRACE = 1.0
@@ -373,6 +383,7 @@ def a2a_app(
     card: AgentCard,
     *,
     task_store: TaskStore | None = None,
+    max_tasks: int | None = None,
     authenticate: Authenticate | None = None,
     allowed_origins: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
@@ -397,8 +408,17 @@ def a2a_app(
               principal (``None`` without ``authenticate``).
         card: The agent card, usually :func:`agentfx.a2a.agent_card` with the
             URL this app is reached at plus ``/a2a``.
-        task_store: Where tasks are kept; an ``InMemoryTaskStore`` (which
-            keeps every task until the process ends) by default.
+        task_store: Where tasks are kept. By default a
+            :class:`~agentfx.a2a.BoundedTaskStore` of ``max_tasks`` tasks,
+            in memory: it evicts the tasks that finished longest ago first,
+            then tasks left waiting for input longer than
+            :data:`PARKED_TASK_TIMEOUT`, and never a task that is working or
+            waiting less; a new task that would need such a task's room is
+            refused with the SDK's ``UnsupportedOperationError`` and nothing
+            is dispatched. ``GetTask`` on an evicted task answers
+            ``TaskNotFoundError``. Any other ``TaskStore`` keeps what it is given.
+        max_tasks: How many tasks the default store keeps, live and
+            finished together (:data:`~agentfx.a2a.MAX_TASKS` if ``None``).
         authenticate: ``authenticate(request)`` (sync or async, bounded by
             :data:`AUTHENTICATE_TIMEOUT`) returns the principal of a JSON-RPC
             request, or ``None`` to refuse it with 401. Principals must be
@@ -414,7 +434,9 @@ def a2a_app(
 
     Raises:
         ContractError: ``authenticate`` with a bound runtime, whose principal
-            is fixed by its host and could not be the authenticated one.
+            is fixed by its host and could not be the authenticated one;
+            ``max_tasks`` with a ``task_store`` (bound that store itself),
+            or below 1.
 
     Every POST body is bounded by :data:`MAX_REQUEST_BODY` (413 past it);
     a task left waiting for confirmation releases the SDK's running
@@ -422,8 +444,7 @@ def a2a_app(
     When the lifespan ends, every task still running is aborted through its
     invocation's signal (audited ``AgentCancelledError``, answered ``canceled``)
     before an App's program stops.
-    The task store keeps what it is given: the default in-memory one grows
-    with every task until the process ends.
+    The default task store keeps at most ``max_tasks`` tasks, as above.
 
     Serve it with any ASGI server, with its lifespan on, bound to loopback
     unless you mean otherwise: ``uvicorn.run(a2a_app(app, card), host="127.0.0.1", port=8000)``.
@@ -437,7 +458,16 @@ def a2a_app(
     runtime: AgentRuntime[Any, Any] | RuntimeFor = (
         app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
     )
-    tasks = task_store if task_store is not None else InMemoryTaskStore()
+    if task_store is not None and max_tasks is not None:
+        raise ContractError(
+            "a2a_app(max_tasks=...) bounds the default task store; "
+            "with task_store=..., bound that store itself (e.g. BoundedTaskStore(max_tasks))"
+        )
+    tasks = (
+        task_store
+        if task_store is not None
+        else BoundedTaskStore(MAX_TASKS if max_tasks is None else max_tasks, waiting_timeout=PARKED_TASK_TIMEOUT)
+    )
     executor = AgentfxExecutor(runtime)
     handler = DefaultRequestHandler(
         agent_executor=executor,
