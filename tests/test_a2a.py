@@ -582,3 +582,115 @@ def test_any_data_part_is_either_one_call_or_a_clean_rejection(data: object) -> 
     assert failure["_tag"] in _KNOWN_TAGS
     assert parts[0].text.startswith(failure["message"])
     assert "Traceback" not in parts[0].text and "msgspec" not in parts[0].text.lower()
+
+
+# --- The default task store is bounded ----------------------------------------------
+
+
+def test_max_tasks_bounds_only_the_default_store_and_is_at_least_one() -> None:
+    from a2a.server.tasks import InMemoryTaskStore
+
+    with pytest.raises(ContractError, match="bounds the default task store"):
+        a2a_app(_runtime(_host()), CARD, task_store=InMemoryTaskStore(), max_tasks=5)
+    with pytest.raises(ContractError, match="at least 1"):
+        a2a_app(_runtime(_host()), CARD, max_tasks=0)
+
+
+def _erase_contract() -> tuple[Any, AgentCard]:
+    contract = agentfx.define(
+        agentfx.expose(
+            Erased | Ping,
+            agentfx.variant(Erased, "Erase", name="erase", authorize=lambda _: agentfx.Confirm("Erase?")),
+            agentfx.variant(Ping, "Ping", name="ping"),
+        )
+    )
+    return contract, agent_card(contract, name="t", description="t", url="http://127.0.0.1/a2a", version="1")
+
+
+def _request(skill: str, task_id: str = "", data: object = None) -> SendMessageRequest:
+    part = new_data_part({"skill": skill, "input": {}} if data is None else data)
+    return SendMessageRequest(message=Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task_id, parts=[part]))
+
+
+async def _sent(client: Any, request: SendMessageRequest) -> Task:
+    (response,) = [response async for response in client.send_message(request)]
+    return response.task
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_the_default_store_evicts_the_oldest_finished_task_whose_get_is_then_not_found() -> None:
+    from a2a.types.a2a_pb2 import GetTaskRequest
+    from a2a.utils.errors import TaskNotFoundError
+
+    host = _host()
+    async with _http(a2a_app(_runtime(host), CARD, max_tasks=2)) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(CARD)
+        tasks = [await _sent(client, _request("ping")) for _ in range(3)]
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(GetTaskRequest(id=tasks[0].id))
+        kept = [await client.get_task(GetTaskRequest(id=t.id)) for t in tasks[1:]]
+        # As for an id that never existed.
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(GetTaskRequest(id=uuid.uuid4().hex))
+        await client.close()
+    assert [t.status.state for t in kept] == [TaskState.TASK_STATE_COMPLETED] * 2
+    assert host.dispatched == [Ping()] * 3
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_store_full_of_waiting_tasks_refuses_a_new_one_typed_dispatching_nothing() -> None:
+    from a2a.utils.errors import UnsupportedOperationError
+
+    from agentfx.a2a._store import AT_CAPACITY
+
+    contract, card = _erase_contract()
+    host: RecordingHost[None, Any, Any] = RecordingHost(None)
+    audit = agentfx.audit_log()
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host, audit=audit), card, max_tasks=1)) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        waiting = await _sent(client, _request("erase"))
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        with pytest.raises(UnsupportedOperationError, match="The agent is busy"):
+            await _sent(client, _request("ping"))
+        raw = (await http.post("/a2a", json=_send("ping", {}))).json()
+        streamed = await http.post("/a2a", json=_send("ping", {}, method="SendStreamingMessage"))
+        legacy = (
+            await http.post(
+                "/a2a",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "message/send",
+                    "params": {"message": {"kind": "message", "messageId": "m", "role": "user",
+                                           "parts": [{"kind": "data", "data": {"skill": "ping"}}]}},
+                },
+                headers={"A2A-Version": "0.3"},
+            )
+        ).json()
+        # The waiting task is untouched and still answers.
+        done = await _sent(client, _request("erase", waiting.id, {"confirm": True}))
+        # Finished, it is the next task's room.
+        after = await _sent(client, _request("ping"))
+        await client.close()
+    # The SDK's own error, in its own shape: nothing else is said.
+    refusal: dict[str, object] = {
+        "code": -32004,
+        "message": AT_CAPACITY,
+        "data": [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "domain": "a2a-protocol.org",
+                "metadata": dict[str, str](),
+                "reason": "UNSUPPORTED_OPERATION",
+            }
+        ],
+    }
+    assert raw["error"] == refusal
+    assert streamed.headers["content-type"].startswith("application/json")
+    assert streamed.json()["error"] == refusal
+    assert legacy["error"] == {"code": -32004, "message": AT_CAPACITY, "data": None}
+    assert done.status.state == after.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Erased(), Ping()]
+    assert [e.capability for e in audit.entries()] == ["erase", "erase", "ping"]
