@@ -694,3 +694,19 @@ async def test_a_store_full_of_waiting_tasks_refuses_a_new_one_typed_dispatching
     assert done.status.state == after.status.state == TaskState.TASK_STATE_COMPLETED
     assert host.dispatched == [Erased(), Ping()]
     assert [e.capability for e in audit.entries()] == ["erase", "erase", "ping"]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_bounded_store_given_as_task_store_admits_new_tasks_the_same_way() -> None:
+    from agentfx.a2a import BoundedTaskStore
+
+    contract, card = _erase_contract()
+    host: RecordingHost[None, Any, Any] = RecordingHost(None)
+    store = BoundedTaskStore(1, waiting_timeout=None)
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host), card, task_store=store)) as http:
+        waiting = (await http.post("/a2a", json=_send("erase", {}))).json()["result"]["task"]
+        refused = (await http.post("/a2a", json=_send("ping", {}))).json()
+    assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert refused["error"]["code"] == -32004
+    assert host.dispatched == [] and store.size == 1
