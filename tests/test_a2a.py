@@ -710,3 +710,27 @@ async def test_a_bounded_store_given_as_task_store_admits_new_tasks_the_same_way
     assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert refused["error"]["code"] == -32004
     assert host.dispatched == [] and store.size == 1
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_task_parked_past_the_parked_timeout_makes_room_when_nothing_finished_can(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    monkeypatch.setattr(a2a_app_module, "PARKED_TASK_TIMEOUT", 0.05)
+    contract, card = _erase_contract()
+    host: RecordingHost[None, Any, Any] = RecordingHost(None)
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host), card, max_tasks=1)) as http:
+        waiting = (await http.post("/a2a", json=_send("erase", {}))).json()["result"]["task"]
+        await anyio.sleep(0.1)
+        after = (await http.post("/a2a", json=_send("ping", {}))).json()["result"]["task"]
+        message = {"messageId": "a1", "role": "ROLE_USER", "taskId": waiting["id"], "parts": [{"data": {"confirm": True}}]}
+        answer = (
+            await http.post("/a2a", json={"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": message}})
+        ).json()
+    assert after["status"]["state"] == "TASK_STATE_COMPLETED"
+    # The parked task made the room: answering it now is answering an unknown task.
+    assert answer["error"]["code"] == -32001
+    assert host.dispatched == [Ping()]
