@@ -41,8 +41,6 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf import json_format, struct_pb2
-from returns.io import IOSuccess
-from returns.unsafe import unsafe_perform_io
 
 from ..confirm import ConfirmationRequest
 from ..errors import AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
@@ -243,19 +241,18 @@ class AgentfxExecutor(AgentExecutor):
         name = skill if isinstance(skill, str) else ""
         try:
             runtime = self._runtime_for(context)
-            outcome = await runtime.messages.dispatch_unknown(cast("str", skill), payload, invocation)
+            outcome = await runtime.messages.attempt(cast("str", skill), payload, invocation)
         except Exception:
             # A hook, the host or runtime_for raised: the application's bug,
             # for its log; the client learns only that the call failed.
             _logger.exception("capability %r failed unexpectedly", name[:128])
             return TaskState.TASK_STATE_FAILED, defect_reply(name[:128]), False
         answer = reply(outcome)
-        value = unsafe_perform_io(outcome.unwrap()) if isinstance(outcome, IOSuccess) else None
-        if isinstance(value, DispatchResult):
-            failed = value.completion is not None and value.completion.status == "failed"
+        if isinstance(outcome, DispatchResult):
+            failed = outcome.completion is not None and outcome.completion.status == "failed"
             state = TaskState.TASK_STATE_FAILED if failed else TaskState.TASK_STATE_COMPLETED
             return state, answer, True
-        error = unsafe_perform_io(outcome.failure())
+        error = outcome
         if isinstance(error, AgentCancelledError):
             return TaskState.TASK_STATE_CANCELED, answer, False
         if isinstance(error, AgentCompletionTimeoutError):
