@@ -20,12 +20,14 @@ if importlib.util.find_spec("a2a") is None:  # pragma: no cover - exercised in a
 
 from ._app import A2A_PATH as A2A_PATH
 from ._app import CARD_PATH as CARD_PATH
+from ._app import MAX_PRINCIPALS as MAX_PRINCIPALS
 from ._store import MAX_TASKS as MAX_TASKS
 from ._store import BoundedTaskStore as BoundedTaskStore
 from ._app import a2a_app as a2a_app
 from ._card import SKILL_INPUT_SCHEMA_EXTENSION as SKILL_INPUT_SCHEMA_EXTENSION
 from ._card import agent_card as agent_card
 from ._card import card_json as card_json
+from ._executor import MAX_CONFIRM_REASKS as MAX_CONFIRM_REASKS
 from ._executor import PRINCIPAL_STATE_KEY as PRINCIPAL_STATE_KEY
 from ._executor import TRANSPORT as TRANSPORT
 from ._executor import AgentfxExecutor as AgentfxExecutor
@@ -35,6 +37,8 @@ __all__ = (
     "AgentfxExecutor",
     "BoundedTaskStore",
     "CARD_PATH",
+    "MAX_CONFIRM_REASKS",
+    "MAX_PRINCIPALS",
     "MAX_TASKS",
     "PRINCIPAL_STATE_KEY",
     "SKILL_INPUT_SCHEMA_EXTENSION",

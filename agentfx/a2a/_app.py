@@ -12,7 +12,9 @@ same rules: loopback Host and Origin by default (421 and 403 otherwise), a
 bounded request body, and an ``authenticate`` hook whose principal reaches
 ``authorize`` through the SDK's call context. Tasks belong to the principal
 that created them: the SDK's task store scopes them by owner, so another
-principal cannot read, cancel or confirm them.
+principal cannot read, cancel or confirm them. At most :data:`MAX_PRINCIPALS`
+principals are held at once; an idle one (no request in flight, no live
+task) is released when a new one needs its room.
 
 It deliberately knows nothing of dispatch or task states (:mod:`._executor`)
 or of the card's contents (:mod:`._card`).
@@ -23,8 +25,10 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Hashable, Iterable
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -39,7 +43,8 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
 )
 from a2a.server.tasks import TaskStore
-from a2a.types.a2a_pb2 import AgentCard, SendMessageRequest, Task
+from a2a.types.a2a_pb2 import AgentCard, ListTasksRequest, SendMessageRequest, Task, TaskState
+from a2a.utils.errors import UnsupportedOperationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -63,8 +68,10 @@ __all__ = [
     "A2A_PATH",
     "AUTHENTICATE_TIMEOUT",
     "CARD_PATH",
+    "MAX_PRINCIPALS",
     "MAX_REQUEST_BODY",
     "PARKED_TASK_TIMEOUT",
+    "PRINCIPALS_AT_CAPACITY",
     "Authenticate",
     "a2a_app",
     "host_allowed",
@@ -94,8 +101,35 @@ this long they are released, and an answer recreates them from the task store.
 """
 
 
-# Where the guard leaves the authenticated principal for the call-context builder.
-_SCOPE_KEY = "agentfx.a2a.owner"
+MAX_PRINCIPALS = 1000
+"""Principals served at once at most; past it an idle one is released, else the request is refused.
+
+A principal is held while a request of it is in flight or a task of it is
+live in the task store (``submitted``, ``working``, ``input-required``,
+``auth-required``): a task waiting for an answer keeps it until the task
+ends or the store evicts it. One that is idle is released, least recently
+seen first, when a new principal needs its room; its finished tasks then
+answer ``TaskNotFoundError``, as if evicted. When every one is held, a new
+principal's request is refused with the SDK's ``UnsupportedOperationError``
+(:data:`PRINCIPALS_AT_CAPACITY`) and nothing runs for it.
+"""
+
+PRINCIPALS_AT_CAPACITY = "The agent is busy: too many callers have tasks in progress. Try again later"
+"""The message of the ``UnsupportedOperationError`` refusing a new principal when :data:`MAX_PRINCIPALS` are held."""
+
+
+# Where the guard leaves the authenticated principal's tenant (or the refusal
+# of one) for the call-context builder, which raises the SDK's error so the
+# SDK answers it in the request's protocol version, with its id.
+_SCOPE_KEY = "agentfx.a2a.tenant"
+_REFUSED = "agentfx.a2a.refused"
+
+_LIVE = (
+    TaskState.TASK_STATE_SUBMITTED,
+    TaskState.TASK_STATE_WORKING,
+    TaskState.TASK_STATE_INPUT_REQUIRED,
+    TaskState.TASK_STATE_AUTH_REQUIRED,
+)
 
 Authenticate = Callable[[Request], "Any | None | Awaitable[Any | None]"]
 """``authenticate(request)``: the principal of an HTTP request, or ``None`` to refuse it (401). May be async."""
@@ -162,35 +196,95 @@ class _Owner(User):
         return self._name
 
 
+@dataclass(eq=False)
+class _Tenant:
+    """One principal served: the opaque owner name its tasks are stored under, and its runtime once made."""
+
+    principal: object
+    owner: str
+    users: int = 0  # requests of it in flight
+    runtime: AgentRuntime[Any, Any] | None = None
+
+
 class _Principals:
-    """Each principal seen, with the opaque owner name its tasks are stored under."""
+    """The principals served, at most ``bound``; an idle one is released when a new one needs its room.
 
-    def __init__(self) -> None:
-        self._names: dict[Hashable, str] = {}
-        self.principals: dict[str, object] = {}
+    Idle: no request of it in flight and no live task of it in ``tasks``
+    (asked through the ``TaskStore`` interface, so any store will do).
+    """
 
-    def owner(self, principal: object) -> str:
+    def __init__(self, bound: int, tasks: TaskStore) -> None:
+        self._bound = bound
+        self._tasks = tasks
+        self._tenants: OrderedDict[Hashable, _Tenant] = OrderedDict()  # least recently seen first
+        self._admitting = anyio.Lock()
+
+    def __len__(self) -> int:
+        return len(self._tenants)
+
+    def held(self, principal: object) -> _Tenant | None:
+        """The principal's tenant, if it is held."""
+        return self._tenants.get(cast("Hashable", principal))
+
+    async def acquire(self, principal: object) -> _Tenant | None:
+        """The principal's tenant, with one use taken (give it back with :meth:`release`); ``None`` if no room.
+
+        Raises:
+            TypeError: The principal is not hashable.
+        """
         key = cast("Hashable", principal)
-        name = self._names.get(key)
-        if name is None:
-            name = self._names[key] = uuid.uuid4().hex
-            self.principals[name] = principal
-        return name
+        tenant = self._tenants.get(key)
+        if tenant is None and len(self._tenants) >= self._bound:
+            # One new principal at a time looks for room, so two cannot both
+            # take the one idle slot.
+            async with self._admitting:
+                tenant = self._tenants.get(key)
+                if tenant is None and len(self._tenants) >= self._bound and not await self._release_an_idle():
+                    return None
+        if tenant is None:
+            # Registered before any await, so the bound holds and concurrent
+            # requests of one principal share it.
+            tenant = self._tenants[key] = _Tenant(principal, uuid.uuid4().hex)
+        tenant.users += 1
+        self._tenants.move_to_end(key)
+        return tenant
+
+    def release(self, tenant: _Tenant) -> None:
+        tenant.users -= 1
+
+    async def _release_an_idle(self) -> bool:
+        for key, tenant in list(self._tenants.items()):
+            if tenant.users or await self._live(tenant):
+                continue
+            # Asking the store suspends: the principal may have come back meanwhile.
+            if tenant.users == 0 and self._tenants.get(key) is tenant:
+                del self._tenants[key]
+                return True
+        return False
+
+    async def _live(self, tenant: _Tenant) -> bool:
+        context = ServerCallContext(user=_Owner(tenant.owner), state={PRINCIPAL_STATE_KEY: tenant.principal})
+        for state in _LIVE:
+            page = await self._tasks.list(ListTasksRequest(status=state, page_size=1), context)
+            if page.tasks:
+                return True
+        return False
 
 
 class _ContextBuilder(ServerCallContextBuilder):
     """The SDK's call context, with the principal the guard authenticated (and its owner scope)."""
 
-    def __init__(self, principals: _Principals) -> None:
+    def __init__(self) -> None:
         self._default = DefaultServerCallContextBuilder()
-        self._principals = principals
 
     def build(self, request: Request) -> ServerCallContext:
+        if request.scope.get(_REFUSED):
+            raise UnsupportedOperationError(message=PRINCIPALS_AT_CAPACITY)
         context = self._default.build(request)
-        owner: str | None = request.scope.get(_SCOPE_KEY)
-        if owner is not None:
-            context.user = _Owner(owner)
-            context.state[PRINCIPAL_STATE_KEY] = self._principals.principals[owner]
+        tenant: _Tenant | None = request.scope.get(_SCOPE_KEY)
+        if tenant is not None:
+            context.user = _Owner(tenant.owner)
+            context.state[PRINCIPAL_STATE_KEY] = tenant.principal
         return context
 
 
@@ -302,17 +396,26 @@ class _Guard:
                 await _refuse(413, "Request body too large")(scope, receive, send)
                 return
             body = read
-        if self._authenticate is not None and scope["path"] != CARD_PATH:
-            # The card is public, as A2A has it; every call is authenticated on
-            # its own. The hook may read the body: it gets its own replay.
-            owner = await self._owner(Request(scope, replay_body(body, receive)))
-            if isinstance(owner, JSONResponse):
-                await owner(scope, receive, send)
-                return
-            scope = {**scope, _SCOPE_KEY: owner}
-        await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
+        if self._authenticate is None or scope["path"] == CARD_PATH:
+            await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
+            return
+        # The card is public, as A2A has it; every call is authenticated on
+        # its own. The hook may read the body: it gets its own replay.
+        tenant = await self._tenant(Request(scope, replay_body(body, receive)))
+        if isinstance(tenant, JSONResponse):
+            await tenant(scope, receive, send)
+            return
+        if tenant is None:
+            scope = {**scope, _REFUSED: True}
+            await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
+            return
+        try:
+            scope = {**scope, _SCOPE_KEY: tenant}
+            await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
+        finally:
+            self._principals.release(tenant)
 
-    async def _owner(self, request: Request) -> str | JSONResponse:
+    async def _tenant(self, request: Request) -> _Tenant | JSONResponse | None:
         authenticate = cast("Authenticate", self._authenticate)
         principal: object = None
         try:
@@ -329,10 +432,13 @@ class _Guard:
         if principal is None:
             return _refuse(401, "Unauthorized", {"WWW-Authenticate": "Bearer"})
         try:
-            return self._principals.owner(principal)
+            tenant = await self._principals.acquire(principal)
         except TypeError:
             _logger.exception("authenticate returned an unhashable principal")
             return _refuse(500, "Internal error")
+        if tenant is None:
+            _logger.warning("refusing a request: %d principals are already being served", len(self._principals))
+        return tenant
 
 
 async def _read_bounded(receive: Receive) -> bytes | None:
@@ -354,13 +460,17 @@ async def _read_bounded(receive: Receive) -> bytes | None:
 
 
 class _AppRuntimes:
-    """``runtime_for(principal)`` over an App's one running program, one runtime per principal."""
+    """``runtime_for(principal)`` over an App's one running program, one runtime per principal held.
 
-    def __init__(self, app: App[Any, Any, Any]) -> None:
+    A principal's runtime lives on its tenant in ``principals``, and goes
+    when the tenant is released.
+    """
+
+    def __init__(self, app: App[Any, Any, Any], principals: _Principals) -> None:
         self.app = app
         self.program: Program[Any, Any] | None = None
         self._anonymous: AgentRuntime[Any, Any] | None = None
-        self._bound: dict[Hashable, AgentRuntime[Any, Any]] = {}
+        self._principals = principals
 
     def __call__(self, principal: object) -> AgentRuntime[Any, Any]:
         program = self.program
@@ -370,11 +480,13 @@ class _AppRuntimes:
             if self._anonymous is None:
                 self._anonymous = self.app.bind(program)
             return self._anonymous
-        key = cast("Hashable", principal)
-        runtime = self._bound.get(key)
-        if runtime is None:
-            # A constant resolver, so a principal that is callable is not taken for one.
-            runtime = self._bound[key] = self.app.bind(program, principal=lambda _invocation: principal)
+        tenant = self._principals.held(principal)
+        if tenant is not None and tenant.runtime is not None:
+            return tenant.runtime
+        # A constant resolver, so a principal that is callable is not taken for one.
+        runtime = self.app.bind(program, principal=lambda _invocation: principal)
+        if tenant is not None:
+            tenant.runtime = runtime
         return runtime
 
 
@@ -423,7 +535,10 @@ def a2a_app(
             :data:`AUTHENTICATE_TIMEOUT`) returns the principal of a JSON-RPC
             request, or ``None`` to refuse it with 401. Principals must be
             hashable; equal principals own the same tasks. The card is
-            served to everyone.
+            served to everyone. At most :data:`MAX_PRINCIPALS` principals
+            are held at once (see there): a new one past it takes the room
+            of an idle one, or is refused with the SDK's
+            ``UnsupportedOperationError`` (:data:`PRINCIPALS_AT_CAPACITY`).
         allowed_origins: The ``Origin`` headers allowed, exact or
             ``scheme://host:*``; empty (the default) allows loopback origins
             only. A request without ``Origin`` is never refused for it.
@@ -454,10 +569,6 @@ def a2a_app(
             "a2a_app(authenticate=...) needs an App or runtime_for(principal): "
             "a bound runtime's principal is fixed by its host"
         )
-    app_runtimes = _AppRuntimes(cast("App[Any, Any, Any]", target)) if isinstance(target, App) else None
-    runtime: AgentRuntime[Any, Any] | RuntimeFor = (
-        app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
-    )
     if task_store is not None and max_tasks is not None:
         raise ContractError(
             "a2a_app(max_tasks=...) bounds the default task store; "
@@ -468,6 +579,11 @@ def a2a_app(
         if task_store is not None
         else BoundedTaskStore(MAX_TASKS if max_tasks is None else max_tasks, waiting_timeout=PARKED_TASK_TIMEOUT)
     )
+    principals = _Principals(MAX_PRINCIPALS, tasks)
+    app_runtimes = _AppRuntimes(cast("App[Any, Any, Any]", target), principals) if isinstance(target, App) else None
+    runtime: AgentRuntime[Any, Any] | RuntimeFor = (
+        app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
+    )
     executor = AgentfxExecutor(runtime)
     handler = DefaultRequestHandler(
         agent_executor=executor,
@@ -476,7 +592,6 @@ def a2a_app(
         request_context_builder=_TaskContext(tasks),
         interrupted_task_timeout=PARKED_TASK_TIMEOUT,
     )
-    principals = _Principals()
     requests = _InFlight()
 
     @asynccontextmanager
@@ -516,7 +631,7 @@ def a2a_app(
         routes=[
             *create_agent_card_routes(card, card_url=CARD_PATH),
             *create_jsonrpc_routes(
-                handler, A2A_PATH, context_builder=_ContextBuilder(principals), enable_v0_3_compat=True
+                handler, A2A_PATH, context_builder=_ContextBuilder(), enable_v0_3_compat=True
             ),
         ],
         middleware=[

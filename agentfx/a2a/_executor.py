@@ -14,6 +14,8 @@ a refusal, a malformed message            ``rejected``, the failure as a data pa
 cancelled (``CancelTask``)                ``canceled``
 a person must confirm                     ``input-required``; ``{"confirm": true}`` on the
                                           same task dispatches it again, confirmed
+an answer that is not yes or no           ``input-required`` again, at most
+                                          :data:`MAX_CONFIRM_REASKS` times; then ``rejected``
 a hook or the host raised                 ``failed``, ``Capability "<c>" failed unexpectedly``
 ========================================  ===================================
 
@@ -49,7 +51,7 @@ from ..pipeline import DispatchResult
 from ..runtime import AgentRuntime
 from ..tools import ToolReply, defect_reply, reply
 
-__all__ = ["PRINCIPAL_STATE_KEY", "TRANSPORT", "AgentfxExecutor", "RuntimeFor"]
+__all__ = ["MAX_CONFIRM_REASKS", "PRINCIPAL_STATE_KEY", "TRANSPORT", "AgentfxExecutor", "RuntimeFor"]
 
 _logger = logging.getLogger("agentfx.a2a")
 
@@ -71,8 +73,21 @@ RuntimeFor = Callable[[Any], "AgentRuntime[Any, Any]"]
 MALFORMED_TAG = "MalformedMessage"
 """The ``_tag`` of the data part that rejects a message which names no skill call."""
 
+MAX_CONFIRM_REASKS = 3
+"""How many malformed answers a task waiting for confirmation asks again after; the next one rejects it.
+
+Each answer is kept in the task's history (the SDK keeps every message, up
+to the request body's bound each), so this bounds a task's history to
+``2 * MAX_CONFIRM_REASKS + 3`` messages: the call, then each prompt with the
+answer it got; the rejection is the task's status.
+"""
+
 _CALL_SHAPE = 'A message to this agent carries one data part {"skill": <skill id>, "input": {...}}'
 _CONFIRM_SHAPE = 'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
+_GAVE_UP = (
+    f"No valid answer after {MAX_CONFIRM_REASKS + 1} tries: the call was not made. "
+    "Start a new task to try again"
+)
 
 
 @dataclass(eq=False)
@@ -136,6 +151,17 @@ def _first_user_message(task: Task) -> Message | None:
     return next((m for m in task.history if m.role == Role.ROLE_USER), None)
 
 
+def _answers_before(task: Task, answer: Message | None) -> int:
+    """How many answers ``task`` has had before ``answer``: its user messages after the call.
+
+    The task is the stored one, which does not hold ``answer`` yet; it is
+    left out by id all the same, should a store hand it over already added.
+    """
+    answer_id = answer.message_id if answer is not None else None
+    users = [m for m in task.history if m.role == Role.ROLE_USER and m.message_id != answer_id]
+    return max(len(users) - 1, 0)
+
+
 def _data_part(data: dict[str, Any]) -> Part:
     return Part(data=json_format.ParseDict(data, struct_pb2.Value()), media_type="application/json")
 
@@ -169,7 +195,11 @@ class AgentfxExecutor(AgentExecutor):
     same task with ``{"confirm": true}`` (the call is dispatched again,
     ``confirmed=True``, re-reading the Model and re-running every check) or
     ``{"confirm": false}`` (refused: ``Declined: <prompt>``). The answer is
-    the client's word, not proof that a person saw the prompt.
+    the client's word, not proof that a person saw the prompt. Any other
+    answer asks again, in the same words, :data:`MAX_CONFIRM_REASKS` times
+    at most; the answer after that rejects the task (``No valid answer
+    after <n> tries: ...``, a ``MalformedMessage`` data part) with nothing
+    dispatched and nothing audited, so a task's history stays bounded.
     """
 
     def __init__(self, runtime: AgentRuntime[Any, Any] | RuntimeFor) -> None:
@@ -204,14 +234,17 @@ class AgentfxExecutor(AgentExecutor):
                 confirmation = _answer(context.message)
                 skill, payload = _call(_first_user_message(current))
         except _Malformed as exc:
-            data = {"_tag": MALFORMED_TAG, "message": exc.text}
             waiting = current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-            if waiting and current is not None:
+            if waiting and current is not None and _answers_before(current, context.message) < MAX_CONFIRM_REASKS:
                 # A slip in the answer does not lose the call: ask again, in
                 # the same words (the prompt, and what to send).
                 await updater.requires_input(updater.new_agent_message(list(current.status.message.parts)))
-            else:
-                await updater.reject(updater.new_agent_message([_text_part(exc.text), _data_part(data)]))
+                return
+            # Each answer stays in the task's history: past the cap, the task
+            # ends rather than grow with every slip.
+            text = _GAVE_UP if waiting else exc.text
+            data = {"_tag": MALFORMED_TAG, "message": text}
+            await updater.reject(updater.new_agent_message([_text_part(text), _data_part(data)]))
             return
         running = _Running()
         self._running[task_id] = running
