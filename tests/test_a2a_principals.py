@@ -327,3 +327,29 @@ async def test_without_authenticate_nothing_is_held() -> None:
         for user in USERS:
             await sent(client(user), {"skill": "ping"})
     assert len(principals_of(asgi)) == 0
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize("store", ["default", "sdk"], ids=["bounded-store", "any-task-store"])
+async def test_liveness_is_read_from_the_task_store_whichever_it_is(monkeypatch: pytest.MonkeyPatch, store: str) -> None:
+    from a2a.server.tasks import InMemoryTaskStore
+
+    monkeypatch.setattr(a2a_app_module, "MAX_PRINCIPALS", 2)
+    audit = agentfx.audit_log()
+    given_store = InMemoryTaskStore() if store == "sdk" else None
+    asgi = a2a_app(app_on(audit), CARD, authenticate=by_header, task_store=given_store)
+    async with clients(asgi) as client:
+        waiting = await sent(client("u0"), {"skill": "erase"})
+        await sent(client("u1"), {"skill": "ping"})
+        await sent(client("u2"), {"skill": "ping"})
+        assert held(asgi) == {"u0", "u2"}  # u1 was idle; u0's task waits
+        also = await sent(client("u2"), {"skill": "erase"})
+        with pytest.raises(UnsupportedOperationError, match="too many callers"):
+            await sent(client("u3"), {"skill": "ping"})
+        done = await sent(client("u0"), {"confirm": True}, waiting.id)
+        late = await sent(client("u3"), {"skill": "ping"})
+    assert also.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert done.status.state == late.status.state == TaskState.TASK_STATE_COMPLETED
+    assert held(asgi) == {"u2", "u3"}
+    assert [e.capability for e in audit.entries() if e.decision == "dispatched"] == ["ping", "ping", "erase", "ping"]

@@ -280,6 +280,30 @@ def test_the_default_bound_is_max_tasks() -> None:
     assert BoundedTaskStore().max_tasks == MAX_TASKS == 10_000
 
 
+async def test_has_live_counts_each_owners_working_and_waiting_tasks_until_they_end_or_go() -> None:
+    d = driver(3, waiting_timeout=5.0)
+    assert not d.store.has_live(ANN) and not d.store.has_live(GUS)
+    await d.store.admit("a", ANN)
+    assert not d.store.has_live(ANN)  # admitted, not saved: its request still holds its caller
+    await d.store.save(task("a", WORKING), ANN)
+    await d.create("b", WAITING, GUS)
+    assert d.store.has_live(ANN) and d.store.has_live(GUS)
+    await d.move("a", WAITING)
+    await d.move("a", TaskState.TASK_STATE_COMPLETED)
+    assert not d.store.has_live(ANN) and d.store.has_live(GUS)
+    d.clock.now += 6.0  # gus's task may be evicted now; it is, once room is needed
+    await d.create("c", WORKING)
+    await d.create("d", WORKING)  # the finished "a" goes first
+    assert await d.kept("b", GUS) == WAITING and d.store.has_live(GUS)
+    await d.create("e", WORKING)
+    assert await d.kept("b", GUS) is None and not d.store.has_live(GUS)
+    for name in ("c", "d"):
+        await d.store.delete(name, ANN)
+        assert d.store.has_live(ANN)
+    await d.store.delete("e", ANN)
+    assert not d.store.has_live(ANN)
+
+
 # --- The property ------------------------------------------------------------------
 
 
@@ -367,6 +391,8 @@ async def _run_ops(bound: int, ops: list[tuple[Any, ...]]) -> None:
         # the rule keeps (so no live task was evicted, and the finished ones
         # kept are the most recent).
         assert d.store.size <= bound
+        # The live count (what keeps a principal held) follows the records exactly.
+        assert d.store.has_live(ANN) == bool(model.working or model.waiting)
         for n in range(created):
             assert await d.kept(f"t{n}") == model.states.get(f"t{n}"), (f"t{n}", model)
 

@@ -210,7 +210,8 @@ class _Principals:
     """The principals served, at most ``bound``; an idle one is released when a new one needs its room.
 
     Idle: no request of it in flight and no live task of it in ``tasks``
-    (asked through the ``TaskStore`` interface, so any store will do).
+    (a :class:`BoundedTaskStore` counts them; any other store is asked
+    through the ``TaskStore`` interface).
     """
 
     def __init__(self, bound: int, tasks: TaskStore) -> None:
@@ -264,6 +265,10 @@ class _Principals:
 
     async def _live(self, tenant: _Tenant) -> bool:
         context = ServerCallContext(user=_Owner(tenant.owner), state={PRINCIPAL_STATE_KEY: tenant.principal})
+        if isinstance(self._tasks, BoundedTaskStore):
+            return self._tasks.has_live(context)
+        # Any other store is asked through the SDK's interface: a page of one
+        # per live state (each answer copies the task it finds).
         for state in _LIVE:
             page = await self._tasks.list(ListTasksRequest(status=state, page_size=1), context)
             if page.tasks:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Final
@@ -154,6 +154,9 @@ class BoundedTaskStore(TaskStore):
         self._waiting: OrderedDict[_Key, float] = OrderedDict()
         self._working: set[_Key] = set()
         self._pending: dict[_Key, float] = {}
+        # How many working or waiting tasks each owner has: :meth:`has_live`
+        # answers without reading (or copying) a single task.
+        self._live: Counter[str] = Counter()
         # Bookkeeping is changed without suspending; the lock keeps each
         # change and the wrapped store's matching writes in one piece (so a
         # task evicted cannot be saved again between the two).
@@ -179,6 +182,11 @@ class BoundedTaskStore(TaskStore):
     def _forget(self, key: _Key) -> bool:
         """Drop ``key``'s record wherever it is; whether there was one."""
         known = self._known(key)
+        if key in self._working or key in self._waiting:
+            owner = key[0]
+            self._live[owner] -= 1
+            if not self._live[owner]:
+                del self._live[owner]
         self._working.discard(key)
         self._waiting.pop(key, None)
         self._finished.pop(key, None)
@@ -278,8 +286,10 @@ class BoundedTaskStore(TaskStore):
                 self._finished[key] = now
             elif state in _WAITING:
                 self._waiting[key] = now
+                self._live[owner] += 1
             else:
                 self._working.add(key)
+                self._live[owner] += 1
             victims: list[_Key] = []
             if not known:
                 made = self._make_room(now, key, self._max)
@@ -290,6 +300,17 @@ class BoundedTaskStore(TaskStore):
                 victims = made
             await self._delete(gone + victims)
             await self._tasks.save(task, _scope(owner))
+
+    def has_live(self, context: ServerCallContext) -> bool:
+        """Whether the context's owner has a task kept here that is working or waiting for input.
+
+        A task admitted but not saved yet is not counted: its request is
+        still being read. A waiting task stops counting once evicted.
+
+        >>> BoundedTaskStore(2).has_live(ServerCallContext())
+        False
+        """
+        return self._owner(context) in self._live
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         """The context's owner's task, or ``None`` (unknown, another owner's, evicted, or past ``terminal_ttl``)."""
