@@ -353,3 +353,19 @@ async def test_liveness_is_read_from_the_task_store_whichever_it_is(monkeypatch:
     assert done.status.state == late.status.state == TaskState.TASK_STATE_COMPLETED
     assert held(asgi) == {"u2", "u3"}
     assert [e.capability for e in audit.entries() if e.decision == "dispatched"] == ["ping", "ping", "erase", "ping"]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_unhashable_principal_is_a_500_and_holds_nothing() -> None:
+    def unhashable(_request: Request) -> list[str]:
+        return ["u0"]
+
+    asgi = a2a_app(app_on(agentfx.audit_log()), CARD, authenticate=unhashable)
+    async with asgi.router.lifespan_context(asgi):
+        transport = httpx.ASGITransport(app=asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t"}}
+            answer = await http.post("/a2a", json=body, headers={"A2A-Version": "1.0"})
+    assert answer.status_code == 500 and answer.json()["error"]["message"] == "Internal error"
+    assert len(principals_of(asgi)) == 0

@@ -410,15 +410,14 @@ class _Guard:
         if isinstance(tenant, JSONResponse):
             await tenant(scope, receive, send)
             return
-        if tenant is None:
-            scope = {**scope, _REFUSED: True}
-            await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
-            return
+        # No room is the SDK's to answer, in the request's protocol and with
+        # its id: the context builder raises its error.
+        scope = {**scope, _REFUSED: True} if tenant is None else {**scope, _SCOPE_KEY: tenant}
         try:
-            scope = {**scope, _SCOPE_KEY: tenant}
             await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
         finally:
-            self._principals.release(tenant)
+            if tenant is not None:
+                self._principals.release(tenant)
 
     async def _tenant(self, request: Request) -> _Tenant | JSONResponse | None:
         authenticate = cast("Authenticate", self._authenticate)
