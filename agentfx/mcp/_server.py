@@ -52,7 +52,7 @@ from returns.result import Failure, Result, Success
 from returns.unsafe import unsafe_perform_io
 
 from .. import __version__
-from ..errors import echo
+from ..errors import DispatchError, DispatchFailed, echo
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..tools import tool_views
 from . import _confirm, _wire
@@ -918,10 +918,18 @@ async def _dispatch(
     when the host accepted the Message.
     """
     try:
-        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation, on_dispatched=on_dispatched)
-        if isinstance(outcome, IOSuccess):
-            return _wire.success(unsafe_perform_io(outcome.unwrap()))
-        failure = unsafe_perform_io(outcome.failure())
+        if on_dispatched is None:
+            # The raise-style call: the same pipeline without the FutureResult
+            # and IOResult wrapping, which cost more than a refusal's raise.
+            try:
+                return _wire.success(await runtime.messages.call(name, payload, invocation))
+            except DispatchFailed as failed:
+                failure: DispatchError = failed.error
+        else:
+            outcome = await runtime.messages.dispatch_unknown(name, payload, invocation, on_dispatched=on_dispatched)
+            if isinstance(outcome, IOSuccess):
+                return _wire.success(unsafe_perform_io(outcome.unwrap()))
+            failure = unsafe_perform_io(outcome.failure())
         later = ask_later(failure) if ask_later is not None else None
         if later is not None:
             return later
