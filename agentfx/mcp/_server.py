@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -649,6 +650,12 @@ def server(
             'The resource "context" would share the URI app://context with the context projection. Rename it.'
         )
 
+    # The capabilities whose call may wait before its host accepts the Message
+    # (an async host, an async ``authorize``): a cancellation that comes as
+    # nothing but a cancelled scope needs a watcher beside them from the start.
+    host_awaits = _awaits(runtime.host.dispatch)
+    asynchronous = frozenset(c.name for c in runtime.definition.capabilities if host_awaits or _awaits(c.authorize))
+
     @asynccontextmanager
     async def lifespan(_: Server[Connection]) -> AsyncGenerator[Connection]:
         connection = Connection(runtime)
@@ -712,18 +719,23 @@ def server(
         result: types.CallToolResult | types.InputRequiredResult | MCPError | None = None
         try:
             descriptor = connection.descriptors.get(params.name)
-            if descriptor is None or descriptor.completion is None:
+            completes = descriptor is not None and descriptor.completion is not None
+            if not completes and params.name not in asynchronous:
+                # The common case: nothing runs beside the call.
                 with shield:
                     result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
             else:
                 async with anyio.create_task_group() as task_group:
-                    progress = _Progress(ctx, descriptor, task_group, controller, shield)
+                    watch = _Watch(ctx, task_group, controller, shield, descriptor)
+                    if params.name in asynchronous:
+                        watch.begin()
                     try:
                         with shield:
-                            result = await _dispatch(runtime, params.name, payload, invocation, ask_later, progress.start)
+                            on_dispatched = watch.dispatched if completes else None
+                            result = await _dispatch(runtime, params.name, payload, invocation, ask_later, on_dispatched)
                     finally:
                         # Progress ends before the answer: nothing follows a result.
-                        progress.stop()
+                        watch.stop()
         finally:
             calls.leave(controller)
         # A cancelled request is never answered (it was recorded, as a
@@ -816,68 +828,93 @@ def server(
     return mcp_server
 
 
-class _Progress:
-    """``notifications/progress`` for one call that waits for its completion; the watch on its cancellation meanwhile.
+class _Watch:
+    """What runs beside a call that may wait, outside its shield: its progress, and the watch on its cancellation.
 
-    Nothing runs until the host has accepted the Message: :meth:`start` (the
-    pipeline's ``on_dispatched``) starts one task, which says so (``Dispatched
-    <Tag>; waiting for <success tags>``) and then repeats every
-    :data:`PROGRESS_INTERVAL` while the wait goes on. A call settled inside
-    the host's ``dispatch`` starts it too, and :meth:`stop` ends it before
-    the answer, so no progress follows a result. Whether the client sent a
-    progress token is the session's to know (on JSON-RPC it rides ``_meta``,
-    in-process it is a callback): sending is a no-op for a call that asked for none.
+    **Progress** (a call awaiting its completion): once the host has accepted
+    the Message, ``Dispatched <Tag>; waiting for <success tags>``, then every
+    :data:`PROGRESS_INTERVAL` while the wait goes on. :meth:`stop` ends it
+    before the answer, so no progress follows a result. Whether the client
+    sent a progress token is the session's to know (on JSON-RPC it rides
+    ``_meta``, in-process it is a callback): sending is a no-op for a call
+    that asked for none.
 
-    The task runs outside the call's shield, so while the completion is
-    awaited it is where a cancellation of the request lands: on an
-    in-process 2026-07-28 client, cancelling the call is cancelling the
-    handler, with no notification to tell of it. It turns that into an abort
-    of the call's controller and lets the cancellation go on.
+    **The watch.** The call itself runs shielded, so a cancellation of its
+    request that comes as a notification or as the connection's end aborts it
+    through :class:`InFlight`; one that comes as nothing but a cancelled scope
+    (an in-process 2026-07-28 client cancelling its call, a sessionless HTTP
+    request cut short at shutdown) lands here instead, in the one task,
+    outside the shield: it aborts the call's controller and goes on.
+
+    The task starts only when there is something to wait for: when the host
+    accepted the Message of a completion (:meth:`dispatched`), or at once
+    (:meth:`begin`) for a call whose host or ``authorize`` is asynchronous.
     """
 
-    __slots__ = ("_ctx", "_tag", "_waiting_for", "_task_group", "_controller", "_shield", "_scope")
+    __slots__ = ("_accepted", "_controller", "_ctx", "_progress", "_scope", "_shield", "_task_group", "_wake")
 
     def __init__(
         self,
         ctx: ServerRequestContext[Connection],
-        descriptor: MessageDescriptor,
         task_group: anyio.abc.TaskGroup,
         controller: AbortController,
         shield: anyio.CancelScope,
+        descriptor: MessageDescriptor | None,
     ) -> None:
         self._ctx = ctx
-        self._tag = descriptor.tag
-        completion = descriptor.completion
-        self._waiting_for = (
-            ", ".join(completion["success"]) if completion is not None and "success" in completion else "its declared state"
-        )
         self._task_group = task_group
         self._controller = controller
         self._shield = shield
+        completion = None if descriptor is None else descriptor.completion
+        self._progress: tuple[str, str] | None = None
+        if descriptor is not None and completion is not None:
+            waiting_for = ", ".join(completion["success"]) if "success" in completion else "its declared state"
+            self._progress = (descriptor.tag, waiting_for)
         self._scope: anyio.CancelScope | None = None
+        self._accepted = False
+        self._wake: anyio.Event | None = None
 
-    def start(self) -> None:
-        """The host accepted the Message: report it, and keep reporting while the completion is awaited."""
+    def begin(self) -> None:
+        """Watch from now on: the call may wait before its host accepts anything."""
+        self._spawn()
+
+    def dispatched(self) -> None:
+        """The host accepted the Message (the pipeline's ``on_dispatched``): progress starts."""
+        self._accepted = True
         if self._scope is None:
-            self._scope = anyio.CancelScope()
-            self._task_group.start_soon(self._report, self._scope)
+            self._spawn()
+        elif self._wake is not None:
+            self._wake.set()
 
     def stop(self) -> None:
-        """The call settled: no progress after this."""
+        """The call settled: nothing more beside it."""
         if self._scope is not None:
             self._scope.cancel()
 
-    async def _report(self, scope: anyio.CancelScope) -> None:
+    def _spawn(self) -> None:
+        if self._scope is None:
+            self._scope = anyio.CancelScope()
+            self._task_group.start_soon(self._run, self._scope)
+
+    async def _run(self, scope: anyio.CancelScope) -> None:
         try:
             with scope:
+                progress = self._progress
+                if progress is None:
+                    await anyio.sleep_forever()
+                    return
+                if not self._accepted:
+                    self._wake = anyio.Event()
+                    await self._wake.wait()
+                tag, waiting_for = progress
                 step = 1
-                await self._send(step, f"Dispatched {self._tag}; waiting for {self._waiting_for}")
+                await self._send(step, f"Dispatched {tag}; waiting for {waiting_for}")
                 started = anyio.current_time()
                 while True:
                     await anyio.sleep(PROGRESS_INTERVAL)
                     step += 1
                     waited = anyio.current_time() - started
-                    await self._send(step, f"Still waiting for {self._waiting_for} after {waited:.0f}s")
+                    await self._send(step, f"Still waiting for {waiting_for} after {waited:.0f}s")
         except anyio.get_cancelled_exc_class():
             # Not :meth:`stop` (its scope absorbs its own cancellation): the
             # request was cancelled from outside. The shielded call settles
@@ -891,6 +928,11 @@ class _Progress:
         except Exception:
             # Progress is a courtesy; a client that went away is told by the answer, or not at all.
             _logger.exception("sending progress failed")
+
+
+def _awaits(hook: object) -> bool:
+    """Whether calling ``hook`` (a function, or an object with ``__call__``) returns a coroutine."""
+    return inspect.iscoroutinefunction(hook) or inspect.iscoroutinefunction(getattr(hook, "__call__", None))
 
 
 def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourceResult, None]:
