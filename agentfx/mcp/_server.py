@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -42,6 +41,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.runner import serve_dual_era_loop
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ToolsListChanged
+from mcp.shared.direct_dispatcher import DIRECT_TRANSPORT_KIND
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
@@ -281,13 +281,15 @@ class InFlight:
     __slots__ = ("_calls",)
 
     def __init__(self) -> None:
-        self._calls: dict[AbortController, tuple[types.RequestId | None, anyio.CancelScope]] = {}
+        self._calls: dict[AbortController, tuple[types.RequestId | None, anyio.CancelScope | None]] = {}
 
     def __len__(self) -> int:
         return len(self._calls)
 
-    def enter(self, controller: AbortController, request_id: types.RequestId | None, shield: anyio.CancelScope) -> None:
-        """A call starts; ``shield`` is the scope it runs in."""
+    def enter(
+        self, controller: AbortController, request_id: types.RequestId | None, shield: anyio.CancelScope | None
+    ) -> None:
+        """A call starts; ``shield`` is the scope it runs in (``None``: it runs unshielded)."""
         self._calls[controller] = (request_id, shield)
 
     def leave(self, controller: AbortController) -> None:
@@ -309,11 +311,12 @@ class InFlight:
             _abort(controller, shield, reason)
 
 
-def _abort(controller: AbortController, shield: anyio.CancelScope, reason: object) -> None:
+def _abort(controller: AbortController, shield: anyio.CancelScope | None, reason: object) -> None:
     controller.abort(reason)
-    deadline = anyio.current_time() + ABORT_GRACE
-    if deadline < shield.deadline:
-        shield.deadline = deadline
+    if shield is not None:
+        deadline = anyio.current_time() + ABORT_GRACE
+        if deadline < shield.deadline:
+            shield.deadline = deadline
 
 
 class _ListenStream:
@@ -650,12 +653,6 @@ def server(
             'The resource "context" would share the URI app://context with the context projection. Rename it.'
         )
 
-    # The capabilities whose call may wait before its host accepts the Message
-    # (an async host, an async ``authorize``): a cancellation that comes as
-    # nothing but a cancelled scope needs a watcher beside them from the start.
-    host_awaits = _awaits(runtime.host.dispatch)
-    asynchronous = frozenset(c.name for c in runtime.definition.capabilities if host_awaits or _awaits(c.authorize))
-
     @asynccontextmanager
     async def lifespan(_: Server[Connection]) -> AsyncGenerator[Connection]:
         connection = Connection(runtime)
@@ -712,27 +709,30 @@ def server(
         # as an outer cancellation that interrupts it mid-step. What would have
         # been that cancellation aborts the registered controller instead: a
         # client's ``notifications/cancelled``, the connection's end, or (while
-        # a completion is awaited) the reporter below, which is outside the shield.
-        shield = anyio.CancelScope(shield=True)
+        # a completion is awaited) the watch beside the call, outside the shield.
+        descriptor = connection.descriptors.get(params.name)
+        completes = descriptor is not None and descriptor.completion is not None
+        shield = anyio.CancelScope(shield=True) if completes or not _structural(ctx) else None
         calls = connection.calls
         calls.enter(controller, request_id, shield)
         result: types.CallToolResult | types.InputRequiredResult | MCPError | None = None
         try:
-            descriptor = connection.descriptors.get(params.name)
-            completes = descriptor is not None and descriptor.completion is not None
-            if not completes and params.name not in asynchronous:
+            if shield is None:
+                # In process on 2026-07-28, the client cancels by cancelling
+                # this very handler, and nothing else would tell a shielded
+                # call: the rare call that waits is interrupted (and audited
+                # so) rather than held until its host returns.
+                result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
+            elif not completes:
                 # The common case: nothing runs beside the call.
                 with shield:
                     result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
             else:
                 async with anyio.create_task_group() as task_group:
                     watch = _Watch(ctx, task_group, controller, shield, descriptor)
-                    if params.name in asynchronous:
-                        watch.begin()
                     try:
                         with shield:
-                            on_dispatched = watch.dispatched if completes else None
-                            result = await _dispatch(runtime, params.name, payload, invocation, ask_later, on_dispatched)
+                            result = await _dispatch(runtime, params.name, payload, invocation, ask_later, watch.dispatched)
                     finally:
                         # Progress ends before the answer: nothing follows a result.
                         watch.stop()
@@ -829,29 +829,27 @@ def server(
 
 
 class _Watch:
-    """What runs beside a call that may wait, outside its shield: its progress, and the watch on its cancellation.
+    """What runs beside a call awaiting its completion, outside its shield: its progress, and the watch on its cancellation.
 
-    **Progress** (a call awaiting its completion): once the host has accepted
-    the Message, ``Dispatched <Tag>; waiting for <success tags>``, then every
-    :data:`PROGRESS_INTERVAL` while the wait goes on. :meth:`stop` ends it
-    before the answer, so no progress follows a result. Whether the client
-    sent a progress token is the session's to know (on JSON-RPC it rides
-    ``_meta``, in-process it is a callback): sending is a no-op for a call
-    that asked for none.
+    **Progress**: once the host has accepted the Message, ``Dispatched <Tag>;
+    waiting for <success tags>``, then every :data:`PROGRESS_INTERVAL` while
+    the wait goes on. :meth:`stop` ends it before the answer, so no progress
+    follows a result. Whether the client sent a progress token is the
+    session's to know (on JSON-RPC it rides ``_meta``, in-process it is a
+    callback): sending is a no-op for a call that asked for none.
 
     **The watch.** The call itself runs shielded, so a cancellation of its
     request that comes as a notification or as the connection's end aborts it
     through :class:`InFlight`; one that comes as nothing but a cancelled scope
     (an in-process 2026-07-28 client cancelling its call, a sessionless HTTP
-    request cut short at shutdown) lands here instead, in the one task,
+    request cut short at shutdown) lands here instead, in the one task
     outside the shield: it aborts the call's controller and goes on.
 
     The task starts only when there is something to wait for: when the host
-    accepted the Message of a completion (:meth:`dispatched`), or at once
-    (:meth:`begin`) for a call whose host or ``authorize`` is asynchronous.
+    accepted the Message (:meth:`dispatched`, the pipeline's ``on_dispatched``).
     """
 
-    __slots__ = ("_accepted", "_controller", "_ctx", "_progress", "_scope", "_shield", "_task_group", "_wake")
+    __slots__ = ("_controller", "_ctx", "_scope", "_shield", "_tag", "_task_group", "_waiting_for")
 
     def __init__(
         self,
@@ -866,55 +864,34 @@ class _Watch:
         self._controller = controller
         self._shield = shield
         completion = None if descriptor is None else descriptor.completion
-        self._progress: tuple[str, str] | None = None
-        if descriptor is not None and completion is not None:
-            waiting_for = ", ".join(completion["success"]) if "success" in completion else "its declared state"
-            self._progress = (descriptor.tag, waiting_for)
+        self._tag = "" if descriptor is None else descriptor.tag
+        self._waiting_for = (
+            ", ".join(completion["success"]) if completion is not None and "success" in completion else "its declared state"
+        )
         self._scope: anyio.CancelScope | None = None
-        self._accepted = False
-        self._wake: anyio.Event | None = None
-
-    def begin(self) -> None:
-        """Watch from now on: the call may wait before its host accepts anything."""
-        self._spawn()
 
     def dispatched(self) -> None:
-        """The host accepted the Message (the pipeline's ``on_dispatched``): progress starts."""
-        self._accepted = True
-        if self._scope is None:
-            self._spawn()
-        elif self._wake is not None:
-            self._wake.set()
-
-    def stop(self) -> None:
-        """The call settled: nothing more beside it."""
-        if self._scope is not None:
-            self._scope.cancel()
-
-    def _spawn(self) -> None:
+        """The host accepted the Message: report it, and keep reporting while the completion is awaited."""
         if self._scope is None:
             self._scope = anyio.CancelScope()
             self._task_group.start_soon(self._run, self._scope)
 
+    def stop(self) -> None:
+        """The call settled: no progress after this."""
+        if self._scope is not None:
+            self._scope.cancel()
+
     async def _run(self, scope: anyio.CancelScope) -> None:
         try:
             with scope:
-                progress = self._progress
-                if progress is None:
-                    await anyio.sleep_forever()
-                    return
-                if not self._accepted:
-                    self._wake = anyio.Event()
-                    await self._wake.wait()
-                tag, waiting_for = progress
                 step = 1
-                await self._send(step, f"Dispatched {tag}; waiting for {waiting_for}")
+                await self._send(step, f"Dispatched {self._tag}; waiting for {self._waiting_for}")
                 started = anyio.current_time()
                 while True:
                     await anyio.sleep(PROGRESS_INTERVAL)
                     step += 1
                     waited = anyio.current_time() - started
-                    await self._send(step, f"Still waiting for {waiting_for} after {waited:.0f}s")
+                    await self._send(step, f"Still waiting for {self._waiting_for} after {waited:.0f}s")
         except anyio.get_cancelled_exc_class():
             # Not :meth:`stop` (its scope absorbs its own cancellation): the
             # request was cancelled from outside. The shielded call settles
@@ -930,9 +907,16 @@ class _Watch:
             _logger.exception("sending progress failed")
 
 
-def _awaits(hook: object) -> bool:
-    """Whether calling ``hook`` (a function, or an object with ``__call__``) returns a coroutine."""
-    return inspect.iscoroutinefunction(hook) or inspect.iscoroutinefunction(getattr(hook, "__call__", None))
+def _structural(ctx: ServerRequestContext[Connection]) -> bool:
+    """Whether the request came in process on the SDK's direct dispatcher, where a cancellation is only a cancelled scope.
+
+    The SDK says so only on the request's dispatch context, which the session
+    keeps to itself; read defensively, anything else counts as a transport
+    whose cancellations arrive as messages or as the connection's end.
+    """
+    outbound = getattr(ctx.session, "_request_outbound", None)
+    transport = getattr(outbound, "transport", None)
+    return getattr(transport, "kind", None) == DIRECT_TRANSPORT_KIND
 
 
 def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourceResult, None]:
