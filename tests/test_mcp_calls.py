@@ -213,11 +213,13 @@ async def test_no_call_stays_registered_after_any_way_it_ends(mode: str) -> None
 
         # While a call is in flight, it is there: the table is the one that counts.
         s.start_hanging()
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(client.call_tool, "hang", None)
-            await s.hanging()
-            assert s.in_flight == 1
-            task_group.cancel_scope.cancel()
+        # Bounded, in case the cancellation left the call waiting.
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(client.call_tool, "hang", None)
+                await s.hanging()
+                assert s.in_flight == 1
+                task_group.cancel_scope.cancel()
         await audited(s.log, 6)
         assert s.in_flight == 0
     assert outcomes(s.log) == [
@@ -238,12 +240,14 @@ async def test_a_cancelled_call_whose_host_never_returns_ends_audited_and_remove
     s = served()
     async with connected(mode, s) as client:
         s.start_hanging()
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(client.call_tool, "hang", None)
-            await s.hanging()
-            task_group.cancel_scope.cancel()
+        # Bounded, in case the cancellation left the call waiting.
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(client.call_tool, "hang", None)
+                await s.hanging()
+                task_group.cancel_scope.cancel()
         (entry,) = await audited(s.log, 1)
-        # The host was called and its dispatch cut short by the signal: whether update saw it is unknown.
+        # The host was called and its dispatch cut short: whether update saw the Message is unknown.
         assert (entry.capability, entry.decision, entry.outcome) == CANCELLED_WHILE_SENDING[mode]
         assert s.in_flight == 0
         assert text(await client.call_tool("poke", {})) == "Dispatched Poke", "the connection serves on"
@@ -253,10 +257,12 @@ async def test_a_cancelled_call_whose_host_never_returns_ends_audited_and_remove
 async def test_a_cancelled_completion_wait_is_aborted_audited_and_removed(mode: str) -> None:
     s = served()
     async with connected(mode, s) as client:
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(client.call_tool, "wait", None)
-            await dispatched(s.host, 1)
-            task_group.cancel_scope.cancel()
+        # Bounded, in case the cancellation left the call waiting.
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(client.call_tool, "wait", None)
+                await dispatched(s.host, 1)
+                task_group.cancel_scope.cancel()
         (entry,) = await audited(s.log, 1)
         assert (entry.capability, entry.decision, entry.outcome) == ("wait", "dispatched", "AgentCancelledError")
         assert s.in_flight == 0

@@ -14,6 +14,14 @@ report Model changes. A client's cancellation becomes an abort of the
 invocation's signal, and a person is asked when ``authorize`` answers
 ``Confirm`` (:mod:`agentfx.mcp._confirm`).
 
+A call runs inline in its request handler, shielded, with no task of its own:
+its abort controller is registered on the connection (:class:`InFlight`) and
+aborted by the client's ``notifications/cancelled`` (a server middleware), by
+the end of the connection's read stream (:meth:`_AgentServer.run`), or, for a
+call awaiting its completion, by the one task that reports its progress. An
+aborted call gets :data:`ABORT_GRACE` seconds to settle before its shield is
+cancelled.
+
 It deliberately knows nothing of transports (stdio and HTTP wrap the server it
 returns), of the pipeline's steps, of audit, or of how outcomes are worded: it
 calls the runtime's public surface and :func:`agentfx.tools.reply`. Nothing a
