@@ -55,13 +55,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from returns.io import IOSuccess
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
-from returns.unsafe import unsafe_perform_io
 
 from .. import __version__
-from ..errors import DispatchError, DispatchFailed, echo
+from ..errors import echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..tools import tool_views
 from . import _confirm, _wire
@@ -952,18 +950,12 @@ async def _dispatch(
     when the host accepted the Message.
     """
     try:
-        if on_dispatched is None:
-            # The raise-style call: the same pipeline without the FutureResult
-            # and IOResult wrapping, which cost more than a refusal's raise.
-            try:
-                return _wire.success(await runtime.messages.call(name, payload, invocation))
-            except DispatchFailed as failed:
-                failure: DispatchError = failed.error
-        else:
-            outcome = await runtime.messages.dispatch_unknown(name, payload, invocation, on_dispatched=on_dispatched)
-            if isinstance(outcome, IOSuccess):
-                return _wire.success(unsafe_perform_io(outcome.unwrap()))
-            failure = unsafe_perform_io(outcome.failure())
+        # Unwrapped: the FutureResult and IOResult containers cost about as
+        # much as the rest of a dispatch, and every outcome is mapped here.
+        outcome = await runtime.messages.attempt(name, payload, invocation, on_dispatched=on_dispatched)
+        if not is_failure(outcome):
+            return _wire.success(outcome)
+        failure = outcome
         later = ask_later(failure) if ask_later is not None else None
         if later is not None:
             return later
