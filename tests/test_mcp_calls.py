@@ -447,3 +447,57 @@ async def test_a_call_that_outlives_its_abort_is_cut_short_after_the_grace(monke
             await wire.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
             await wire.answer(2)
             assert [answer["id"] for answer in wire.answers] == [INITIALIZE["id"], 2], "request 1 was never answered"
+
+
+# --- list_changed only where it was promised --------------------------------------------------
+
+
+class Toggle(msgspec.Struct, frozen=True, tag=True):
+    """Flip the switch."""
+
+
+class Lamp(msgspec.Struct, frozen=True, tag=True):
+    """Available while the switch is on."""
+
+
+switch = agentfx.define(
+    agentfx.expose(
+        Toggle | Lamp,
+        agentfx.variant(Toggle, "Toggle", name="toggle"),
+        agentfx.variant(Lamp, "Lamp", name="lamp", available=lambda on: bool(on)),
+    )
+)
+
+
+@MODES
+async def test_a_host_that_cannot_report_changes_is_never_re_read_after_a_call(mode: str) -> None:
+    # Without observe or subscribe nothing can keep a listChanged promise, so
+    # none is made, and a call that changes availability sends nothing either
+    # (nor re-reads availability after the call to find out).
+    on = [False]
+    reads: list[None] = []
+
+    def model() -> bool:
+        reads.append(None)
+        return on[0]
+
+    def dispatch(_message: object) -> None:
+        on[0] = not on[0]
+
+    seen: list[object] = []
+
+    async def handler(message: object) -> None:
+        seen.append(message)
+
+    runtime = agentfx.bind(switch, host=agentfx.Host(model=model, dispatch=dispatch))
+    async with mcp.Client(server(runtime), mode=mode, message_handler=handler) as client:
+        capabilities = client.server_capabilities
+        assert capabilities is not None and capabilities.tools is not None
+        assert not capabilities.tools.list_changed
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["toggle"]
+        before = len(reads)
+        assert text(await client.call_tool("toggle", {})) == "Dispatched Toggle"
+        # One snapshot for the call itself; none after it.
+        assert len(reads) == before + 1
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["toggle", "lamp"]
+    assert not [message for message in seen if isinstance(message, types.ToolListChangedNotification)]
