@@ -65,10 +65,10 @@ from ..tools import tool_views
 from . import _confirm, _wire
 
 if TYPE_CHECKING:
-    from mcp.server.context import ServerRequestContext
-    from mcp.server.session import ServerSession
     from types import TracebackType
 
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.session import ServerSession
     from mcp.shared._stream_protocols import ReadStream, WriteStream
 
     from ..docs import MessageDescriptor
@@ -88,7 +88,7 @@ DELIVERY_WAIT = 1.0
 """At most this long a call's answer waits for its list change to leave on the client's listen streams."""
 
 ABORT_GRACE = 2.0
-"""Seconds an aborted call may take to settle before it is cut short: a host that ignores cancellation cannot hold a stopping server."""
+"""Seconds an aborted call may take to settle before its shield is cancelled: a wait its signal does not reach cannot hold a stopping server."""
 
 _CLIENT_CANCELLED = "The MCP client cancelled the request"
 _CONNECTION_CLOSED = "The MCP connection closed"
@@ -267,7 +267,8 @@ class InFlight:
     :meth:`cancel` for a client's ``notifications/cancelled``, :meth:`close`
     when the connection ends or the server stops. An aborted call is also
     given :data:`ABORT_GRACE` seconds to settle, after which its shield is
-    cancelled, so a host that ignores cancellation cannot hold the server.
+    cancelled: the signal cancels every wait of the pipeline's own, and this
+    bounds anything else the call might be waiting on.
 
     Every call leaves on every path (the handler's ``finally``), so the table
     holds only requests in flight. It starts no task.
