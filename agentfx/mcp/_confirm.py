@@ -278,6 +278,11 @@ class Plan:
         )
 
 
+_CANNOT_ASK = Plan(None, False)
+_ASK_LATER = Plan(None, True)
+# Shared by every call that is not a retry: only a retry's plan is ever changed.
+
+
 def plan(
     ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, approvals: Approvals
 ) -> Plan:
@@ -311,12 +316,12 @@ def plan(
         retry.confirm = answered
         return retry
     if not can_elicit(ctx):
-        return Plan(None, False)
+        return _CANNOT_ASK
     if modern:
-        return Plan(None, True)
+        return _ASK_LATER
     if not ctx.session.can_send_request:
         # A 2025-11-25 transport without a back-channel (stateless HTTP): nobody can be asked now.
-        return Plan(None, False)
+        return _CANNOT_ASK
 
     async def ask(request: ConfirmationRequest) -> bool:
         try:

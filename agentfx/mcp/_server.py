@@ -14,6 +14,14 @@ report Model changes. A client's cancellation becomes an abort of the
 invocation's signal, and a person is asked when ``authorize`` answers
 ``Confirm`` (:mod:`agentfx.mcp._confirm`).
 
+A call runs inline in its request handler, shielded, with no task of its own:
+its abort controller is registered on the connection (:class:`InFlight`) and
+aborted by the client's ``notifications/cancelled`` (a server middleware), by
+the end of the connection's read stream (:meth:`_AgentServer.run`), or, for a
+call awaiting its completion, by the one task that reports its progress. An
+aborted call gets :data:`ABORT_GRACE` seconds to settle before its shield is
+cancelled.
+
 It deliberately knows nothing of transports (stdio and HTTP wrap the server it
 returns), of the pipeline's steps, of audit, or of how outcomes are worded: it
 calls the runtime's public surface and :func:`agentfx.tools.reply`. Nothing a
@@ -28,35 +36,45 @@ import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.runner import serve_dual_era_loop
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ToolsListChanged
+from mcp.shared.direct_dispatcher import DIRECT_TRANSPORT_KIND
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from returns.io import IOSuccess
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
-from returns.unsafe import unsafe_perform_io
 
 from .. import __version__
-from ..errors import echo
+from ..errors import echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..tools import tool_views
 from . import _confirm, _wire
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
 
     from ..docs import MessageDescriptor
     from ..runtime import AgentRuntime
 
-__all__ = ["LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "server"]
+__all__ = ["ABORT_GRACE", "LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "InFlight", "server"]
 
 _logger = logging.getLogger("agentfx.mcp")
 
@@ -68,6 +86,12 @@ PROGRESS_INTERVAL = 10.0
 
 DELIVERY_WAIT = 1.0
 """At most this long a call's answer waits for its list change to leave on the client's listen streams."""
+
+ABORT_GRACE = 2.0
+"""Seconds an aborted call may take to settle before its shield is cancelled: a wait its signal does not reach cannot hold a stopping server."""
+
+_CLIENT_CANCELLED = "The MCP client cancelled the request"
+_CONNECTION_CLOSED = "The MCP connection closed"
 
 _INTERNAL = "Internal error"
 
@@ -234,6 +258,74 @@ class ResourceWatch:
             return self._last.get(uri)
 
 
+class InFlight:
+    """The calls one connection is running: each one's abort controller and shield, with its JSON-RPC request id.
+
+    A call runs inline in its request handler, shielded, so that only its
+    signal can cut the pipeline short; what would otherwise be an outer
+    cancellation of the handler reaches it here instead, as an abort:
+    :meth:`cancel` for a client's ``notifications/cancelled``, :meth:`close`
+    when the connection ends or the server stops. An aborted call is also
+    given :data:`ABORT_GRACE` seconds to settle, after which its shield is
+    cancelled: the signal cancels every wait of the pipeline's own, and this
+    bounds anything else the call might be waiting on.
+
+    Every call leaves on every path (the handler's ``finally``), so the table
+    holds only requests in flight. It starts no task.
+
+    >>> async def main() -> None:
+    ...     calls, controller = InFlight(), AbortController()
+    ...     calls.enter(controller, "7", anyio.CancelScope(shield=True))
+    ...     calls.cancel(7, "stop")  # the client may echo "7" as 7
+    ...     print(controller.signal.reason, len(calls))
+    ...     calls.leave(controller)
+    ...     print(len(calls))
+    >>> anyio.run(main)
+    stop 1
+    0
+    """
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: dict[AbortController, tuple[types.RequestId | None, anyio.CancelScope | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def enter(
+        self, controller: AbortController, request_id: types.RequestId | None, shield: anyio.CancelScope | None
+    ) -> None:
+        """A call starts; ``shield`` is the scope it runs in (``None``: it runs unshielded)."""
+        self._calls[controller] = (request_id, shield)
+
+    def leave(self, controller: AbortController) -> None:
+        """The call settled (or was cut short)."""
+        self._calls.pop(controller, None)
+
+    def cancel(self, request_id: types.RequestId, reason: object) -> None:
+        """Abort the call the client knows as ``request_id`` (the newest, should it have reused an id)."""
+        # The dispatcher's own correlation: a client may echo the id 7 as "7".
+        wanted = coerce_request_id(request_id)
+        for controller, (held, shield) in reversed(self._calls.items()):
+            if held is not None and coerce_request_id(held) == wanted:
+                _abort(controller, shield, reason)
+                return
+
+    def close(self, reason: object) -> None:
+        """Abort every call in flight: the connection is ending."""
+        for controller, (_, shield) in list(self._calls.items()):
+            _abort(controller, shield, reason)
+
+
+def _abort(controller: AbortController, shield: anyio.CancelScope | None, reason: object) -> None:
+    controller.abort(reason)
+    if shield is not None:
+        deadline = anyio.current_time() + ABORT_GRACE
+        if deadline < shield.deadline:
+            shield.deadline = deadline
+
+
 class _ListenStream:
     """One open ``subscriptions/listen`` stream: whether it wants tool list changes, and how many it was sent."""
 
@@ -268,6 +360,7 @@ class Connection:
 
     def __init__(self, runtime: AgentRuntime[Any, Any]) -> None:
         self.runtime = runtime
+        self.calls = InFlight()
         self._bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self._bus)
         self._session: ServerSession | None = None
@@ -427,6 +520,87 @@ class _AgentServer(Server[Connection]):
             extensions,
         )
 
+    async def run(
+        self,
+        read_stream: ReadStream[SessionMessage | Exception],
+        write_stream: WriteStream[SessionMessage],
+        initialization_options: InitializationOptions,
+        raise_exceptions: bool = False,
+    ) -> None:
+        """The SDK's ``Server.run`` (one connection over a pair of streams), ending every call in flight as it ends.
+
+        The read side ends (the client went away) or is cancelled (the
+        server is stopping) before the loop waits for its handlers, so that
+        is where the connection's calls are aborted: a shielded call would
+        otherwise be waited for as long as its host takes.
+        """
+        async with self.lifespan(self) as connection:
+            await serve_dual_era_loop(
+                self,
+                _Closing(read_stream, connection.calls),
+                write_stream,
+                lifespan_state=connection,
+                init_options=initialization_options,
+                raise_exceptions=raise_exceptions,
+            )
+
+
+class _Closing:
+    """A connection's read stream that aborts the connection's calls in flight once it ends or is cancelled."""
+
+    __slots__ = ("_calls", "_stream")
+
+    def __init__(self, stream: ReadStream[SessionMessage | Exception], calls: InFlight) -> None:
+        self._stream = stream
+        self._calls = calls
+
+    @property
+    def last_context(self) -> object:
+        # The sender's context, for a transport whose stream carries one (the SDK reads it duck-typed).
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            return await self._stream.receive()
+        except BaseException:
+            self._calls.close(_CONNECTION_CLOSED)
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _Closing:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Closing:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+async def _cancellations(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: a client's ``notifications/cancelled`` aborts the call it names.
+
+    The dispatcher cancels the request's scope itself, which a shielded call
+    does not see; its controller, registered under the request id, is what
+    must hear of it. Notifications of every era pass here first.
+    """
+    if ctx.request_id is None and ctx.method == "notifications/cancelled":
+        connection = ctx.lifespan_context
+        request_id = cancelled_request_id_from_params(ctx.params)
+        if isinstance(connection, Connection) and request_id is not None:
+            connection.calls.cancel(request_id, _CLIENT_CANCELLED)
+    return await call_next(ctx)
+
 
 def server(
     runtime: AgentRuntime[Any, Any],
@@ -528,51 +702,59 @@ def server(
         # Before anything runs: a retry's requestState is redeemed here, or refused.
         confirmation = _confirm.plan(ctx, params, approvals)
         controller = AbortController()
+        request_id = ctx.request_id
         # Fresh per call: a client may reuse a JSON-RPC id once its request is
         # answered, and the audit must still tell the two calls apart. The
         # request id stays visible, to match an entry with the client's log;
         # bounded, since the client chose it and the audit keeps it.
-        call_id = new_invocation_id() if ctx.request_id is None else f"{new_invocation_id()}/{echo(str(ctx.request_id))}"
+        call_id = new_invocation_id() if request_id is None else f"{new_invocation_id()}/{echo(str(request_id))}"
         invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal, confirm=confirmation.confirm)
         payload: object = {} if params.arguments is None else params.arguments
-        progress = _Progress.of(ctx, connection.descriptors.get(params.name))
-        settled = anyio.Event()
-        answer: list[types.CallToolResult | types.InputRequiredResult | MCPError] = []
-
-        def ask_later(error: object) -> types.InputRequiredResult | None:
-            return confirmation.input_required(approvals, params.name, payload, error)
-
-        async def run() -> None:
-            # Shielded: the client's cancellation must reach the pipeline as an
-            # abort of the signal (which the audit records as a cancellation),
-            # not as an outer cancellation that interrupts it mid-step.
-            with anyio.CancelScope(shield=True):
-                try:
-                    accepted = None if progress is None else progress.accepted.set
-                    answer.append(await _dispatch(runtime, params.name, payload, invocation, ask_later, accepted))
-                finally:
-                    settled.set()
-
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(run)
-            if progress is not None:
-                task_group.start_soon(progress.report)
-            try:
-                await settled.wait()
-            except anyio.get_cancelled_exc_class():
-                # The client cancelled (or the connection closed). Abort and let
-                # the shielded task settle before the cancellation goes on: a
-                # cancelled request is never answered, but it is still recorded.
-                controller.abort("The MCP client cancelled the request")
-                raise
-            finally:
-                # Progress ends before the answer: nothing follows a result.
-                if progress is not None:
-                    progress.scope.cancel()
-        result = answer[0]
+        ask_later = partial(confirmation.input_required, approvals, params.name, payload) if confirmation.ask_later else None
+        # The pipeline runs inline, shielded: a cancellation must reach it as an
+        # abort of its signal (which the audit records as a cancellation), never
+        # as an outer cancellation that interrupts it mid-step. What would have
+        # been that cancellation aborts the registered controller instead: a
+        # client's ``notifications/cancelled``, the connection's end, or (while
+        # a completion is awaited) the watch beside the call, outside the shield.
+        descriptor = connection.descriptors.get(params.name)
+        completes = descriptor is not None and descriptor.completion is not None
+        shield = anyio.CancelScope(shield=True) if completes or not _structural(ctx) else None
+        calls = connection.calls
+        calls.enter(controller, request_id, shield)
+        result: types.CallToolResult | types.InputRequiredResult | MCPError | None = None
+        try:
+            if shield is None:
+                # In process on 2026-07-28, the client cancels by cancelling
+                # this very handler, and nothing else would tell a shielded
+                # call: the rare call that waits is interrupted (and audited
+                # so) rather than held until its host returns.
+                result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
+            elif not completes:
+                # The common case: nothing runs beside the call.
+                with shield:
+                    result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
+            else:
+                async with anyio.create_task_group() as task_group:
+                    watch = _Watch(ctx, task_group, controller, shield, descriptor)
+                    try:
+                        with shield:
+                            result = await _dispatch(runtime, params.name, payload, invocation, ask_later, watch.dispatched)
+                    finally:
+                        # Progress ends before the answer: nothing follows a result.
+                        watch.stop()
+        finally:
+            calls.leave(controller)
+        # A cancelled request is never answered (it was recorded, as a
+        # cancellation). No result: the host outlived the abort's grace and
+        # the shield cut it short, which only a cancellation of this request does.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if result is None:
+            raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL)
         if isinstance(result, MCPError):
             raise result
-        await connection.after_call(ctx)
+        if notifies:
+            await connection.after_call(ctx)
         return result
 
     async def list_resources(
@@ -649,53 +831,80 @@ def server(
     mcp_server.notifies_tool_changes = notifies
     # Seals every requestState this server mints and verifies every one echoed back.
     mcp_server.middleware.append(RequestStateBoundary(sealing, default_audience=name))
+    mcp_server.middleware.append(_cancellations)
     return mcp_server
 
 
-class _Progress:
-    """``notifications/progress`` for one call that waits for a completion, when the client asked for them.
+class _Watch:
+    """What runs beside a call awaiting its completion, outside its shield: its progress, and the watch on its cancellation.
 
-    Once the host has accepted the Message (``Dispatched <Tag>; waiting for
-    <success tags>``), then every :data:`PROGRESS_INTERVAL` while the wait
-    goes on. The call cancels :attr:`scope` before it answers, so no progress
-    follows a result.
+    **Progress**: once the host has accepted the Message, ``Dispatched <Tag>;
+    waiting for <success tags>``, then every :data:`PROGRESS_INTERVAL` while
+    the wait goes on. :meth:`stop` ends it before the answer, so no progress
+    follows a result. Whether the client sent a progress token is the
+    session's to know (on JSON-RPC it rides ``_meta``, in-process it is a
+    callback): sending is a no-op for a call that asked for none.
+
+    **The watch.** The call itself runs shielded, so a cancellation of its
+    request that comes as a notification or as the connection's end aborts it
+    through :class:`InFlight`; one that comes as nothing but a cancelled scope
+    (an in-process 2026-07-28 client cancelling its call, a sessionless HTTP
+    request cut short at shutdown) lands here instead, in the one task
+    outside the shield: it aborts the call's controller and goes on.
+
+    The task starts only when there is something to wait for: when the host
+    accepted the Message (:meth:`dispatched`, the pipeline's ``on_dispatched``).
     """
 
-    def __init__(self, ctx: ServerRequestContext[Connection], descriptor: MessageDescriptor, waiting_for: str) -> None:
+    __slots__ = ("_controller", "_ctx", "_scope", "_shield", "_tag", "_task_group", "_waiting_for")
+
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Connection],
+        task_group: anyio.abc.TaskGroup,
+        controller: AbortController,
+        shield: anyio.CancelScope,
+        descriptor: MessageDescriptor | None,
+    ) -> None:
         self._ctx = ctx
-        self._tag = descriptor.tag
-        self._waiting_for = waiting_for
-        self.accepted = anyio.Event()
-        self.scope = anyio.CancelScope()
+        self._task_group = task_group
+        self._controller = controller
+        self._shield = shield
+        completion = None if descriptor is None else descriptor.completion
+        self._tag = "" if descriptor is None else descriptor.tag
+        self._waiting_for = (
+            ", ".join(completion["success"]) if completion is not None and "success" in completion else "its declared state"
+        )
+        self._scope: anyio.CancelScope | None = None
 
-    @classmethod
-    def of(cls, ctx: ServerRequestContext[Connection], descriptor: MessageDescriptor | None) -> _Progress | None:
-        """Progress for this call, or ``None``: no such capability, or nothing to wait for.
+    def dispatched(self) -> None:
+        """The host accepted the Message: report it, and keep reporting while the completion is awaited."""
+        if self._scope is None:
+            self._scope = anyio.CancelScope()
+            self._task_group.start_soon(self._run, self._scope)
 
-        Whether the client sent a progress token is the session's to know: on
-        JSON-RPC it rides ``_meta``, in-process it is a callback. Reporting is
-        a no-op for a call that asked for none.
-        """
-        if descriptor is None or descriptor.completion is None:
-            return None
-        completion = descriptor.completion
-        if "success" in completion:
-            waiting_for = ", ".join(completion["success"])
-        else:
-            waiting_for = "its declared state"
-        return cls(ctx, descriptor, waiting_for)
+    def stop(self) -> None:
+        """The call settled: no progress after this."""
+        if self._scope is not None:
+            self._scope.cancel()
 
-    async def report(self) -> None:
-        with self.scope:
-            await self.accepted.wait()
-            step = 1
-            await self._send(step, f"Dispatched {self._tag}; waiting for {self._waiting_for}")
-            started = anyio.current_time()
-            while True:
-                await anyio.sleep(PROGRESS_INTERVAL)
-                step += 1
-                waited = anyio.current_time() - started
-                await self._send(step, f"Still waiting for {self._waiting_for} after {waited:.0f}s")
+    async def _run(self, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                step = 1
+                await self._send(step, f"Dispatched {self._tag}; waiting for {self._waiting_for}")
+                started = anyio.current_time()
+                while True:
+                    await anyio.sleep(PROGRESS_INTERVAL)
+                    step += 1
+                    waited = anyio.current_time() - started
+                    await self._send(step, f"Still waiting for {self._waiting_for} after {waited:.0f}s")
+        except anyio.get_cancelled_exc_class():
+            # Not :meth:`stop` (its scope absorbs its own cancellation): the
+            # request was cancelled from outside. The shielded call settles
+            # once aborted, then the cancellation goes on.
+            _abort(self._controller, self._shield, _CLIENT_CANCELLED)
+            raise
 
     async def _send(self, step: int, message: str) -> None:
         try:
@@ -703,6 +912,18 @@ class _Progress:
         except Exception:
             # Progress is a courtesy; a client that went away is told by the answer, or not at all.
             _logger.exception("sending progress failed")
+
+
+def _structural(ctx: ServerRequestContext[Connection]) -> bool:
+    """Whether the request came in process on the SDK's direct dispatcher, where a cancellation is only a cancelled scope.
+
+    The SDK says so only on the request's dispatch context, which the session
+    keeps to itself; read defensively, anything else counts as a transport
+    whose cancellations arrive as messages or as the connection's end.
+    """
+    outbound = getattr(ctx.session, "_request_outbound", None)
+    transport = getattr(outbound, "transport", None)
+    return getattr(transport, "kind", None) == DIRECT_TRANSPORT_KIND
 
 
 def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourceResult, None]:
@@ -730,10 +951,12 @@ async def _dispatch(
     when the host accepted the Message.
     """
     try:
-        outcome = await runtime.messages.dispatch_unknown(name, payload, invocation, on_dispatched=on_dispatched)
-        if isinstance(outcome, IOSuccess):
-            return _wire.success(unsafe_perform_io(outcome.unwrap()))
-        failure = unsafe_perform_io(outcome.failure())
+        # Unwrapped: the FutureResult and IOResult containers cost about as
+        # much as the rest of a dispatch, and every outcome is mapped here.
+        outcome = await runtime.messages.attempt(name, payload, invocation, on_dispatched=on_dispatched)
+        if not is_failure(outcome):
+            return _wire.success(outcome)
+        failure = outcome
         later = ask_later(failure) if ask_later is not None else None
         if later is not None:
             return later
