@@ -532,3 +532,66 @@ async def test_a_stopped_program_refuses_to_send_and_leaves_no_listener_or_lease
     assert "stopped" in repr(stopped)
     async with client(server.url) as raw:
         assert await raw.get(f"{ns}:writer") is None
+
+
+async def test_a_malformed_log_entry_is_skipped_without_its_text_and_the_copies_keep_tailing(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = namespace()
+    secret = "not-for-the-log-0xfeed"
+    async with programs(server.url, ns, 2) as copies:
+        await copies[0].send(Added(key="before"))
+        async with client(server.url) as raw:
+            # Not written by any writer: no version, a version that is not a number, a bad inbox id.
+            await raw.xadd(f"{ns}:log", {"junk": secret})
+            await raw.xadd(f"{ns}:log", {"v": secret, "i": "1-0", "f": "c", "m": secret})
+            await raw.xadd(f"{ns}:log", {"v": "2", "i": secret, "f": "u", "m": b""})
+        await copies[1].send(Added(key="after"))
+        await settled(*copies, version=2)
+        assert all(copy.model.keys == ("before", "after") for copy in copies)
+    assert any("malformed" in record.getMessage() for record in caplog.records)
+    assert not any(secret in record.getMessage() or record.exc_info for record in caplog.records if "malformed" in record.getMessage())
+
+
+async def test_after_redis_lost_its_data_the_copies_reload_rather_than_ignore_the_lower_versions(
+    server: RedisServer,
+) -> None:
+    ns = namespace()
+    async with programs(server.url, ns, 2, apply_timeout=3.0) as copies:
+        for index in range(3):
+            await copies[index % 2].send(Added(key=f"k{index}"))
+        await settled(*copies, version=3)
+        async with client(server.url) as raw:
+            # As a restart without persistence (or from an older snapshot) leaves it.
+            for key in ("inbox", "writer", "model", "log"):
+                await raw.delete(f"{ns}:{key}")
+        for copy in copies:
+            # The first Message after the loss finds the copy's history gone: applied, or an honest "unknown".
+            try:
+                await copy.send(Added(key="first"))
+            except RedisProgramError as failure:
+                assert "Redis lost data" in str(failure)
+        for copy in copies:
+            await copy.send(Added(key="then"))
+        with anyio.fail_after(5):
+            while copies[0].version != copies[1].version:
+                await anyio.sleep(0.005)
+        assert copies[0].model == copies[1].model
+        assert copies[0].model.total == copies[0].version and copies[0].model.keys[-2:] == ("then", "then")
+
+
+async def test_a_copy_that_cannot_reload_the_model_keeps_running_and_backs_off(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = namespace()
+    async with running(server.url, ns) as copy:
+        await copy.send(Added(key="a"))
+        async with client(server.url) as raw:
+            # A Model this process's types cannot read (a newer deploy's, say), and a log that skips ahead to it.
+            await raw.hset(f"{ns}:model", mapping={"model": b"\xc1not msgpack", "version": 5})
+            await raw.xadd(f"{ns}:log", {"v": "5", "i": "1-0", "f": "u", "m": b""})
+        await anyio.sleep(1.2)
+        assert copy.version == 1 and copy.model.keys == ("a",)
+    refusals = [record for record in caplog.records if "does not decode" in record.getMessage()]
+    # Pauses that double from 50 ms: a handful of reloads in 1.2 s, not one every 50 ms.
+    assert 1 <= len(refusals) <= 6, len(refusals)

@@ -188,6 +188,7 @@ class _Outgoing:
 
 _UNSENT = "The program stopped while the Message was on its way to Redis; whether it was queued is unknown"
 _UNREACHABLE = "Redis is unreachable; the Message may not have been queued"
+_LOST = "Redis lost data while the Message was on its way; whether it was applied is unknown"
 
 
 class _Keys:
@@ -403,6 +404,10 @@ class RedisProgram(Program[M, Msg]):
 
     async def _tail(self) -> None:
         delay = _BACKOFF[0]
+        # How long to wait before reading entries again that this copy could
+        # not take; it grows while the reload keeps failing, so a namespace
+        # that cannot be reloaded costs a read every few seconds, not a busy loop.
+        stalled = _BACKOFF[0]
         while True:
             try:
                 reply = await self._client.xread(
@@ -421,26 +426,46 @@ class RedisProgram(Program[M, Msg]):
             delay = _BACKOFF[0]
             for _stream, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
                 for log_id, fields in entries:
-                    if not self._take(fields):
+                    taken = self._take(log_id, fields)
+                    if taken is not True:
                         try:
-                            reloaded = await self._resync()
+                            reloaded = await self._resync(lost=taken is None)
                         except (RedisConnectionError, RedisTimeoutError, OSError):
                             reloaded = False
-                        if not reloaded:
+                        if reloaded:
+                            stalled = _BACKOFF[0]
+                        else:
                             # Read the same entries again after a pause, not in a tight loop.
-                            await anyio.sleep(delay)
+                            await anyio.sleep(stalled)
+                            stalled = min(stalled * 2, self._options.backoff_max)
                         break
                     self._log_id = log_id.decode()
 
-    def _take(self, fields: dict[bytes, bytes]) -> bool:
-        """Apply one log entry to the copy; ``False`` when versions were skipped (the log was trimmed)."""
-        version = int(fields[b"v"])
-        if version <= self._version:
+    def _take(self, log_id: bytes, fields: dict[bytes, bytes]) -> bool | None:
+        """Apply one log entry to the copy.
+
+        ``True`` when it was taken (or skipped as malformed), ``False`` when
+        versions were skipped (the log was trimmed), ``None`` when the log
+        went back to a version this copy is past (Redis lost data).
+        """
+        try:
+            version = int(fields[b"v"])
+            flag = fields[b"f"]
+            entry = _stream_id(fields[b"i"])
+            if flag not in (_CHANGED, _UNCHANGED, _FAILED) or (flag != _FAILED and b"m" not in fields):
+                raise ValueError(flag)
+            if flag == _CHANGED and b"s" not in fields:
+                raise ValueError(flag)
+        except (KeyError, ValueError):
+            # Not a writer's entry (every one has these fields): never its text in the log.
+            _logger.error("%s holds a malformed entry %s; it is skipped", self._keys.log, log_id.decode())
             return True
+        if version <= self._version:
+            # Tailing reads past this copy's version only, so a lower one is
+            # a log that started over: the namespace was lost and rebuilt.
+            return None
         if version != self._version + 1:
             return False
-        flag = fields[b"f"]
-        entry = _stream_id(fields[b"i"])
         self._version = version
         self._applied = entry
         failure: str | None = None
@@ -476,8 +501,8 @@ class RedisProgram(Program[M, Msg]):
             except Exception:
                 _logger.exception("a listener raised at version %d; the others still run", self._version)
 
-    async def _resync(self) -> bool:
-        """The log no longer reaches back to this copy's version: reload the Model from ``<ns>:model``."""
+    async def _resync(self, *, lost: bool = False) -> bool:
+        """The log no longer reaches back to this copy's version (or went back past it): reload ``<ns>:model``."""
         raw, version, applied, log_id = await self._client.hmget(
             self._keys.model, ["model", "version", "applied", "log"]
         )
@@ -485,18 +510,37 @@ class RedisProgram(Program[M, Msg]):
             _logger.error("%s is missing while %s skips versions; the Model stays at version %d",
                           self._keys.model, self._keys.log, self._version)
             return False
-        _logger.warning(
-            "%s was trimmed past version %d; reloading the Model at version %s (observers miss the Messages between)",
-            self._keys.log,
-            self._version,
-            cast("bytes", version).decode(),
-        )
-        self._model = self._model_decoder.decode(cast("bytes", raw))
-        self._version = int(cast("bytes", version))
-        self._applied = _stream_id(cast("bytes", applied))
-        self._log_id = cast("bytes", log_id).decode()
+        try:
+            model = self._model_decoder.decode(cast("bytes", raw))
+            stored = int(cast("bytes", version))
+            last = _stream_id(cast("bytes", applied))
+            position = cast("bytes", log_id).decode()
+            _stream_id(position)
+        except (msgspec.DecodeError, ValueError):
+            _logger.error("%s does not decode with this process's types; the Model stays at version %d",
+                          self._keys.model, self._version)
+            return False
+        if lost:
+            _logger.error(
+                "%s went back past version %d: Redis lost data; reloading the Model at version %d",
+                self._keys.log, self._version, stored,
+            )
+        else:
+            _logger.warning(
+                "%s was trimmed past version %d; reloading the Model at version %d "
+                "(observers miss the Messages between)",
+                self._keys.log, self._version, stored,
+            )
+        self._model = model
+        self._version = stored
+        self._applied = last
+        self._log_id = position
         for entry, waiter in list(self._waiters.items()):
             if entry <= self._applied:
+                if lost:
+                    # The stored history is not the one this copy saw: a
+                    # Message in flight may be among what was lost.
+                    waiter.failure = _LOST
                 waiter.done.set()
         self._notify(self._subscribers.snapshot(), ())
         return True
