@@ -15,6 +15,8 @@ the same principal. It checks no token itself; the verifier does.
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,12 @@ def token_identity(token: AccessToken) -> Hashable:
     with other scopes is another principal (its ``authorize`` checks could
     answer differently). The token string and expiry are not part of it.
 
+    The subject is ``AccessToken.subject``, else the ``sub`` claim. A token
+    that names neither proves only itself (a digest of the token string
+    stands for the subject): the people signed in through one client are
+    never taken for one principal because the verifier did not say who they
+    are, at the price of a refreshed token starting afresh.
+
     >>> from mcp.server.auth.provider import AccessToken
     >>> a = AccessToken(token="one", client_id="app", scopes=["todos:read"], subject="ann")
     >>> b = AccessToken(token="two", client_id="app", scopes=["todos:read"], subject="ann", expires_at=1)
@@ -51,8 +59,18 @@ def token_identity(token: AccessToken) -> Hashable:
     True
     >>> token_identity(a) == token_identity(a.model_copy(update={"scopes": ["todos:read", "todos:delete"]}))
     False
+    >>> anonymous = AccessToken(token="three", client_id="app", scopes=["todos:read"])
+    >>> token_identity(anonymous) == token_identity(anonymous.model_copy(update={"token": "four"}))
+    False
     """
     client_id, issuer, subject = principal_components(token)
+    if subject is None:
+        claimed = (token.claims or {}).get("sub")
+        if isinstance(claimed, str) and claimed:
+            subject = claimed
+        else:
+            # Not the token itself (the key outlives it, and is digested into sealed states), nor a prefix (prefixes collide).
+            subject = "token-sha256:" + hashlib.sha256(token.token.encode()).hexdigest()
     return ("agentfx.access-token", client_id, issuer, subject, frozenset(token.scopes), token.resource)
 
 
@@ -102,12 +120,25 @@ class BearerTokens:
         return None
 
     async def verify(self, request: Request) -> AccessToken | None:
-        """The request's valid token, or ``None`` (none sent, refused, expired, or for another resource)."""
+        """The request's valid token, or ``None`` (none sent, refused, expired, or for another resource).
+
+        A request with more than one ``Authorization`` header is refused
+        whatever they hold: which one a proxy in front checked and which one
+        reaches here cannot be told apart (RFC 6750 §2 allows one token per
+        request).
+        """
+        if len(request.headers.getlist("authorization")) > 1:
+            return None
         verified = await self._backend.authenticate(request)
         if verified is None:
             return None
         _, user = verified
-        return user.access_token
+        token = user.access_token
+        # The SDK lets a token through in the second it expires, and one
+        # whose expiry is 0; RFC 7519 refuses a token on or after its expiry.
+        if token.expires_at is not None and token.expires_at <= time.time():
+            return None
+        return token
 
     def guard(self, token: AccessToken | None, then: ASGIApp) -> ASGIApp:
         """``then``, behind the SDK's checks: ``401`` without a token, ``403`` without the required scopes."""
@@ -116,6 +147,10 @@ class BearerTokens:
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             if token is not None:
                 scope = {**scope, "user": AuthenticatedUser(token), "auth": AuthCredentials(token.scopes)}
+            else:
+                # An outer app's authentication (another backend, another
+                # resource) must not stand in for the token refused here.
+                scope = {key: value for key, value in scope.items() if key not in ("user", "auth")}
             await guarded(scope, receive, send)
 
         return app

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,15 +20,17 @@ import anyio
 import httpx
 import msgspec
 import pytest
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from pydantic import AnyHttpUrl
+from starlette.authentication import AuthCredentials
 
 import agentfx
 from agentfx.mcp import http_app
 from agentfx.runtime import AgentRuntime
 from examples.todo.app import DELETE_REFUSED, app, user_from_token
-from tests.http_support import ISSUER, MODERN, JwtVerifier, jwt_token, modern, open_session, post, sdk_client, serving
+from tests.http_support import ISSUER, JSON_AND_SSE, MODERN, JwtVerifier, jwt_token, modern, open_session, post, sdk_client, serving
 from tests.mcp_wire import text
 
 pytestmark = pytest.mark.anyio
@@ -261,3 +264,100 @@ async def test_principal_from_token_may_be_async_and_its_failures_are_500s_witho
             assert secret not in response.text
             if expected == 500:
                 assert answer["error"]["message"] == "Internal error"
+
+
+class Issued:
+    """A verifier that knows a fixed set of token strings, each standing for the ``AccessToken`` given."""
+
+    def __init__(self, tokens: dict[str, AccessToken]) -> None:
+        self.tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return self.tokens.get(token)
+
+
+async def test_a_user_an_outer_middleware_put_in_the_scope_does_not_stand_in_for_a_refused_token() -> None:
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(app, token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=user_from_token)
+    elsewhere = AccessToken(token="outer", client_id="agent-app", scopes=[READ], subject="mallory")
+
+    async def outer(scope: Any, receive: Any, send: Any) -> None:
+        # As a Starlette app authenticating with its own backend around the mounted endpoint.
+        await asgi({**scope, "user": AuthenticatedUser(elsewhere), "auth": AuthCredentials([READ])}, receive, send)
+
+    listing = modern("tools/list")
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=outer)) as http:
+        for token in (None, jwt_token("https://other.example/mcp", scopes=READ), "bogus"):
+            status, _, response = await post(http, url, listing, token=token, version=MODERN)
+            assert status == 401, token
+            assert 'error="invalid_token"' in response.headers["www-authenticate"]
+        status, _, _ = await post(http, url, listing, token=jwt_token(url, scopes=READ), version=MODERN)
+        assert status == 200
+        assert asgi.principal_count == 1
+
+
+async def test_a_request_with_two_authorization_headers_is_refused_whichever_comes_first() -> None:
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(app, token_verifier=JwtVerifier(url), auth=settings(url), principal_from_token=user_from_token)
+    good = f"Bearer {jwt_token(url, scopes=READ)}"
+    body = json.dumps(modern("tools/list")).encode()
+    routing = {"Mcp-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        for pair in ((good, "Bearer bogus"), ("Bearer bogus", good), (good, good)):
+            headers = [*JSON_AND_SSE.items(), *routing.items(), *(("Authorization", value) for value in pair)]
+            response = await http.post(url, content=body, headers=headers)
+            assert response.status_code == 401, pair
+            assert response.headers["www-authenticate"].startswith("Bearer ")
+        status, _, _ = await post(http, url, modern("tools/list"), token=good.removeprefix("Bearer "), version=MODERN)
+        assert status == 200, "one header is served"
+        lower = [*JSON_AND_SSE.items(), *routing.items(), ("Authorization", "bEaReR " + good.removeprefix("Bearer "))]
+        assert (await http.post(url, content=body, headers=lower)).status_code == 200, "the scheme is case-insensitive"
+
+
+async def test_a_token_whose_expiry_has_come_is_refused_even_when_the_verifier_passes_it() -> None:
+    url = "http://127.0.0.1/mcp"
+
+    def issued(expires_at: int | None) -> AccessToken:
+        return AccessToken(
+            token="t", client_id="agent-app", scopes=[READ], subject="ann", resource=url, expires_at=expires_at
+        )
+
+    now = int(time.time())
+    verifier = Issued({"epoch": issued(0), "now": issued(now), "past": issued(now - 1), "later": issued(now + 300)})
+    asgi = http_app(app, token_verifier=verifier, auth=settings(url), principal_from_token=user_from_token)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        for token, expected in (("epoch", 401), ("now", 401), ("past", 401), ("later", 200)):
+            status, _, _ = await post(http, url, modern("tools/list"), token=token, version=MODERN)
+            assert status == expected, token
+
+
+async def test_tokens_that_name_no_subject_are_never_taken_for_one_principal() -> None:
+    url = "http://127.0.0.1/mcp"
+
+    def issued(token: str, claims: dict[str, Any] | None = None) -> AccessToken:
+        return AccessToken(token=token, client_id="agent-app", scopes=[READ], resource=url, claims=claims)
+
+    verifier = Issued(
+        {
+            # Two people signed in through one client; the verifier does not say who.
+            "ann-1": issued("ann-1"),
+            "bob-1": issued("bob-1"),
+            # The subject only among the claims: a refreshed token still proves its principal.
+            "cid-1": issued("cid-1", {"sub": "cid", "iss": ISSUER}),
+            "cid-2": issued("cid-2", {"sub": "cid", "iss": ISSUER}),
+            "dee-1": issued("dee-1", {"sub": "dee", "iss": ISSUER}),
+        }
+    )
+    # The default principal, the AccessToken, keyed by what it proves.
+    asgi = http_app(lambda _token: app.run(), token_verifier=verifier, auth=settings(url))
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        ann = await open_session(http, url, "ann-1")
+        status, answer, _ = await post(http, url, listing, token="bob-1", session=ann)
+        assert (status, answer["error"]["message"]) == (404, "Session not found")
+        cid = await open_session(http, url, "cid-1")
+        status, _, _ = await post(http, url, listing, token="cid-2", session=cid)
+        assert status == 200
+        status, _, _ = await post(http, url, listing, token="dee-1", session=cid)
+        assert status == 404
+        assert asgi.principal_count == 2
