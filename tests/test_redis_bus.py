@@ -9,11 +9,13 @@ from __future__ import annotations
 import uuid
 
 import anyio
+import anyio.abc
 import mcp
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
+from redis.exceptions import RedisError
 
 from agentfx.redis import subscription_bus
 from agentfx.redis import _client as raw_client
@@ -152,3 +154,51 @@ def test_the_bus_refuses_to_run_on_trio(server: RedisServer) -> None:
 
     with pytest.raises(RuntimeError, match="agentfx.redis runs on asyncio only"):
         anyio.run(scenario, backend="trio")
+
+
+class Stall:
+    """A TCP proxy in front of Redis that, once stalled, forwards nothing and closes nothing: a partition."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.stalled = False
+        self.url = ""
+
+    async def _pipe(self, source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+        try:
+            async for chunk in source:
+                if not self.stalled:
+                    await sink.send(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+
+    async def _serve(self, client: anyio.abc.SocketStream) -> None:
+        async with client, await anyio.connect_tcp("127.0.0.1", self.target_port) as upstream:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._pipe, client, upstream)
+                group.start_soon(self._pipe, upstream, client)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0) as listener:
+            self.url = f"redis://127.0.0.1:{listener.extra(anyio.abc.SocketAttribute.local_port)}/0"
+            task_status.started()
+            await listener.serve(self._serve)
+
+
+async def test_publishing_while_redis_stops_answering_fails_within_a_bound(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("agentfx.redis._bus._TIMEOUT", 0.2)
+    stall = Stall(server.port)
+    async with anyio.create_task_group() as group:
+        await group.start(stall.run)
+        async with subscription_bus(stall.url, namespace=namespace()) as bus:
+            heard: list[ServerEvent] = []
+            bus.subscribe(heard.append)
+            await bus.publish(ToolsListChanged())
+            stall.stalled = True
+            # One retry at most: twice the timeout, then the caller hears of it (its own listeners already did).
+            with anyio.fail_after(2), pytest.raises(RedisError):
+                await bus.publish(ToolsListChanged())
+            assert heard == [ToolsListChanged(), ToolsListChanged()]
+        group.cancel_scope.cancel()

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from . import _client
@@ -41,6 +43,8 @@ _logger = logging.getLogger("agentfx.redis")
 
 _BACKOFF = (0.05, 2.0)
 _MAX_URI = 4096
+_TIMEOUT = 2.0
+"""Seconds a reply from Redis may take: a publish to a Redis that stopped answering fails instead of hanging."""
 
 
 class _Wire(msgspec.Struct, frozen=True):
@@ -190,7 +194,10 @@ async def subscription_bus(url: str, *, namespace: str) -> AsyncGenerator[RedisS
         asyncio.get_running_loop()
     except RuntimeError:
         raise RuntimeError("agentfx.redis runs on asyncio only: redis-py's client does not run on trio") from None
-    client = _client.client(url, socket_connect_timeout=2)
+    # Bounded: a partition leaves the connection open and silent, and the
+    # publisher is an answer waiting to go out. One retry reconnects after
+    # Redis restarted (a repeated event is harmless); more would multiply the bound.
+    client = _client.client(url, socket_connect_timeout=2, socket_timeout=_TIMEOUT, retry=Retry(NoBackoff(), 1))
     try:
         bus = RedisSubscriptionBus(client, f"{namespace}:events")
         async with anyio.create_task_group() as task_group:
