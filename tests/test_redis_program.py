@@ -595,3 +595,28 @@ async def test_a_copy_that_cannot_reload_the_model_keeps_running_and_backs_off(
     refusals = [record for record in caplog.records if "does not decode" in record.getMessage()]
     # Pauses that double from 50 ms: a handful of reloads in 1.2 s, not one every 50 ms.
     assert 1 <= len(refusals) <= 6, len(refusals)
+
+
+async def test_a_send_waiting_for_its_apply_when_the_program_stops_is_told_at_once(server: RedisServer) -> None:
+    ns = namespace()
+    failures: list[str] = []
+    async with client(server.url) as raw:
+        # Someone else holds the lease: the Message is queued and waits for a writer.
+        await raw.set(f"{ns}:writer", "elsewhere", px=60_000)
+        async with anyio.create_task_group() as senders:
+            async with running(server.url, ns, apply_timeout=30.0) as stopping:
+
+                async def send() -> None:
+                    try:
+                        await stopping.send(Added(key="late"))
+                    except RedisProgramError as failure:
+                        failures.append(str(failure))
+
+                senders.start_soon(send)
+                with anyio.fail_after(5):
+                    while not await raw.xlen(f"{ns}:inbox"):
+                        await anyio.sleep(0.005)
+            with anyio.fail_after(2):
+                while not failures:
+                    await anyio.sleep(0.005)
+    assert failures == ["The program stopped before the Message was applied; it may still be applied by another process"]

@@ -188,6 +188,7 @@ class _Outgoing:
 
 _UNSENT = "The program stopped while the Message was on its way to Redis; whether it was queued is unknown"
 _UNREACHABLE = "Redis is unreachable; the Message may not have been queued"
+_STOPPED = "The program stopped before the Message was applied; it may still be applied by another process"
 _LOST = "Redis lost data while the Message was on its way; whether it was applied is unknown"
 
 
@@ -305,8 +306,8 @@ class RedisProgram(Program[M, Msg]):
             RuntimeError: The program has stopped.
             RedisProgramError: Redis is unreachable or the inbox is full (the
                 Message was not queued, or whether it was is unknown), no
-                writer applied it within ``apply_timeout``, or ``update``
-                raised on the writer.
+                writer applied it within ``apply_timeout`` (or before the
+                program stopped), or ``update`` raised on the writer.
         """
         if self._closed:
             raise RuntimeError("Cannot send a Message: the program has stopped (its run_program block has exited)")
@@ -545,6 +546,13 @@ class RedisProgram(Program[M, Msg]):
         self._notify(self._subscribers.snapshot(), ())
         return True
 
+    def _stop_waiting(self) -> None:
+        """The program is stopping: a sender still waiting would otherwise wait out its ``apply_timeout``."""
+        for waiter in self._waiters.values():
+            if not waiter.done.is_set():
+                waiter.failure = _STOPPED
+                waiter.done.set()
+
     # -- the writer ------------------------------------------------------
 
     async def _lead(self, init: M) -> None:
@@ -773,6 +781,8 @@ async def run_program(
                 yield program
             finally:
                 task_group.cancel_scope.cancel()
+                # Its senders may run outside this task group (a server's requests).
+                program._stop_waiting()  # pyright: ignore[reportPrivateUsage]
     except BaseExceptionGroup as group:
         # As agentfx.run_program: a lone failure (the block's own, a command's)
         # comes out bare, so callers catch what was raised.
