@@ -84,7 +84,7 @@ class BearerTokens:
             ``required_scopes`` are demanded of every token.
 
     Raises:
-        ContractError: ``auth`` names no ``resource_server_url``.
+        ContractError: ``auth`` names no ``resource_server_url``, or one with a fragment.
     """
 
     def __init__(self, verifier: TokenVerifier, auth: AuthSettings) -> None:
@@ -94,6 +94,10 @@ class BearerTokens:
                 "http_app(token_verifier=...) needs auth=AuthSettings(resource_server_url=...): "
                 "clients find the authorization server through this resource's metadata"
             )
+        if resource.fragment is not None:
+            # RFC 8707 §2 and RFC 9728 §1.2: a resource identifier has no fragment;
+            # clients would ask for tokens for a resource the metadata does not name.
+            raise ContractError(f"AuthSettings.resource_server_url must not have a fragment, got {str(resource)!r}")
         self._backend = BearerAuthBackend(
             verifier, resource_server_url=resource if auth.validate_token_resource else None
         )

@@ -176,6 +176,8 @@ def test_misconfigured_oauth_is_a_contract_error() -> None:
     with pytest.raises(agentfx.ContractError, match="resource_server_url"):
         no_resource = AuthSettings(issuer_url=AnyHttpUrl(ISSUER), resource_server_url=None)
         http_app(app, token_verifier=verifier, auth=no_resource, principal_from_token=user_from_token)
+    with pytest.raises(agentfx.ContractError, match="must not have a fragment"):
+        http_app(app, token_verifier=verifier, auth=settings(f"{url}#tools"), principal_from_token=user_from_token)
 
 
 async def test_a_hung_token_verifier_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
