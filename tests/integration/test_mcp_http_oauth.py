@@ -363,3 +363,24 @@ async def test_tokens_that_name_no_subject_are_never_taken_for_one_principal() -
         status, _, _ = await post(http, url, listing, token="dee-1", session=cid)
         assert status == 404
         assert asgi.principal_count == 2
+
+
+async def test_a_token_verifier_that_raises_is_a_500_without_its_text_or_the_token(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = "http://127.0.0.1/mcp"
+    secret = "introspection-endpoint-said-0xc0ffee"
+
+    class Raising:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            raise RuntimeError(secret)
+
+    asgi = http_app(app, token_verifier=Raising(), auth=settings(url), principal_from_token=user_from_token)
+    token = "a-bearer-token-that-must-not-be-echoed"
+    with caplog.at_level(logging.ERROR, logger="agentfx.mcp.http"):
+        async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+            status, answer, response = await post(http, url, modern("tools/list"), token=token, version=MODERN)
+    assert (status, answer["error"]["message"]) == (500, "Internal error")
+    assert secret not in response.text and token not in response.text and token not in str(response.headers)
+    assert asgi.principal_count == 0
+    assert not any(token in record.getMessage() for record in caplog.records)
