@@ -435,6 +435,17 @@ class RedisProgram(Program[M, Msg]):
                             reloaded = False
                         if reloaded:
                             stalled = _BACKOFF[0]
+                            if taken is None and _stream_id(log_id) > _stream_id(self._log_id):
+                                # Past the reloaded Model's own log entry, so no longer
+                                # behind it: taken now, or (still behind) not a writer's.
+                                again = self._take(log_id, fields)
+                                if again is None:
+                                    _logger.error(
+                                        "%s holds entry %s at a version the stored Model is past; it is skipped",
+                                        self._keys.log, log_id.decode(),
+                                    )
+                                if again is not False:
+                                    self._log_id = log_id.decode()
                         else:
                             # Read the same entries again after a pause, not in a tight loop.
                             await anyio.sleep(stalled)
@@ -503,7 +514,12 @@ class RedisProgram(Program[M, Msg]):
                 _logger.exception("a listener raised at version %d; the others still run", self._version)
 
     async def _resync(self, *, lost: bool = False) -> bool:
-        """The log no longer reaches back to this copy's version (or went back past it): reload ``<ns>:model``."""
+        """The log no longer reaches back to this copy's version (or went back past it): reload ``<ns>:model``.
+
+        ``lost``: the log held a version this copy is past. When the stored
+        version is behind this copy's too, Redis lost data, and a sender
+        still waiting cannot be told its Message was applied.
+        """
         raw, version, applied, log_id = await self._client.hmget(
             self._keys.model, ["model", "version", "applied", "log"]
         )
@@ -521,9 +537,16 @@ class RedisProgram(Program[M, Msg]):
             _logger.error("%s does not decode with this process's types; the Model stays at version %d",
                           self._keys.model, self._version)
             return False
+        behind, lost = lost, lost and stored < self._version
         if lost:
+            # The stored history is shorter than the one this copy saw.
             _logger.error(
                 "%s went back past version %d: Redis lost data; reloading the Model at version %d",
+                self._keys.log, self._version, stored,
+            )
+        elif behind:
+            _logger.warning(
+                "%s holds an entry behind version %d; reloading the Model at version %d",
                 self._keys.log, self._version, stored,
             )
         else:
