@@ -435,17 +435,15 @@ class RedisProgram(Program[M, Msg]):
                             reloaded = False
                         if reloaded:
                             stalled = _BACKOFF[0]
-                            if taken is None and _stream_id(log_id) > _stream_id(self._log_id):
-                                # Past the reloaded Model's own log entry, so no longer
-                                # behind it: taken now, or (still behind) not a writer's.
-                                again = self._take(log_id, fields)
-                                if again is None:
-                                    _logger.error(
-                                        "%s holds entry %s at a version the stored Model is past; it is skipped",
-                                        self._keys.log, log_id.decode(),
-                                    )
-                                if again is not False:
-                                    self._log_id = log_id.decode()
+                            if _stream_id(log_id) > _stream_id(self._log_id):
+                                # Every writer's entry is at or before the one the stored
+                                # Model names, so this one is no writer's: skipped, or
+                                # every read would reload again.
+                                _logger.error(
+                                    "%s holds entry %s out of version order; it is skipped",
+                                    self._keys.log, log_id.decode(),
+                                )
+                                self._log_id = log_id.decode()
                         else:
                             # Read the same entries again after a pause, not in a tight loop.
                             await anyio.sleep(stalled)
