@@ -10,7 +10,9 @@ metadata, and serving that metadata (RFC 9728) at the SDK's route.
 
 It deliberately knows nothing of sessions, runtimes or capabilities: it turns
 a request into an ``AccessToken`` or an answer, and says which tokens prove
-the same principal. It checks no token itself; the verifier does.
+the same principal. It checks no signature or claim itself; the verifier
+does. It only refuses what the SDK's backend would let through: a request
+with several ``Authorization`` headers, and a token at or past its expiry.
 """
 
 from __future__ import annotations
