@@ -163,20 +163,28 @@ class Stall:
         self.target_port = target_port
         self.stalled = False
         self.url = ""
+        self._opened = 0
+        self._stalled_below = 0
 
-    async def _pipe(self, source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
+    def stall_open_connections(self) -> None:
+        """Stall only the connections open now (their NAT state gone, say); new ones go through."""
+        self._stalled_below = self._opened
+
+    async def _pipe(self, source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream, index: int) -> None:
         try:
             async for chunk in source:
-                if not self.stalled:
+                if not self.stalled and index >= self._stalled_below:
                     await sink.send(chunk)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
 
     async def _serve(self, client: anyio.abc.SocketStream) -> None:
+        index = self._opened
+        self._opened += 1
         async with client, await anyio.connect_tcp("127.0.0.1", self.target_port) as upstream:
             async with anyio.create_task_group() as group:
-                group.start_soon(self._pipe, client, upstream)
-                group.start_soon(self._pipe, upstream, client)
+                group.start_soon(self._pipe, client, upstream, index)
+                group.start_soon(self._pipe, upstream, client, index)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0) as listener:
@@ -201,4 +209,32 @@ async def test_publishing_while_redis_stops_answering_fails_within_a_bound(
             with anyio.fail_after(2), pytest.raises(RedisError):
                 await bus.publish(ToolsListChanged())
             assert heard == [ToolsListChanged(), ToolsListChanged()]
+        group.cancel_scope.cancel()
+
+
+async def test_a_listening_connection_that_went_silent_is_replaced_and_events_arrive_again(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("agentfx.redis._bus._HEARTBEAT", 0.2)
+    monkeypatch.setattr("agentfx.redis._bus._TIMEOUT", 0.2)
+    stall = Stall(server.port)
+    ns = namespace()
+    async with anyio.create_task_group() as group:
+        await group.start(stall.run)
+        async with subscription_bus(stall.url, namespace=ns) as cut_off, subscription_bus(server.url, namespace=ns) as other:
+            heard: list[ServerEvent] = []
+            cut_off.subscribe(heard.append)
+            await other.publish(ToolsListChanged())
+            await received(heard, 1)
+            # Quiet but answering its pings: kept.
+            await anyio.sleep(1.0)
+            assert not any("stopped answering" in record.getMessage() for record in caplog.records)
+            # The listening connection stays open and silent: no reset, no refusal, nothing.
+            stall.stall_open_connections()
+            with anyio.fail_after(5):
+                while len(heard) < 2:
+                    await other.publish(ResourceUpdated(uri="app://again"))
+                    await anyio.sleep(0.05)
+            assert heard[-1] == ResourceUpdated(uri="app://again")
+        assert any("stopped answering" in record.getMessage() for record in caplog.records)
         group.cancel_scope.cancel()

@@ -5,7 +5,9 @@ delivers an event to this process's listeners at once and publishes it for
 every other process sharing the namespace, whose reader task hands it to
 their listeners. Pub/sub is fire-and-forget, as the SDK's listen streams are
 (no replay: a client that lost its stream re-listens and refetches), so an
-event published while Redis is unreachable reaches this process only.
+event published while Redis is unreachable reaches this process only. The
+listening connection is pinged when quiet and replaced when Redis stops
+answering it, so a partition that leaves it open does not end the events.
 
 It deliberately knows nothing of agentfx's runtime or of what the events
 mean: it carries the SDK's typed ``ServerEvent`` values and leaves
@@ -45,6 +47,12 @@ _BACKOFF = (0.05, 2.0)
 _MAX_URI = 4096
 _TIMEOUT = 2.0
 """Seconds a reply from Redis may take: a publish to a Redis that stopped answering fails instead of hanging."""
+_HEARTBEAT = 5.0
+"""Seconds of quiet after which the listening connection pings, to learn it still reaches Redis."""
+
+
+class _Silent(Exception):
+    pass
 
 
 class _Wire(msgspec.Struct, frozen=True):
@@ -163,10 +171,26 @@ class RedisSubscriptionBus:
                 await pubsub.subscribe(self._channel)
                 ready.set()
                 delay = _BACKOFF[0]
+                # A connection a partition left open hears nothing, with no
+                # error ever: quiet past the heartbeat is pinged, and a ping
+                # not answered in time replaces the connection.
+                heard = anyio.current_time()
+                pinged = False
                 while True:
-                    data = _client.message_data(await _client.next_message(pubsub))
-                    if data is not None:
-                        self._received(data)
+                    message = await _client.next_message(pubsub, timeout=min(1.0, _HEARTBEAT))
+                    now = anyio.current_time()
+                    if message is not None:
+                        heard, pinged = now, False
+                        data = _client.message_data(message)
+                        if data is not None:
+                            self._received(data)
+                    elif pinged and now - heard > _HEARTBEAT + _TIMEOUT:
+                        raise _Silent
+                    elif not pinged and now - heard > _HEARTBEAT:
+                        await _client.ping(pubsub)
+                        pinged = True
+            except _Silent:
+                _logger.warning("Redis stopped answering while listening on %s; reconnecting", self._channel)
             except (RedisError, OSError):
                 _logger.warning("lost Redis while listening on %s; reconnecting", self._channel)
             finally:

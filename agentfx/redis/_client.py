@@ -16,7 +16,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
 
-__all__ = ["client", "message_data", "next_message", "pool", "publish", "pubsub"]
+__all__ = ["client", "message_data", "next_message", "ping", "pool", "publish", "pubsub"]
 
 
 def pool(url: str, **options: object) -> BlockingConnectionPool:
@@ -55,3 +55,8 @@ def message_data(message: object) -> bytes | None:
 def next_message(pubsub: PubSub, timeout: float = 1.0) -> Awaitable[object]:
     """The next pub/sub message, or ``None`` after ``timeout`` seconds without one."""
     return cast("Callable[..., Awaitable[object]]", getattr(pubsub, "get_message"))(timeout=timeout)
+
+
+def ping(pubsub: PubSub) -> Awaitable[object]:
+    """``PING`` on a pub/sub connection: its answer arrives as a ``pong`` message."""
+    return cast("Callable[[], Awaitable[object]]", getattr(pubsub, "ping"))()
