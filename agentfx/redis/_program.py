@@ -4,8 +4,9 @@ This layer owns the keys of one namespace and what happens to them:
 
 - ``<ns>:inbox``, a stream: :meth:`RedisProgram.send` appends the
   msgspec-encoded Message (refused when :data:`MAX_PENDING` are waiting);
-- ``<ns>:writer``, the lease (``SET NX PX``, renewed): exactly one process
-  holds it, reads the inbox, runs ``update`` and starts the commands;
+- ``<ns>:writer``, the lease (``SET NX PX``, renewed, and kept by its holder
+  across a reconnect): exactly one process holds it, reads the inbox, runs
+  ``update`` and starts the commands;
 - ``<ns>:model``, a hash with the Model, its version, the last applied inbox
   id and the log id of that version;
 - ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``.
@@ -131,6 +132,15 @@ redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid)
 redis.call('XTRIM', KEYS[4], 'MINID', last)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return logid
+"""
+
+# Take the lease, or keep it when it is still this process's own: a writer
+# that stopped on a lost connection resumes at once instead of waiting its
+# own lease out. Fencing stays the apply script's (token and version).
+_ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
 """
 
 _RENEW = """
@@ -270,6 +280,7 @@ class RedisProgram(Program[M, Msg]):
             client.register_script(_APPLY),
             client.register_script(_RENEW),
             client.register_script(_RELEASE),
+            client.register_script(_ACQUIRE),
         )
 
     @property
@@ -583,7 +594,7 @@ class RedisProgram(Program[M, Msg]):
         poll = min(self._lease / 4, 0.25)
         while True:
             try:
-                acquired = await self._client.set(self._keys.writer, self._token, nx=True, px=self._options.lease_ms)
+                acquired = await self._scripts[4](keys=[self._keys.writer], args=[self._token, self._options.lease_ms])
                 if not acquired:
                     await anyio.sleep(poll)
                     continue
