@@ -11,7 +11,9 @@ servers run in other processes; a ratio below 1 is faster than ``MCPServer``.
   resident memory per open session (the server's RSS growth while sessions
   open, per session); and one client's calls with 500 idle sessions open
   against the same server with none (a cost per call that grows with idle
-  sessions is a scaling defect);
+  sessions is a scaling defect); and the same once every one of those sessions
+  has listed tools and a few hold a GET stream (every call changes the Model:
+  its cost must follow the sessions that listen, not the ones that listed);
 - ``cold start``: process spawn to the answer of the first ``tools/list``
   over stdio.
 
@@ -42,6 +44,8 @@ IDLE_TARGET = 1 / 0.95
 
 _AGENTFX, _MCPSERVER, _FASTMCP = CONTENDERS
 _WARM_SESSIONS = 8
+_LISTENING = 4
+"""Of the idle sessions, how many hold a GET stream in the listening row."""
 
 
 def contenders() -> tuple[str, ...]:
@@ -162,7 +166,8 @@ async def http_peers(config: Config) -> list[Row]:
         clients: dict[tuple[str, str], HttpClient] = {}
         for role, servers in (("busy", busy), ("fresh", fresh), ("idle", idle)):
             for name, server in servers.items():
-                client = HttpClient(await server.listening(), most)
+                # Room for the GET streams some sessions hold open besides the calls.
+                client = HttpClient(await server.listening(), most + _LISTENING)
                 stack.push_async_callback(client.aclose)
                 clients[role, name] = client
         sessions = {key: await open_sessions(client, most if key[0] == "busy" else 1) for key, client in clients.items()}
@@ -177,43 +182,86 @@ async def http_peers(config: Config) -> list[Row]:
             series = await compare_measured(ops, rounds=config.served_rounds)
             what = "1 client" if clients_n == 1 else f"{clients_n} concurrent clients"
             rows.extend(_served_rows("HTTP peers", what, series, names))
-        rows.extend(await _session_memory(config, names, idle, {name: clients["idle", name] for name in names}))
-        ops: dict[str, Measure] = {}
+        opened: dict[str, list[str]] = {name: [] for name in names}
+        rows.extend(await _session_memory(config, names, idle, {name: clients["idle", name] for name in names}, opened))
+        rows.extend(await _beside(config, names, fresh, idle, clients, sessions, "idle sessions"))
+        # The same sessions, now as a client keeps them: each has listed
+        # tools, a few hold a GET stream (the one calling is not among them).
         for name in names:
-            none, beside = fresh[name].pid, idle[name].pid
-            ops[f"{name} none"] = _http_batch(none, clients["fresh", name], sessions["fresh", name], config.served_calls)
-            ops[f"{name} idle"] = _http_batch(beside, clients["idle", name], sessions["idle", name][:1], config.served_calls)
-        series = await compare_measured(ops, rounds=config.served_rounds)
-        for index, figure in ((0, "time per call"), (1, "server CPU per call")):
-            figures = column(series, index)
-            for name in names:
-                rows.append(
-                    row(
-                        "HTTP peers",
-                        f"{name}, 1 client beside {config.idle_sessions:,} idle sessions: {figure}",
-                        f"{name}, 1 client, no idle session",
-                        figures[f"{name} idle"],
-                        figures[f"{name} none"],
-                        target=IDLE_TARGET if name == _AGENTFX and index == 0 else None,
-                    )
+            await _each(clients["idle", name].list_tools, [*sessions["idle", name], *opened[name]])
+        listening = {name: opened[name][:_LISTENING] for name in names}
+        for name in names:
+            for session in listening[name]:
+                await stack.enter_async_context(clients["idle", name].listening(session))
+        what = f"listed sessions ({len(listening[_AGENTFX])} with a GET stream)"
+        rows.extend(await _beside(config, names, fresh, idle, clients, sessions, what))
+    return rows
+
+
+async def _each(step: Callable[[str], Awaitable[None]], sessions: Sequence[str], *, concurrency: int = 8) -> None:
+    """``step(session)`` for every session, ``concurrency`` at a time."""
+    limiter = anyio.Semaphore(concurrency)
+
+    async def one(session: str) -> None:
+        async with limiter:
+            await step(session)
+
+    async with anyio.create_task_group() as group:
+        for session in sessions:
+            group.start_soon(one, session)
+
+
+async def _beside(
+    config: Config,
+    names: Sequence[str],
+    fresh: dict[str, ServerProcess],
+    idle: dict[str, ServerProcess],
+    clients: dict[tuple[str, str], HttpClient],
+    sessions: dict[tuple[str, str], list[str]],
+    what: str,
+) -> list[Row]:
+    """One client's calls beside the idle server's other sessions, against a server with none."""
+    ops: dict[str, Measure] = {}
+    for name in names:
+        none, beside = fresh[name].pid, idle[name].pid
+        ops[f"{name} none"] = _http_batch(none, clients["fresh", name], sessions["fresh", name], config.served_calls)
+        ops[f"{name} idle"] = _http_batch(beside, clients["idle", name], sessions["idle", name][:1], config.served_calls)
+    series = await compare_measured(ops, rounds=config.served_rounds)
+    rows: list[Row] = []
+    for index, figure in ((0, "time per call"), (1, "server CPU per call")):
+        figures = column(series, index)
+        for name in names:
+            rows.append(
+                row(
+                    "HTTP peers",
+                    f"{name}, 1 client beside {config.idle_sessions:,} {what}: {figure}",
+                    f"{name}, 1 client, no idle session",
+                    figures[f"{name} idle"],
+                    figures[f"{name} none"],
+                    target=IDLE_TARGET if name == _AGENTFX and index == 0 else None,
                 )
+            )
     return rows
 
 
 async def _session_memory(
-    config: Config, names: Sequence[str], servers: dict[str, ServerProcess], clients: dict[str, HttpClient]
+    config: Config,
+    names: Sequence[str],
+    servers: dict[str, ServerProcess],
+    clients: dict[str, HttpClient],
+    opened: dict[str, list[str]],
 ) -> list[Row]:
-    """RSS growth per opened session, in paired rounds, leaving the idle sessions open."""
+    """RSS growth per opened session, in paired rounds, leaving the idle sessions open (their ids added to ``opened``)."""
     for name in names:
         # First-use allocations (imports, caches, pools) are no session's cost.
-        await open_sessions(clients[name], _WARM_SESSIONS if config.mode == "full" else 1)
+        opened[name] += await open_sessions(clients[name], _WARM_SESSIONS if config.mode == "full" else 1)
     rounds = max(1, config.idle_sessions // config.session_batch)
     series: dict[str, list[float]] = {name: [] for name in names}
     for round_ in range(rounds):
         shift = round_ % len(names)
         for name in [*names[shift:], *names[:shift]]:
             before = rss_bytes(servers[name].pid)
-            await open_sessions(clients[name], config.session_batch)
+            opened[name] += await open_sessions(clients[name], config.session_batch)
             series[name].append((rss_bytes(servers[name].pid) - before) / config.session_batch)
     # The figure is a ratio of per-session growth; a round in which a
     # contender's RSS did not grow (its heap had room) would divide by zero.

@@ -5,7 +5,8 @@ every contender the same: each request is one JSON-RPC line (stdio) or one
 POST (HTTP, through ``httpx`` with keep-alive connections), and each answer is
 parsed with ``json`` and checked to be the tool's success. It speaks the
 session-based (2025-11-25) protocol: ``initialize``, ``notifications/initialized``,
-then ``tools/call``.
+then ``tools/call`` (and, for sessions that listen, ``tools/list`` and a GET
+stream held open).
 
 A server runs in its own process (see :mod:`benchmarks.served`); its stderr
 is drained all along (a full pipe would stall it) and kept for the error
@@ -246,8 +247,10 @@ class HttpClient:
 
     def __init__(self, url: str, connections: int) -> None:
         self.url = url
+        # Idle connections are dropped before a server's keep-alive timeout
+        # (uvicorn's is 5 s) can close one just as a request reuses it.
         self._http = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=2.0),
             timeout=60.0,
         )
         self._next = 0
@@ -287,6 +290,24 @@ class HttpClient:
         self._next += 1
         request_id = self._next
         await self._roundtrip(request_id, _call(request_id), session)
+
+    async def list_tools(self, session: str) -> None:
+        """``tools/list`` in ``session``, checked to list ``create_todo``."""
+        self._next += 1
+        request_id = self._next
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}).encode()
+        _, result = await self._roundtrip(request_id, body, session)
+        if [tool.get("name") for tool in result.get("tools", ())] != ["create_todo"]:
+            raise AssertionError(f"{self.url} lists {result!r}")
+
+    @asynccontextmanager
+    async def listening(self, session: str) -> AsyncGenerator[None]:
+        """``session``'s GET stream, open for the block (what a client holds to hear of changes)."""
+        headers = {"accept": "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": PROTOCOL}
+        async with self._http.stream("GET", self.url, headers=headers) as response:
+            if response.status_code != 200:
+                raise AssertionError(f"{self.url} answered {response.status_code} to a GET stream")
+            yield
 
 
 def _answer(response: httpx.Response, request_id: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +27,8 @@ import agentfx
 from agentfx.audit import AuditEntry, AuditLog
 from agentfx.mcp import server
 from agentfx.mcp import _wire as wire
-from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, ListWatch
+from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
+from agentfx.mcp._watch import Burst, ListWatch, Watcher
 from agentfx.mcp._stdio import protocol_error
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
@@ -538,6 +539,7 @@ class FakeAvailability:
         self.names = ["a"]
         self.announced = 0
         self.fail = False
+        self.listeners: list[Callable[[], None]] = []
 
     def read(self) -> list[str]:
         if self.fail:
@@ -547,53 +549,71 @@ class FakeAvailability:
     async def announce(self) -> None:
         self.announced += 1
 
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def changed(self) -> None:
+        for listener in list(self.listeners):
+            listener()
+
+
+class Listening:
+    """A watcher's listener that keeps one tool-list baseline."""
+
+    def __init__(self, watch: ListWatch) -> None:
+        self.watch = watch
+
+    async def notice(self, burst: Burst) -> None:
+        await self.watch.update(burst.names())
+
 
 async def test_the_list_watch_debounces_diffs_and_waits_for_a_listing() -> None:
     fake = FakeAvailability()
-    watch = ListWatch(fake.read, fake.announce, delay=0.01)
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(watch.run)
+    watcher = Watcher(fake.subscribe, fake.read, lambda _uri: None, delay=0.01)
+    watch = ListWatch(fake.read, fake.announce)
+    async with watcher.hosting():
+        watcher.join(Listening(watch))
         fake.names = ["a", "b"]
-        watch.changed()
+        fake.changed()
         await anyio.sleep(0.05)
         assert fake.announced == 0 and watch.last is None
 
         watch.listed(["a"])
         for _ in range(5):
-            watch.changed()
+            fake.changed()
         await anyio.sleep(0.05)
         assert (fake.announced, watch.last) == (1, ("a", "b"))
 
-        watch.changed()
+        fake.changed()
         await anyio.sleep(0.05)
         assert fake.announced == 1
 
         fake.fail = True
         fake.names = ["a"]
-        watch.changed()
+        fake.changed()
         await anyio.sleep(0.05)
         assert fake.announced == 1
         fake.fail = False
-        watch.changed()
+        fake.changed()
         await anyio.sleep(0.05)
         assert fake.announced == 2
-        task_group.cancel_scope.cancel()
 
 
 async def test_a_listing_after_the_first_does_not_swallow_a_change() -> None:
     fake = FakeAvailability()
-    watch = ListWatch(fake.read, fake.announce, delay=0.01)
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(watch.run)
+    watcher = Watcher(fake.subscribe, fake.read, lambda _uri: None, delay=0.01)
+    watch = ListWatch(fake.read, fake.announce)
+    async with watcher.hosting():
+        watcher.join(Listening(watch))
         watch.listed(["a"])
         fake.names = ["a", "b"]
-        watch.changed()
+        fake.changed()
         # A listing inside the window (a client SDK validating a result, say)
         # already shows "b", but the client's own code was never told.
         watch.listed(["a", "b"])
         await anyio.sleep(0.05)
         assert (fake.announced, watch.last) == (1, ("a", "b"))
-        task_group.cancel_scope.cancel()
 
 
 # --- unreadable stdio lines ---------------------------------------------------------

@@ -26,7 +26,8 @@ from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 import agentfx
 from agentfx.app import App
 from agentfx.mcp import server
-from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, PROGRESS_INTERVAL, ResourceWatch
+from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, PROGRESS_INTERVAL
+from agentfx.mcp._watch import ResourceWatch
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
 from examples.orders import app as orders
@@ -388,7 +389,7 @@ async def test_the_resource_watch_compares_encodings_and_counts_subscribers() ->
     async def announce(uri: str) -> None:
         announced.append(uri)
 
-    watch = ResourceWatch(values.get, announce, delay=0.01)
+    watch = ResourceWatch(values.get, announce)
     watch.subscribe("app://a")
     watch.subscribe("app://a")
     await watch.check()
@@ -415,7 +416,7 @@ async def test_a_uri_unsubscribed_during_a_check_is_not_announced() -> None:
         announced.append(uri)
         watch.unsubscribe("app://b")
 
-    watch = ResourceWatch(values.get, announce, delay=0.01)
+    watch = ResourceWatch(values.get, announce)
     watch.subscribe("app://a")
     watch.subscribe("app://b")
     values.update({"app://a": b"2", "app://b": b"2"})

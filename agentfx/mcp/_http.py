@@ -11,7 +11,10 @@ Principals, not connections, own runtimes. Each principal seen is served by
 one *tenant*: its runtime (bound to the one program an
 :class:`~agentfx.app.App` runs for everyone, or whatever
 ``make_runtime(principal)`` gave it), the MCP ``Server`` over that runtime,
-and the initialization options, built once. A 2025-11-25 session belongs to
+and the initialization options, built once; the tenant also hosts the task
+of that server's change watcher, so a session holds no task group of its own.
+A session hears of Model changes only while its GET stream is open (nothing
+the server starts can reach it otherwise). A 2025-11-25 session belongs to
 the principal that opened it and is served only to requests proving that same
 principal; any other is answered exactly like an unknown session, so a
 session id never works as a bearer token. A 2026-07-28 request has no session:
@@ -73,12 +76,11 @@ from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import has_id
-from ._server import server
+from ._server import AgentServer, server
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from mcp.server.lowlevel.server import Server
     from mcp.server.models import InitializationOptions
     from mcp.shared._stream_protocols import WriteStream
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -192,7 +194,7 @@ class _Tenant:
 
     key: Hashable
     principal: Any
-    server: Server[Connection] | None = None
+    server: AgentServer | None = None
     init_options: InitializationOptions | None = None
     users: int = 0
     idle: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -201,7 +203,6 @@ class _Tenant:
     failed: bool = False
     task_group: TaskGroup | None = None
     modern: Connection | None = None
-    modern_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     @property
     def closing(self) -> bool:
@@ -219,26 +220,30 @@ class _Tenant:
             self.idle.deadline = anyio.current_time() + SESSION_IDLE_TIMEOUT
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Session:
     id: str
     key: Hashable
     transport: StreamableHTTPServerTransport
     tenant: _Tenant | None = None
+    connection: Connection | None = None
     started: bool = False
-    done: anyio.Event = field(default_factory=anyio.Event)
+    # Whether the session has ended; an event to wait on is made only when
+    # someone waits (shutting down), so an open session holds none.
+    finished: bool = False
+    _done: anyio.Event | None = None
     # Set, and the session's message loop cancelled, only when the server
     # stops: its dispatcher then answers every request still in flight. The
-    # scope is made when the loop starts (an open session holds no more than it must).
+    # loop runs in the transport's idle scope, so that is the scope cancelled
+    # (an open session holds no more than it must).
     stopping: bool = False
-    loop: anyio.CancelScope | None = None
     calls: int = 0
     quiet: anyio.Event | None = None
 
     def stop(self) -> None:
         self.stopping = True
-        if self.loop is not None:
-            self.loop.cancel()
+        if self.transport.idle_scope is not None:
+            self.transport.idle_scope.cancel()
 
     def calling(self) -> None:
         self.calls += 1
@@ -247,6 +252,17 @@ class _Session:
         self.calls -= 1
         if self.calls == 0 and self.quiet is not None:
             self.quiet.set()
+
+    def end(self) -> None:
+        self.finished = True
+        if self._done is not None:
+            self._done.set()
+
+    async def ended(self) -> None:
+        """Until the session has ended."""
+        if not self.finished:
+            done = self._done = self._done or anyio.Event()
+            await done.wait()
 
     async def answered(self) -> None:
         """Until no request of the session is being answered."""
@@ -382,6 +398,10 @@ class HttpApp(Generic[P]):
             allowed_origins=list(tuple(allowed_origins) or LOOPBACK_ORIGINS),
         )
         self._checks = TransportSecurityMiddleware(self._security)
+        # What the SDK's transports are given: every request reaching one has
+        # passed ``self._checks`` (Host, Origin) in ``_handle`` already, so
+        # they check only the content type, not everything a second time.
+        self._checked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self._name = name
         self._version = version
         self._sessions: dict[str, _Session] = {}
@@ -512,7 +532,7 @@ class HttpApp(Generic[P]):
                 if not session.started:
                     await session.transport.terminate()
             for session in sessions:
-                await session.done.wait()
+                await session.ended()
             tenants = list(self._tenants.values())
             for tenant in tenants:
                 tenant.idle.cancel()
@@ -714,9 +734,9 @@ class HttpApp(Generic[P]):
         self._requests.add(request)
         try:
             with request:
-                state = await self._modern_state(tenant)
+                state = self._modern_state(tenant)
                 assert tenant.server is not None
-                await handle_modern_request(tenant.server, self._security, False, state, scope, receive, watched)
+                await handle_modern_request(tenant.server, self._checked, False, state, scope, receive, watched)
             if request.cancel_called:
                 # Only shutting down cancels it. The SDK's entry answers
                 # nothing when cancelled (the server would log that the app
@@ -728,24 +748,15 @@ class HttpApp(Generic[P]):
                 self._no_requests.set()
             tenant.release()
 
-    async def _modern_state(self, tenant: _Tenant) -> Connection:
-        # The server's lifespan for sessionless requests (the listen streams,
-        # the tool-list watch) starts with the first such request: a
-        # principal seen only in sessions never pays for it.
+    def _modern_state(self, tenant: _Tenant) -> Connection:
+        # The connection of a principal's sessionless requests (their listen
+        # streams, what they listed) is made with the first such request: a
+        # principal seen only in sessions never pays for it. Its only
+        # stream for messages the server starts is a listen stream.
         if tenant.modern is None:
-            async with tenant.modern_lock:
-                if tenant.modern is None:
-                    assert tenant.task_group is not None
-                    await tenant.task_group.start(self._run_modern, tenant)
-        assert tenant.modern is not None
+            assert tenant.server is not None
+            tenant.modern = tenant.server.connect(standalone=False)
         return tenant.modern
-
-    async def _run_modern(self, tenant: _Tenant, *, task_status: TaskStatus[None]) -> None:
-        assert tenant.server is not None
-        async with tenant.server.lifespan(tenant.server) as state:
-            tenant.modern = state
-            task_status.started()
-            await anyio.sleep_forever()
 
     # --- principals' runtimes ----------------------------------------------------------
 
@@ -804,14 +815,21 @@ class HttpApp(Generic[P]):
                 # the Model) on every call that has arguments.
                 schemas = {descriptor.name: descriptor.input_schema for descriptor in runtime.messages.list()}
                 mcp_server.get_tool_input_schema = schemas.get
+                assert isinstance(mcp_server, AgentServer)
                 tenant.server = mcp_server
                 tenant.init_options = mcp_server.create_initialization_options()
-                async with anyio.create_task_group() as task_group:
+                # One watcher for all of the principal's connections, hosted
+                # here, so no session needs a task group of its own.
+                async with mcp_server.watching(), anyio.create_task_group() as task_group:
                     tenant.task_group = task_group
                     started = True
                     task_status.started()
-                    with tenant.idle:
-                        await anyio.sleep_forever()
+                    try:
+                        with tenant.idle:
+                            await anyio.sleep_forever()
+                    finally:
+                        if tenant.modern is not None:
+                            tenant.modern.close()
                     task_group.cancel_scope.cancel()
         except Exception:
             if not started:
@@ -866,7 +884,7 @@ class HttpApp(Generic[P]):
             id=session_id,
             key=key,
             transport=StreamableHTTPServerTransport(
-                mcp_session_id=session_id, idle_timeout=SESSION_IDLE_TIMEOUT, security_settings=self._security
+                mcp_session_id=session_id, idle_timeout=SESSION_IDLE_TIMEOUT, security_settings=self._checked
             ),
         )
         self._sessions[session_id] = session
@@ -900,7 +918,7 @@ class HttpApp(Generic[P]):
                     # A started session task releases its tenant as it ends;
                     # one that never started leaves that to here.
                     session.tenant.release()
-                    session.done.set()
+                    session.end()
 
     async def _serve(self, session: _Session, *, task_status: TaskStatus[None]) -> None:
         tenant = session.tenant
@@ -909,14 +927,20 @@ class HttpApp(Generic[P]):
         try:
             async with session.transport.connect() as (read, write):
                 # Each session keeps its own connection state (the client it
-                # notifies, what it last listed) over the principal's shared server.
-                async with tenant.server.lifespan(tenant.server) as state:
+                # notifies, what it last listed) over the principal's shared
+                # server, whose watcher the tenant hosts: no lifespan, and no
+                # task group, per session. Messages the server starts reach
+                # the client only while its GET stream is open.
+                state = session.connection = tenant.server.connect(standalone=False)
+                try:
                     task_status.started()
+                    # Made by connect(): the transport cancels it once the
+                    # session has gone unused too long, and stop() when the
+                    # server stops.
                     idle = session.transport.idle_scope or anyio.CancelScope()
-                    loop = session.loop = anyio.CancelScope()
                     if session.stopping:
-                        loop.cancel()
-                    with idle, loop:
+                        idle.cancel()
+                    with idle:
                         # serve_loop, not Server.run(): the session's era is
                         # already known, so no dual-era relay is needed.
                         await serve_loop(
@@ -933,13 +957,21 @@ class HttpApp(Generic[P]):
                         # terminating the transport would close under them.
                         with anyio.move_on_after(_ANSWER_WAIT, shield=True):
                             await session.answered()
+                finally:
+                    state.close()
+                    # Ended while its streams are still open (inside connect()),
+                    # so the transport's router takes their closing as the end
+                    # it is, not as a failure to log.
+                    if not session.transport.is_terminated:
+                        with anyio.CancelScope(shield=True):
+                            await session.transport.terminate()
         except Exception:
             # Once started, a failing session must not take the others down.
             _logger.exception("session %s ended with an error", session.id)
         finally:
             self._sessions.pop(session.id, None)
             tenant.release()
-            session.done.set()
+            session.end()
             if not session.transport.is_terminated:
                 with anyio.CancelScope(shield=True):
                     await session.transport.terminate()
@@ -947,30 +979,54 @@ class HttpApp(Generic[P]):
     async def _in_session(
         self, session: _Session, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
     ) -> None:
+        calling = envelope is not None and envelope.request_id is not None
+        # A call whose client leaves before its answer has left is cancelled
+        # (below); only a call is watched for that. Once the answer is out, a
+        # disconnect is no news: servers report one to every receive() after
+        # the response completes, and the SSE response asks.
         left = False
+        answered = False
 
         async def watched() -> Message:
             nonlocal left
             message = await receive()
-            if message["type"] == "http.disconnect":
+            if message["type"] == "http.disconnect" and not answered:
                 left = True
             return message
 
-        calling = envelope is not None and envelope.request_id is not None
+        async def sent(message: Message) -> None:
+            nonlocal answered
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
+            await send(message)
+
         if calling:
             session.calling()
+        # A GET is the session's stream for messages the server starts: only
+        # while one is open is the session told of Model changes (none sent
+        # without it could reach the client).
+        streaming = scope["method"] == "GET" and session.connection is not None
+        if streaming:
+            assert session.connection is not None
+            session.connection.stream_opened()
         try:
-            await session.transport.handle_request(scope, watched, send)
+            if calling:
+                await session.transport.handle_request(scope, watched, sent)
+            else:
+                await session.transport.handle_request(scope, receive, send)
         finally:
             if calling:
                 session.called()
+            if streaming:
+                assert session.connection is not None
+                session.connection.stream_closed()
         if session.transport.is_terminated:
             self._sessions.pop(session.id, None)
             return
         if session.stopping:
             # The server is stopping: every call of the session has been cancelled and answered already.
             return
-        if left and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
+        if left and not answered and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
             # Without an event store, a response whose POST stream is gone has
             # nowhere to go: no other stream of the session can carry it. So
             # the call is cancelled as if the client had said so, and the

@@ -10,14 +10,16 @@ changes from elsewhere), ``notifications/progress`` while a call waits for
 its completion, ``notifications/resources/updated`` for subscribed resources
 whose encoded value changed (``resources/subscribe`` on 2025-11-25,
 ``subscriptions/listen`` on 2026-07-28), all announced only when the host can
-report Model changes. A client's cancellation becomes an abort of the
-invocation's signal, and a person is asked when ``authorize`` answers
-``Confirm`` (:mod:`agentfx.mcp._confirm`).
+report Model changes. When a change from elsewhere is compared, and for whom,
+is :mod:`agentfx.mcp._watch`'s: one debounced watcher per server, shared by its
+connections, fanned out to those that can hear a change. A client's
+cancellation becomes an abort of the invocation's signal, and a person is
+asked when ``authorize`` answers ``Confirm`` (:mod:`agentfx.mcp._confirm`).
 
 A call runs inline in its request handler, shielded, with no task of its own:
 its abort controller is registered on the connection (:class:`InFlight`) and
 aborted by the client's ``notifications/cancelled`` (a server middleware), by
-the end of the connection's read stream (:meth:`_AgentServer.run`), or, for a
+the end of the connection's read stream (:meth:`AgentServer.run`), or, for a
 call awaiting its completion, by the one task that reports its progress. An
 aborted call gets :data:`ABORT_GRACE` seconds to settle before its shield is
 cancelled.
@@ -34,8 +36,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +65,7 @@ from ..errors import echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..tools import tool_views
 from . import _confirm, _wire
+from ._watch import LIST_CHANGED_DEBOUNCE, Burst, ListWatch, ResourceWatch, Watcher
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -74,12 +77,9 @@ if TYPE_CHECKING:
     from ..docs import MessageDescriptor
     from ..runtime import AgentRuntime
 
-__all__ = ["ABORT_GRACE", "LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "InFlight", "server"]
+__all__ = ["ABORT_GRACE", "LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "AgentServer", "Connection", "InFlight", "server"]
 
 _logger = logging.getLogger("agentfx.mcp")
-
-LIST_CHANGED_DEBOUNCE = 0.05
-"""Seconds a burst of Model changes is collected before the available set (and subscribed resources) are compared once."""
 
 PROGRESS_INTERVAL = 10.0
 """Seconds between ``notifications/progress`` while a call waits for its completion (clients time out near 60 s)."""
@@ -94,168 +94,6 @@ _CLIENT_CANCELLED = "The MCP client cancelled the request"
 _CONNECTION_CLOSED = "The MCP connection closed"
 
 _INTERNAL = "Internal error"
-
-
-class ListWatch:
-    """Tells a client its tool list changed: debounced, diffed, and only once it has listed.
-
-    ``changed()`` is called synchronously on every Model change; :meth:`run`
-    waits :data:`LIST_CHANGED_DEBOUNCE` after the first change of a burst,
-    reads the available names once and calls ``announce`` when they differ
-    from the names read at the previous check. :meth:`check` compares at once
-    (after a call), optionally announcing another way; either way the names
-    it saw become the baseline, so a change is announced once.
-
-    The client's first listing is where the comparison starts: before it there
-    is nothing to contradict, so nothing is sent. Later listings change
-    nothing. A client SDK lists on its own (to validate a result, say), so a
-    listing says nothing about what the client's code was shown; comparing
-    against it would swallow the very change that listing happened to see.
-
-    Args:
-        read: The names available right now, in declaration order.
-        announce: Sends the notification.
-        delay: The debounce window in seconds.
-    """
-
-    def __init__(
-        self,
-        read: Callable[[], Sequence[str]],
-        announce: Callable[[], Awaitable[object]],
-        *,
-        delay: float = LIST_CHANGED_DEBOUNCE,
-    ) -> None:
-        self._read = read
-        self._announce = announce
-        self._delay = delay
-        self._last: tuple[str, ...] | None = None
-        self._dirty = anyio.Event()
-
-    @property
-    def last(self) -> tuple[str, ...] | None:
-        """The names as of the previous check (or the first listing); ``None`` before the client listed."""
-        return self._last
-
-    def listed(self, names: Sequence[str]) -> None:
-        """The client has just been shown ``names``; only the first listing counts."""
-        if self._last is None:
-            self._last = tuple(names)
-
-    def changed(self) -> None:
-        """The Model changed; safe to call from any listener on the event loop."""
-        self._dirty.set()
-
-    async def run(self) -> None:
-        """Watch until cancelled."""
-        while True:
-            await self._dirty.wait()
-            await anyio.sleep(self._delay)
-            # A change after this reset starts the next window, so none is lost.
-            self._dirty = anyio.Event()
-            await self.check()
-
-    async def check(self, announce: Callable[[], Awaitable[object]] | None = None) -> None:
-        """Compare once and announce a difference (through ``announce`` when given)."""
-        if self._last is None:
-            return
-        try:
-            names = tuple(self._read())
-        except Exception:
-            _logger.exception("reading the available capabilities failed; the tool list was not re-checked")
-            return
-        if names == self._last:
-            return
-        self._last = names
-        try:
-            await (announce or self._announce)()
-        except Exception:
-            _logger.exception("announcing a tool list change failed")
-
-
-class ResourceWatch:
-    """Tells a client a subscribed resource changed: debounced, and diffed on the encoded value.
-
-    A resource's value is its JSON encoding, read when it is first subscribed
-    and again after each burst of Model changes; only a different encoding is
-    announced, so a Model change the projection does not show is no news.
-    Subscriptions are counted (a URI may be subscribed on several streams) and
-    only URIs naming a resource of the contract are kept, so the watch is
-    bounded by the contract.
-
-    Args:
-        read: The encoded value at a URI, or ``None`` when it names nothing.
-        announce: Sends ``notifications/resources/updated`` for a URI.
-        delay: The debounce window in seconds.
-    """
-
-    def __init__(
-        self,
-        read: Callable[[str], bytes | None],
-        announce: Callable[[str], Awaitable[object]],
-        *,
-        delay: float = LIST_CHANGED_DEBOUNCE,
-    ) -> None:
-        self._read = read
-        self._announce = announce
-        self._delay = delay
-        self._subscribers: dict[str, int] = {}
-        self._last: dict[str, bytes | None] = {}
-        self._dirty = anyio.Event()
-
-    @property
-    def subscribed(self) -> frozenset[str]:
-        """The URIs someone listens to."""
-        return frozenset(self._subscribers)
-
-    def subscribe(self, uri: str) -> None:
-        """Count one more subscriber of ``uri``; the first one fixes the value changes are measured from."""
-        count = self._subscribers.get(uri, 0)
-        if count == 0:
-            self._last[uri] = self._value(uri)
-        self._subscribers[uri] = count + 1
-
-    def unsubscribe(self, uri: str) -> None:
-        """Count one subscriber fewer; the last one forgets the URI."""
-        count = self._subscribers.get(uri, 0)
-        if count <= 1:
-            self._subscribers.pop(uri, None)
-            self._last.pop(uri, None)
-        else:
-            self._subscribers[uri] = count - 1
-
-    def changed(self) -> None:
-        """The Model changed; safe to call from any listener on the event loop."""
-        if self._subscribers:
-            self._dirty.set()
-
-    async def run(self) -> None:
-        """Watch until cancelled."""
-        while True:
-            await self._dirty.wait()
-            await anyio.sleep(self._delay)
-            self._dirty = anyio.Event()
-            await self.check()
-
-    async def check(self) -> None:
-        """Read every subscribed resource once and announce those whose encoding changed."""
-        for uri in list(self._subscribers):
-            value = self._value(uri)
-            if uri not in self._subscribers or value == self._last.get(uri):
-                continue
-            self._last[uri] = value
-            try:
-                await self._announce(uri)
-            except Exception:
-                _logger.exception("announcing a change of %r failed", uri)
-
-    def _value(self, uri: str) -> bytes | None:
-        try:
-            return self._read(uri)
-        except Exception:
-            # A projection that breaks is the application's bug, logged where it
-            # is read; a subscriber is told only of values that could be read.
-            _logger.exception("reading the resource %r for its subscribers failed", uri)
-            return self._last.get(uri)
 
 
 class InFlight:
@@ -329,6 +167,8 @@ def _abort(controller: AbortController, shield: anyio.CancelScope | None, reason
 class _ListenStream:
     """One open ``subscriptions/listen`` stream: whether it wants tool list changes, and how many it was sent."""
 
+    __slots__ = ("moved", "open", "sent", "tools")
+
     def __init__(self, tools: bool) -> None:
         self.tools = tools
         self.sent = 0
@@ -352,48 +192,127 @@ class _ListenStream:
 class Connection:
     """What one client connection shares across its requests.
 
-    One lifespan of the server is one connection on every transport agentfx
-    runs (stdio, in-process, each HTTP session), so the session that last
-    listed tools is the one a handshake-era client is notified on; a
-    2026-era client opts in through ``subscriptions/listen`` instead.
+    One lifespan of the server is one connection on stdio and in-process;
+    each HTTP session is one, and so are a principal's sessionless requests
+    together. The session that last listed tools is the one a
+    handshake-era client is notified on; a 2026-era client opts in through
+    ``subscriptions/listen`` instead.
+
+    A connection is in its server's :class:`~agentfx.mcp._watch.Watcher`
+    fan-out only while something can hear a change: a listen stream is open,
+    or it listed tools (or subscribed to a resource) and the transport can
+    carry a message the server starts (always on stdio and in-process; on
+    HTTP while the session's GET stream is open). Otherwise a Model change
+    costs it nothing, and its baseline stays what its client was last shown.
+    What it needs only once it listens (listen streams, subscribed values) is
+    made then.
     """
 
-    def __init__(self, runtime: AgentRuntime[Any, Any]) -> None:
+    __slots__ = (
+        "_bus",
+        "_closed",
+        "_handler",
+        "_joined",
+        "_resource_session",
+        "_resource_uris",
+        "_resources",
+        "_session",
+        "_standalone",
+        "_streams",
+        "_tools",
+        "_watcher",
+        "calls",
+        "descriptors",
+        "runtime",
+    )
+
+    def __init__(
+        self,
+        runtime: AgentRuntime[Any, Any],
+        descriptors: Mapping[str, MessageDescriptor],
+        watcher: Watcher | None,
+        *,
+        standalone: bool = True,
+    ) -> None:
         self.runtime = runtime
         self.calls = InFlight()
-        self._bus = InMemorySubscriptionBus()
-        self.listen = ListenHandler(self._bus)
+        # Shared by every connection of the server: they are the contract's, built once.
+        self.descriptors = descriptors
+        self._watcher = watcher
+        # How many ways there are to send the client a message it did not ask for.
+        self._standalone = 1 if standalone else 0
         self._session: ServerSession | None = None
         self._resource_session: ServerSession | None = None
-        self._resource_uris: set[str] = set()
-        self._streams: set[_ListenStream] = set()
-        self.descriptors: dict[str, MessageDescriptor] = {d.name: d for d in runtime.messages.list()}
-        self.watch = ListWatch(self.available_names, self._announce, delay=LIST_CHANGED_DEBOUNCE)
-        self.resources = ResourceWatch(self._encoded, self._announce_resource, delay=LIST_CHANGED_DEBOUNCE)
-        self._begin: Callable[[], None] | None = None
-
-    def begin_with(self, begin: Callable[[], None]) -> None:
-        """``begin()`` starts watching the runtime; it runs once, when the client first listens."""
-        self._begin = begin
-
-    def listening(self) -> None:
-        """The client can now be told of changes (it listed tools, subscribed, or opened a listen stream)."""
-        begin, self._begin = self._begin, None
-        if begin is not None:
-            begin()
+        self._resource_uris: set[str] | None = None
+        self._resources: ResourceWatch | None = None
+        self._streams: set[_ListenStream] | None = None
+        self._bus: InMemorySubscriptionBus | None = None
+        self._handler: ListenHandler | None = None
+        self._joined = False
+        self._closed = False
+        # What the client was shown of the tool list: made by its first
+        # listing (or tools listen stream), before which nothing is compared.
+        self._tools: ListWatch | None = None
 
     def available_names(self) -> list[str]:
         return [descriptor.name for descriptor in self.runtime.messages.available()]
 
-    def changed(self) -> None:
-        self.watch.changed()
-        self.resources.changed()
+    @property
+    def resources(self) -> frozenset[str]:
+        """The URIs this connection's client is subscribed to (on any stream)."""
+        return frozenset() if self._resources is None else self._resources.subscribed
+
+    @property
+    def joined(self) -> bool:
+        """Whether the connection is in its watcher's fan-out right now."""
+        return self._joined
+
+    # --- who listens ------------------------------------------------------------------
+
+    def stream_opened(self) -> None:
+        """A stream for messages the server starts opened (an HTTP session's GET stream)."""
+        self._standalone += 1
+        self._refresh()
+
+    def stream_closed(self) -> None:
+        """That stream closed."""
+        self._standalone -= 1
+        self._refresh()
+
+    def close(self) -> None:
+        """The connection ended: it hears of nothing more."""
+        self._closed = True
+        self._refresh()
+
+    def _refresh(self) -> None:
+        watcher = self._watcher
+        if watcher is None:
+            return  # the host cannot report changes: nothing is ever announced
+        heard = self._standalone > 0 and (
+            (self._session is not None and self._tools is not None) or bool(self._resource_uris)
+        )
+        wanted = not self._closed and (heard or bool(self._streams))
+        if wanted != self._joined:
+            self._joined = wanted
+            if wanted:
+                watcher.join(self)
+            else:
+                watcher.leave(self)
+
+    async def notice(self, burst: Burst) -> None:
+        """A burst of Model changes: compare what the client was told and announce the differences."""
+        if self._tools is not None:
+            await self._tools.update(burst.names())
+        if self._resources is not None and self._resources.subscribed:
+            await self._resources.check(burst.resource)
+
+    # --- the tool list ----------------------------------------------------------------
 
     def listed(self, ctx: ServerRequestContext[Connection], names: Sequence[str]) -> None:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._session = ctx.session
-        self.watch.listed(names)
-        self.listening()
+        self._shown(names)
+        self._refresh()
 
     async def after_call(self, ctx: ServerRequestContext[Connection]) -> None:
         """Announce, before the call is answered, that the call changed which tools are available.
@@ -409,19 +328,34 @@ class Connection:
                 await ctx.session.send_notification(types.ToolListChangedNotification(), related_request_id=ctx.request_id)
             await self._publish_tools_changed()
 
-        await self.watch.check(announce)
+        if self._tools is not None:
+            await self._tools.check(announce)
+
+    @property
+    def shown(self) -> tuple[str, ...] | None:
+        """The tool names the client was last told of; ``None`` before it listed."""
+        return None if self._tools is None else self._tools.last
+
+    def _shown(self, names: Sequence[str]) -> None:
+        if self._tools is None:
+            self._tools = ListWatch(self.available_names, self._announce)
+        self._tools.listed(names)
 
     async def _publish_tools_changed(self) -> None:
-        streams = [stream for stream in self._streams if stream.tools]
+        bus = self._bus
+        if bus is None:
+            return  # no listen stream was ever opened
+        streams = [stream for stream in self._streams or () if stream.tools]
         before = {stream: stream.sent for stream in streams}
-        await self._bus.publish(ToolsListChanged())
+        await bus.publish(ToolsListChanged())
         with anyio.move_on_after(DELIVERY_WAIT):
             for stream in streams:
                 while stream.open and stream.sent == before[stream]:
                     await stream.moved.wait()
 
     async def _announce(self) -> None:
-        await self._bus.publish(ToolsListChanged())
+        if self._bus is not None:
+            await self._bus.publish(ToolsListChanged())
         session = self._session
         if session is not None:
             try:
@@ -432,13 +366,6 @@ class Connection:
 
     # --- resources ------------------------------------------------------------------
 
-    def _encoded(self, uri: str) -> bytes | None:
-        read = _read(self.runtime, uri)
-        if not is_successful(read):
-            return None
-        contents = read.unwrap().contents[0]
-        return contents.text.encode() if isinstance(contents, types.TextResourceContents) else None
-
     def knows(self, uri: str) -> bool:
         """Whether ``uri`` names a resource of this contract (without reading it)."""
         if uri == _wire.CONTEXT_URI and self.runtime.has_context:
@@ -446,22 +373,35 @@ class Connection:
         name = _wire.resource_name(uri)
         return name is not None and any(d.name == name for d in self.runtime.resources.list())
 
+    def _watched_resources(self) -> ResourceWatch:
+        watch = self._resources
+        if watch is None:
+            runtime = self.runtime
+            watch = self._resources = ResourceWatch(lambda uri: _encoded(runtime, uri), self._announce_resource)
+        return watch
+
     def subscribe_resource(self, ctx: ServerRequestContext[Connection], uri: str) -> None:
-        self.listening()
         self._resource_session = ctx.session
-        if uri not in self._resource_uris:
-            self._resource_uris.add(uri)
-            self.resources.subscribe(uri)
+        uris = self._resource_uris
+        if uris is None:
+            uris = self._resource_uris = set()
+        if uri not in uris:
+            uris.add(uri)
+            self._watched_resources().subscribe(uri)
+        self._refresh()
 
     def unsubscribe_resource(self, uri: str) -> None:
-        if uri in self._resource_uris:
-            self._resource_uris.discard(uri)
-            self.resources.unsubscribe(uri)
+        uris = self._resource_uris
+        if uris is not None and uri in uris:
+            uris.discard(uri)
+            self._watched_resources().unsubscribe(uri)
+            self._refresh()
 
     async def _announce_resource(self, uri: str) -> None:
-        await self._bus.publish(ResourceUpdated(uri=uri))
+        if self._bus is not None:
+            await self._bus.publish(ResourceUpdated(uri=uri))
         session = self._resource_session
-        if session is not None and uri in self._resource_uris:
+        if session is not None and self._resource_uris is not None and uri in self._resource_uris:
             try:
                 await session.send_resource_updated(uri)
             except Exception:
@@ -474,6 +414,13 @@ class Connection:
     ) -> types.SubscriptionsListenResult:
         """One listen stream, served by the SDK's handler; agentfx counts what it sends and watches its resources."""
         wanted = params.notifications
+        if wanted.tools_list_changed and self._tools is None:
+            # Opening the stream is this era's way of having listed: differences
+            # from here on are news to the client.
+            try:
+                self._shown(self.available_names())
+            except Exception:
+                _logger.exception("listing the available capabilities failed")
         stream = _ListenStream(tools=bool(wanted.tools_list_changed))
         uris = [uri for uri in dict.fromkeys(wanted.resource_subscriptions or ()) if self.knows(uri)]
         session = copy.copy(ctx.session)
@@ -486,27 +433,48 @@ class Connection:
         # The SDK's handler writes the stream; a copy of the session that counts
         # what it wrote lets a call's answer wait for its list change to leave.
         setattr(session, "send_notification", counted)  # noqa: B010
-        self._streams.add(stream)
+        handler = self._handler
+        if handler is None:
+            # Made with the first listen stream: a connection that never opens
+            # one (every handshake-era one) holds no bus.
+            self._bus = InMemorySubscriptionBus()
+            handler = self._handler = ListenHandler(self._bus)
+        streams = self._streams
+        if streams is None:
+            streams = self._streams = set()
+        streams.add(stream)
+        resources = self._watched_resources() if uris else None
         for uri in uris:
-            self.resources.subscribe(uri)
+            assert resources is not None
+            resources.subscribe(uri)
+        self._refresh()
         try:
-            return await self.listen(dataclasses.replace(ctx, session=session), params)
+            return await handler(dataclasses.replace(ctx, session=session), params)
         finally:
             for uri in uris:
-                self.resources.unsubscribe(uri)
-            self._streams.discard(stream)
+                assert resources is not None
+                resources.unsubscribe(uri)
+            streams.discard(stream)
             stream.close()
+            self._refresh()
 
 
-class _AgentServer(Server[Connection]):
+class AgentServer(Server[Connection]):
     """The low-level server, advertising ``tools.listChanged`` exactly when it can keep the promise.
 
     The SDK derives ``listChanged`` from options its callers (the in-process
     client among them) build without arguments; agentfx knows whether the
     notification can ever come, so it says so itself.
+
+    Its lifespan is one connection. A transport serving many connections over
+    one server (HTTP) makes each with :meth:`connect` instead, and lends the
+    shared watcher a task group once, with :meth:`watching`.
     """
 
     notifies_tool_changes = True
+    watcher: Watcher | None = None
+    agent_runtime: AgentRuntime[Any, Any] | None = None
+    descriptors: Mapping[str, MessageDescriptor] = {}
 
     def create_initialization_options(
         self,
@@ -519,6 +487,22 @@ class _AgentServer(Server[Connection]):
             experimental_capabilities,
             extensions,
         )
+
+    def connect(self, *, standalone: bool = True) -> Connection:
+        """A new connection's state; :meth:`Connection.close` it when the connection ends.
+
+        Args:
+            standalone: Whether the transport always carries a message the
+                server starts (stdio, in-process); an HTTP session's does only
+                while its GET stream is open, which it reports itself.
+        """
+        assert self.agent_runtime is not None, "made by server()"
+        return Connection(self.agent_runtime, self.descriptors, self.watcher, standalone=standalone)
+
+    def watching(self) -> AbstractAsyncContextManager[None]:
+        """Lend the shared watcher a task group while the block runs."""
+        watcher = self.watcher
+        return nullcontext() if watcher is None else watcher.hosting()
 
     async def run(
         self,
@@ -662,26 +646,14 @@ def server(
 
     @asynccontextmanager
     async def lifespan(_: Server[Connection]) -> AsyncGenerator[Connection]:
-        connection = Connection(runtime)
-        async with anyio.create_task_group() as task_group:
-            unsubscribe: list[Callable[[], None]] = []
-
-            def begin() -> None:
-                # From the first listing, subscription or listen stream, not
-                # from the connection's start: a connection (an idle HTTP
-                # session) that nobody listens on costs nothing when the Model
-                # changes.
-                unsubscribe.append(runtime.subscribe(connection.changed))
-                task_group.start_soon(connection.watch.run)
-                task_group.start_soon(connection.resources.run)
-
-            connection.begin_with(begin)
+        # One connection, which lends the server's watcher a task group while
+        # it lasts (the watcher starts only once something listens).
+        async with mcp_server.watching():
+            connection = mcp_server.connect()
             try:
                 yield connection
             finally:
-                for stop in unsubscribe:
-                    stop()
-                task_group.cancel_scope.cancel()
+                connection.close()
 
     async def list_tools(
         ctx: ServerRequestContext[Connection], params: types.PaginatedRequestParams | None
@@ -799,16 +771,7 @@ def server(
     async def listen(
         ctx: ServerRequestContext[Connection], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
-        connection = ctx.lifespan_context
-        if params.notifications.tools_list_changed and connection.watch.last is None:
-            # Opening the stream is this era's way of having listed: differences
-            # from here on are news to the client.
-            try:
-                connection.watch.listed(connection.available_names())
-            except Exception:
-                _logger.exception("listing the available capabilities failed")
-        connection.listening()
-        return await connection.serve_listen(ctx, params)
+        return await ctx.lifespan_context.serve_listen(ctx, params)
 
     # Availability and resources are functions of the Model, so a change can
     # only be noticed when the host reports Model changes or processed
@@ -816,7 +779,7 @@ def server(
     # serve no subscription and no listen stream (a 2026-era client reads that
     # as the same promise).
     notifies = runtime.host.subscribe is not None or runtime.host.observe is not None
-    mcp_server = _AgentServer(
+    mcp_server = AgentServer(
         name,
         version=version,
         lifespan=lifespan,
@@ -829,6 +792,18 @@ def server(
         on_subscriptions_listen=listen if notifies else None,
     )
     mcp_server.notifies_tool_changes = notifies
+    mcp_server.agent_runtime = runtime
+    mcp_server.descriptors = {descriptor.name: descriptor for descriptor in runtime.messages.list()}
+    if notifies:
+        # One per server (so per runtime), shared by every connection: a Model
+        # change costs the connections that listen, not the ones open. The
+        # window is read now, so it can be changed before a server is made.
+        mcp_server.watcher = Watcher(
+            runtime.subscribe,
+            lambda: [descriptor.name for descriptor in runtime.messages.available()],
+            lambda uri: _encoded(runtime, uri),
+            delay=LIST_CHANGED_DEBOUNCE,
+        )
     # Seals every requestState this server mints and verifies every one echoed back.
     mcp_server.middleware.append(RequestStateBoundary(sealing, default_audience=name))
     mcp_server.middleware.append(_cancellations)
@@ -924,6 +899,15 @@ def _structural(ctx: ServerRequestContext[Connection]) -> bool:
     outbound = getattr(ctx.session, "_request_outbound", None)
     transport = getattr(outbound, "transport", None)
     return getattr(transport, "kind", None) == DIRECT_TRANSPORT_KIND
+
+
+def _encoded(runtime: AgentRuntime[Any, Any], uri: str) -> bytes | None:
+    """The JSON encoding of the resource at ``uri``, or ``None`` when it names none; raises what a projection raises."""
+    read = _read(runtime, uri)
+    if not is_successful(read):
+        return None
+    contents = read.unwrap().contents[0]
+    return contents.text.encode() if isinstance(contents, types.TextResourceContents) else None
 
 
 def _read(runtime: AgentRuntime[Any, Any], uri: str) -> Result[types.ReadResourceResult, None]:

@@ -33,6 +33,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
+from starlette.types import Message
 
 import agentfx
 from agentfx.app import App
@@ -40,6 +41,7 @@ from agentfx.audit import AuditRecord
 from agentfx.cli import ExitCode
 from agentfx.mcp import http_app
 from agentfx.mcp._http import HttpApp
+from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
 from agentfx.program import Command
 from agentfx.runtime import AgentRuntime
 from agentfx.testing import RecordingHost
@@ -617,9 +619,72 @@ async def test_agentfx_serve_over_http_exits_with_the_error_that_stopped_the_pro
             await post(http, serving.url, INITIALIZE)
 
 
+@asynccontextmanager
+async def get_stream(asgi: HttpApp[Any], session: str) -> AsyncGenerator[list[dict[str, Any]]]:
+    """A session's GET stream, driven straight through the ASGI app; yields the messages it has carried so far.
+
+    httpx's ASGI transport answers only once a response is complete, and a
+    GET stream never is until the client leaves: so the stream is opened
+    here, and left when the block ends.
+    """
+    messages: list[dict[str, Any]] = []
+    started = anyio.Event()
+    leave = anyio.Event()
+    asked = False
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"accept", b"text/event-stream"),
+        (b"mcp-session-id", session.encode()),
+        (b"mcp-protocol-version", b"2025-11-25"),
+    ]
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+
+    async def receive() -> Message:
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await leave.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            assert message["status"] == 200, message
+            started.set()
+        for line in bytes(message.get("body", b"")).decode().splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                messages.append(json.loads(line[5:]))
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(asgi, scope, receive, send)
+        with anyio.fail_after(5):
+            await started.wait()
+        try:
+            yield messages
+        finally:
+            leave.set()
+
+
+def list_changes(messages: list[dict[str, Any]]) -> int:
+    return sum(message.get("method") == "notifications/tools/list_changed" for message in messages)
+
+
 async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_listener() -> None:
-    # Sessions that never listed and never listen have nothing to be told: they
-    # subscribe to nothing, so a Model change does no work for them.
+    # Sessions that nothing can tell of a change (no GET stream) do no work
+    # when the Model changes; those that can share one subscription.
     recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
     runtime = agentfx.bind(definition, host=recording.host)
 
@@ -633,10 +698,50 @@ async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_l
         await result(http, sessions[0], call(1, "add", {"title": "milk"}))
         assert recording.listener_count == 0, "no session listens yet"
         await result(http, sessions[1], LIST)
-        assert recording.listener_count == 1, "the one that listed"
-        await result(http, sessions[1], LIST)
-        assert recording.listener_count == 1, "once"
+        assert recording.listener_count == 0, "listed, but without a GET stream nothing could reach it"
+        async with get_stream(asgi, sessions[1]) as first, get_stream(asgi, sessions[2]) as second:
+            assert recording.listener_count == 1, "the one that listed and has a stream"
+            await result(http, sessions[2], LIST)
+            await result(http, sessions[1], LIST)
+            assert recording.listener_count == 1, "once, however many listen"
+            recording.set_model(Model(items=("milk",), selected="milk"))
+            with anyio.fail_after(5):
+                while list_changes(first) < 1 or list_changes(second) < 1:
+                    await anyio.sleep(0.01)
+            async with get_stream(asgi, sessions[3]) as third:
+                # Opened, never listed: nothing to contradict, and no cost.
+                assert recording.listener_count == 1
+                recording.set_model(Model(items=("milk",)))
+                with anyio.fail_after(5):
+                    while list_changes(first) < 2 or list_changes(second) < 2:
+                        await anyio.sleep(0.01)
+                await anyio.sleep(LIST_CHANGED_DEBOUNCE * 3)
+                assert list_changes(third) == 0
+            # Each change announced once on each listening session.
+            assert (list_changes(first), list_changes(second)) == (2, 2)
+        await anyio.sleep(0)
+        assert recording.listener_count == 0, "released when the last stream closed"
+        async with get_stream(asgi, sessions[1]):
+            assert recording.listener_count == 1, "the session's baseline outlives its stream"
     assert recording.listener_count == 0, "released with the session"
+
+
+async def test_a_call_answered_before_the_client_disconnects_is_not_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Servers report a disconnect to every receive() once a response is
+    # complete (httpx's ASGI transport as uvicorn does), and the SSE response
+    # asks: that is no client leaving early, and costs no cancellation.
+    cancelled: list[object] = []
+
+    async def cancel(self: HttpApp[Any], session: object, request_id: object, scope: object) -> None:
+        cancelled.append(request_id)
+
+    monkeypatch.setattr(HttpApp, "_cancel", cancel)
+    asgi = http_app(app)
+    async with in_process(asgi) as http:
+        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        for request_id in range(3):
+            await result(http, session, call(request_id, "add", {"title": "milk"}))
+    assert cancelled == []
 
 
 @SDK_CLIENT

@@ -6,7 +6,7 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentfx.mcp._server import ListWatch, ResourceWatch
+from agentfx.mcp._watch import ListWatch, ResourceWatch
 
 VALUES = st.sampled_from([b"[]", b'["a"]', b'["a","b"]', None])
 # Each step: the value the resource now encodes to, and whether a check runs after it.
@@ -25,7 +25,7 @@ def test_a_resource_is_announced_exactly_when_its_encoding_differs_from_the_last
         announced.append(uri)
 
     async def main() -> int:
-        watch = ResourceWatch(lambda uri: current[0], announce, delay=0)
+        watch = ResourceWatch(lambda uri: current[0], announce)
         watch.subscribe("app://r")
         expected, seen = 0, first
         for value, check in steps:
@@ -61,7 +61,7 @@ def test_a_tool_list_is_announced_exactly_when_it_differs_from_the_last_check(
         announced.append((step[0], "call"))
 
     async def main() -> list[tuple[int, str]]:
-        watch = ListWatch(lambda: current[0], announce, delay=0)
+        watch = ListWatch(lambda: current[0], announce)
         watch.listed(listed)
         expected: list[tuple[int, str]] = []
         seen = listed

@@ -1,0 +1,384 @@
+"""Noticing Model changes for MCP clients: one debounced watcher per runtime, fanned out to who listens.
+
+This layer owns *when* the available set and the subscribed resources are
+compared, and against what. A :class:`Watcher` belongs to one runtime's
+server and is shared by all of its connections: while at least one
+connection listens it holds one subscription to the runtime and one task; the
+first Model change of a burst opens a window of :data:`LIST_CHANGED_DEBOUNCE`
+seconds, after which the available names (and each subscribed resource) are
+read once and every listening connection compares them with what it last
+told its client. A connection that is not listening is not in the fan-out:
+a Model change costs it nothing. Each connection keeps its own baseline
+(:class:`ListWatch`) and its own subscribed values (:class:`ResourceWatch`),
+so what one client was told never decides what another is.
+
+It deliberately knows nothing of MCP's types, sessions, eras or transports:
+a listener is anything with an ``async notice(burst)``, and what an
+announcement sends is the listener's business.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+__all__ = ["LIST_CHANGED_DEBOUNCE", "NOTICE_WAIT", "Burst", "Listener", "ListWatch", "ResourceWatch", "Watcher"]
+
+_logger = logging.getLogger("agentfx.mcp")
+
+LIST_CHANGED_DEBOUNCE = 0.05
+"""Seconds a burst of Model changes is collected before the available set (and subscribed resources) are compared once."""
+
+NOTICE_WAIT = 10.0
+"""At most this long one connection's announcements of a burst may take; a client that reads nothing is skipped, not waited for."""
+
+
+class _Unreadable(Exception):
+    """A value a burst could not read (logged once, where it was read)."""
+
+
+class Burst:
+    """What one burst of Model changes reads, each at most once, for every listening connection.
+
+    Args:
+        names: The names available right now, in declaration order.
+        resource: The encoded value at a URI, or ``None`` when it names nothing.
+
+    >>> reads = []
+    >>> burst = Burst(lambda: reads.append("names") or ["a"], lambda uri: reads.append(uri) or b"1")
+    >>> burst.names(), burst.names(), burst.resource("app://x"), burst.resource("app://x")
+    (('a',), ('a',), b'1', b'1')
+    >>> reads
+    ['names', 'app://x']
+    """
+
+    __slots__ = ("_names", "_read_names", "_read_resource", "_values")
+
+    def __init__(self, names: Callable[[], Sequence[str]], resource: Callable[[str], bytes | None]) -> None:
+        self._read_names = names
+        self._read_resource = resource
+        self._names: tuple[str, ...] | None | _Unreadable = None
+        self._values: dict[str, bytes | None | _Unreadable] = {}
+
+    def names(self) -> tuple[str, ...] | None:
+        """The available names, or ``None`` when they could not be read (logged once)."""
+        names = self._names
+        if names is None:
+            try:
+                names = tuple(self._read_names())
+            except Exception:
+                _logger.exception("reading the available capabilities failed; the tool list was not re-checked")
+                names = _Unreadable()
+            self._names = names
+        return None if isinstance(names, _Unreadable) else names
+
+    def resource(self, uri: str) -> bytes | None:
+        """The encoded value at ``uri``; raises :class:`_Unreadable` when its projection raised (logged once)."""
+        if uri in self._values:
+            value = self._values[uri]
+        else:
+            try:
+                value = self._read_resource(uri)
+            except Exception:
+                # A projection that breaks is the application's bug, logged
+                # here; a subscriber is told only of values that could be read.
+                _logger.exception("reading the resource %r for its subscribers failed", uri)
+                value = _Unreadable()
+            self._values[uri] = value
+        if isinstance(value, _Unreadable):
+            raise value
+        return value
+
+
+class ListWatch:
+    """What one connection's client was last told of the tool list, and telling it of a difference, once.
+
+    The client's first listing is where the comparison starts: before it there
+    is nothing to contradict, so nothing is sent. Later listings change
+    nothing. A client SDK lists on its own (to validate a result, say), so a
+    listing says nothing about what the client's code was shown; comparing
+    against it would swallow the very change that listing happened to see.
+    Whichever check sees a difference (:meth:`check` after a call, or
+    :meth:`update` with a burst's names) makes the names it saw the
+    baseline, so a change is announced once.
+
+    Args:
+        read: The names available right now, in declaration order.
+        announce: Sends the notification.
+    """
+
+    __slots__ = ("_announce", "_last", "_read")
+
+    def __init__(self, read: Callable[[], Sequence[str]], announce: Callable[[], Awaitable[object]]) -> None:
+        self._read = read
+        self._announce = announce
+        self._last: tuple[str, ...] | None = None
+
+    @property
+    def last(self) -> tuple[str, ...] | None:
+        """The names as of the previous check (or the first listing); ``None`` before the client listed."""
+        return self._last
+
+    def listed(self, names: Sequence[str]) -> None:
+        """The client has just been shown ``names``; only the first listing counts."""
+        if self._last is None:
+            self._last = tuple(names)
+
+    async def check(self, announce: Callable[[], Awaitable[object]] | None = None) -> None:
+        """Read the names now and announce a difference (through ``announce`` when given)."""
+        if self._last is None:
+            return
+        try:
+            names = tuple(self._read())
+        except Exception:
+            _logger.exception("reading the available capabilities failed; the tool list was not re-checked")
+            return
+        await self.update(names, announce)
+
+    async def update(self, names: tuple[str, ...] | None, announce: Callable[[], Awaitable[object]] | None = None) -> None:
+        """Announce that the names are now ``names`` when they differ (``None``: they could not be read)."""
+        if self._last is None or names is None or names == self._last:
+            return
+        self._last = names
+        try:
+            await (announce or self._announce)()
+        except Exception:
+            _logger.exception("announcing a tool list change failed")
+
+
+class ResourceWatch:
+    """What one connection's client was told of the resources it subscribed to, diffed on the encoded value.
+
+    A resource's value is its JSON encoding, read when it is first subscribed
+    and again after each burst of Model changes; only a different encoding is
+    announced, so a Model change the projection does not show is no news.
+    Subscriptions are counted (a URI may be subscribed on several streams) and
+    only URIs naming a resource of the contract are kept, so the watch is
+    bounded by the contract.
+
+    Args:
+        read: The encoded value at a URI, or ``None`` when it names nothing.
+        announce: Sends ``notifications/resources/updated`` for a URI.
+    """
+
+    __slots__ = ("_announce", "_last", "_read", "_subscribers")
+
+    def __init__(self, read: Callable[[str], bytes | None], announce: Callable[[str], Awaitable[object]]) -> None:
+        self._read = read
+        self._announce = announce
+        self._subscribers: dict[str, int] = {}
+        self._last: dict[str, bytes | None] = {}
+
+    @property
+    def subscribed(self) -> frozenset[str]:
+        """The URIs someone listens to."""
+        return frozenset(self._subscribers)
+
+    def subscribe(self, uri: str) -> None:
+        """Count one more subscriber of ``uri``; the first one fixes the value changes are measured from."""
+        count = self._subscribers.get(uri, 0)
+        if count == 0:
+            self._last[uri] = self._value(uri, self._read)
+        self._subscribers[uri] = count + 1
+
+    def unsubscribe(self, uri: str) -> None:
+        """Count one subscriber fewer; the last one forgets the URI."""
+        count = self._subscribers.get(uri, 0)
+        if count <= 1:
+            self._subscribers.pop(uri, None)
+            self._last.pop(uri, None)
+        else:
+            self._subscribers[uri] = count - 1
+
+    async def check(self, read: Callable[[str], bytes | None] | None = None) -> None:
+        """Read every subscribed resource (through ``read``, a burst's, when given) and announce those whose encoding changed."""
+        for uri in list(self._subscribers):
+            value = self._value(uri, read or self._read)
+            if uri not in self._subscribers or value == self._last.get(uri):
+                continue
+            self._last[uri] = value
+            try:
+                await self._announce(uri)
+            except Exception:
+                _logger.exception("announcing a change of %r failed", uri)
+
+    def _value(self, uri: str, read: Callable[[str], bytes | None]) -> bytes | None:
+        try:
+            return read(uri)
+        except _Unreadable:
+            return self._last.get(uri)
+        except Exception:
+            _logger.exception("reading the resource %r for its subscribers failed", uri)
+            return self._last.get(uri)
+
+
+class Listener(Protocol):
+    """A connection in a watcher's fan-out."""
+
+    async def notice(self, burst: Burst) -> None:
+        """Compare what the client was told with ``burst`` and announce the differences."""
+        ...
+
+
+class Watcher:
+    """One runtime's Model changes, debounced once and fanned out to the connections that listen.
+
+    A connection :meth:`join` s when it starts listening and :meth:`leave` s
+    when it stops (or closes). The watcher holds its one subscription to the
+    runtime, and its one task, exactly while someone listens and a task group
+    is lent to it by :meth:`hosting` (a connection's lifespan, or a server
+    holding many connections): the first listener subscribes and starts the
+    task, the last one (or the last host leaving) unsubscribes and ends it,
+    so with nobody listening a Model change calls nothing here and no task
+    waits. When the task's host goes while connections of another still
+    listen, the task moves there.
+
+    Args:
+        subscribe: ``subscribe(listener)`` calls ``listener()`` on every Model
+            change and returns the function that stops it (the runtime's).
+        names: The names available right now, in declaration order.
+        resource: The encoded value at a URI, or ``None`` when it names nothing.
+        delay: The debounce window in seconds.
+    """
+
+    def __init__(
+        self,
+        subscribe: Callable[[Callable[[], None]], Callable[[], None]],
+        names: Callable[[], Sequence[str]],
+        resource: Callable[[str], bytes | None],
+        *,
+        delay: float = LIST_CHANGED_DEBOUNCE,
+    ) -> None:
+        self._subscribe = subscribe
+        self._names = names
+        self._resource = resource
+        self._delay = delay
+        self._listeners: dict[Listener, None] = {}
+        self._unsubscribe: Callable[[], None] | None = None
+        self._hosts: list[TaskGroup] = []
+        self._host: TaskGroup | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._dirty: anyio.Event | None = None
+        self._tasks = 0
+
+    @property
+    def listening(self) -> int:
+        """How many connections are in the fan-out."""
+        return len(self._listeners)
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the watcher holds its subscription to the runtime."""
+        return self._unsubscribe is not None
+
+    @property
+    def tasks(self) -> int:
+        """The watcher's tasks alive right now (one while someone listens and a host is lent, else none)."""
+        return self._tasks
+
+    def join(self, listener: Listener) -> None:
+        """``listener`` is told of every burst from now on (joining twice is joining once)."""
+        if listener not in self._listeners:
+            self._listeners[listener] = None
+            self._settle()
+
+    def leave(self, listener: Listener) -> None:
+        """``listener`` is told of nothing more; the last one stops the watcher."""
+        if listener in self._listeners:
+            del self._listeners[listener]
+            self._settle()
+
+    @asynccontextmanager
+    async def hosting(self) -> AsyncGenerator[None]:
+        """Lend a task group to the watcher's task for the duration of the block."""
+        async with anyio.create_task_group() as task_group:
+            self._hosts.append(task_group)
+            try:
+                self._settle()
+                yield
+            finally:
+                self._hosts.remove(task_group)
+                if self._host is task_group:
+                    # Connections of other hosts may still listen: carry on there.
+                    self._end_task()
+                self._settle()
+                task_group.cancel_scope.cancel()
+
+    def _changed(self) -> None:
+        # Called synchronously on every Model change: one flag, whoever listens.
+        if self._dirty is not None:
+            self._dirty.set()
+
+    def _settle(self) -> None:
+        """Subscribed, with the task running, exactly while someone listens and a host is lent."""
+        if not (self._listeners and self._hosts):
+            self._stop()
+            return
+        if self._unsubscribe is None:
+            try:
+                self._unsubscribe = self._subscribe(self._changed)
+            except Exception:
+                # The host's bug, logged; the next listener to come tries again.
+                _logger.exception("subscribing to the runtime's Model changes failed; no change will be announced")
+                return
+            self._dirty = anyio.Event()
+        if self._scope is None:
+            host = self._host = self._hosts[0]
+            scope = self._scope = anyio.CancelScope()
+            host.start_soon(self._run, scope)
+
+    def _stop(self) -> None:
+        unsubscribe, self._unsubscribe = self._unsubscribe, None
+        self._dirty = None
+        self._end_task()
+        if unsubscribe is not None:
+            try:
+                unsubscribe()
+            except Exception:
+                _logger.exception("unsubscribing from the runtime's Model changes failed")
+
+    def _end_task(self) -> None:
+        scope, self._scope, self._host = self._scope, None, None
+        if scope is not None:
+            scope.cancel()
+
+    async def _run(self, scope: anyio.CancelScope) -> None:
+        self._tasks += 1
+        try:
+            with scope:
+                while True:
+                    dirty = self._dirty
+                    if dirty is None:
+                        return
+                    await dirty.wait()
+                    await anyio.sleep(self._delay)
+                    # A change after this reset starts the next window, so none is lost.
+                    self._dirty = anyio.Event()
+                    await self._fan_out()
+        finally:
+            self._tasks -= 1
+
+    async def _fan_out(self) -> None:
+        burst = Burst(self._names, self._resource)
+        listeners = list(self._listeners)
+        if len(listeners) == 1:
+            await self._notice(listeners[0], burst)
+            return
+        # One client that reads nothing must not hold up the others' news.
+        async with anyio.create_task_group() as task_group:
+            for listener in listeners:
+                task_group.start_soon(self._notice, listener, burst)
+
+    async def _notice(self, listener: Listener, burst: Burst) -> None:
+        if listener not in self._listeners:
+            return  # it left while an earlier one was being told
+        with anyio.move_on_after(NOTICE_WAIT):
+            try:
+                await listener.notice(burst)
+            except Exception:
+                _logger.exception("announcing a Model change failed")

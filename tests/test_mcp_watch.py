@@ -1,0 +1,324 @@
+"""One watcher per server: Model changes cost the connections that listen, each told once, nothing leaked."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp
+import mcp_types as types
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import agentfx
+from agentfx.mcp import server
+from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, AgentServer
+from agentfx.mcp._watch import Burst, ListWatch, Watcher
+from agentfx.testing import RecordingHost
+from tests.mcp_app import ADMIN, Model, User, definition
+
+pytestmark = pytest.mark.anyio
+
+
+class Heard:
+    """One in-process client's notifications, and an event per tool list change."""
+
+    def __init__(self) -> None:
+        self.changes = 0
+        self.moved = anyio.Event()
+
+    async def handler(self, message: types.ServerNotification | Exception) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.changes += 1
+            self.moved.set()
+            self.moved = anyio.Event()
+
+    async def until(self, changes: int) -> None:
+        with anyio.fail_after(5):
+            while self.changes < changes:
+                await self.moved.wait()
+
+
+@asynccontextmanager
+async def recorded() -> AsyncGenerator[tuple[RecordingHost[Model, Any, User], AgentServer]]:
+    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
+    mcp_server = server(agentfx.bind(definition, host=recording.host))
+    assert isinstance(mcp_server, AgentServer) and mcp_server.watcher is not None
+    yield recording, mcp_server
+
+
+def selected(recording: RecordingHost[Model, Any, User], item: str | None) -> None:
+    """Change the Model so that what is available changes (``clear`` needs a selection)."""
+    recording.set_model(Model(items=("milk",), selected=item))
+
+
+async def test_many_listing_connections_share_one_runtime_subscription_and_each_hears_a_change_once() -> None:
+    async with recorded() as (recording, mcp_server):
+        watcher = mcp_server.watcher
+        assert watcher is not None
+        heard = [Heard() for _ in range(4)]
+        async with AsyncExitStack() as stack:
+            clients = [
+                await stack.enter_async_context(mcp.Client(mcp_server, mode="legacy", message_handler=h.handler))
+                for h in heard
+            ]
+            silent = Heard()
+            await stack.enter_async_context(mcp.Client(mcp_server, mode="legacy", message_handler=silent.handler))
+            assert recording.listener_count == 0, "nobody listed"
+            for client in clients:
+                await client.list_tools()
+            assert (recording.listener_count, watcher.listening, watcher.tasks) == (1, 4, 1)
+            selected(recording, "milk")
+            for h in heard:
+                await h.until(1)
+            # Each once: a second window passes without another announcement.
+            selected(recording, "milk")
+            await anyio.sleep(LIST_CHANGED_DEBOUNCE * 3)
+            assert [h.changes for h in heard] == [1, 1, 1, 1]
+            assert silent.changes == 0, "a connection that never listed is told nothing"
+        assert (recording.listener_count, watcher.listening) == (0, 0)
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 0
+
+
+async def test_a_closed_connection_leaves_the_fan_out_and_the_watcher_carries_on_for_the_rest() -> None:
+    async with recorded() as (recording, mcp_server):
+        watcher = mcp_server.watcher
+        assert watcher is not None
+        first, second = Heard(), Heard()
+        async with mcp.Client(mcp_server, mode="legacy", message_handler=second.handler) as staying:
+            # The first connection hosts the watcher's task; it leaves first.
+            async with mcp.Client(mcp_server, mode="legacy", message_handler=first.handler) as leaving:
+                await leaving.list_tools()
+                await staying.list_tools()
+                assert watcher.listening == 2
+            assert (watcher.listening, recording.listener_count) == (1, 1)
+            selected(recording, "milk")
+            await second.until(1)
+            assert first.changes == 0
+            await anyio.wait_all_tasks_blocked()
+            assert watcher.tasks == 1
+        assert (watcher.listening, recording.listener_count) == (0, 0)
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 0
+
+
+async def test_a_cancelled_connection_releases_the_runtime_and_ends_the_watcher() -> None:
+    async with recorded() as (recording, mcp_server):
+        watcher = mcp_server.watcher
+        assert watcher is not None
+        listed = anyio.Event()
+
+        async def connect() -> None:
+            async with mcp.Client(mcp_server, mode="legacy") as client:
+                await client.list_tools()
+                listed.set()
+                await anyio.sleep_forever()
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(connect)
+            with anyio.fail_after(5):
+                await listed.wait()
+            assert (recording.listener_count, watcher.tasks) == (1, 1)
+            selected(recording, "milk")  # a burst is pending when the cancellation comes
+            task_group.cancel_scope.cancel()
+        assert (recording.listener_count, watcher.listening, watcher.subscribed) == (0, 0, False)
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 0
+
+
+async def test_a_2026_connection_listens_only_while_its_listen_stream_is_open() -> None:
+    async with recorded() as (recording, mcp_server):
+        watcher = mcp_server.watcher
+        assert watcher is not None
+        async with mcp.Client(mcp_server, mode="auto") as client:
+            await client.list_tools()
+            assert recording.listener_count == 0, "a 2026-era listing opens no stream"
+            async with client.listen(tools_list_changed=True) as subscription:
+                assert (recording.listener_count, watcher.listening) == (1, 1)
+                selected(recording, "milk")
+                with anyio.fail_after(5):
+                    await subscription.__anext__()
+            with anyio.fail_after(5):
+                while watcher.listening:
+                    await anyio.sleep(0.01)
+            assert recording.listener_count == 0
+
+
+# --- the watcher alone -----------------------------------------------------------------
+
+
+class Runtime:
+    """What a watcher subscribes to: listeners called on every change."""
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self.listeners: list[Callable[[], None]] = []
+
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def change(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        for listener in list(self.listeners):
+            listener()
+
+
+class Client:
+    """A listener with its own baseline, recording how each announcement reached it."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.heard: list[str] = []
+
+        async def announce() -> None:
+            self.heard.append("watch")
+
+        self.watch = ListWatch(lambda: runtime.names, announce)
+
+    async def notice(self, burst: Burst) -> None:
+        await self.watch.update(burst.names())
+
+    async def called(self) -> None:
+        async def now() -> None:
+            self.heard.append("call")
+
+        await self.watch.check(now)
+
+
+async def test_the_watcher_task_moves_to_another_host_when_its_own_leaves() -> None:
+    runtime = Runtime()
+    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+    client = Client(runtime)
+    client.watch.listed(())
+    async with watcher.hosting():
+        async with watcher.hosting():
+            watcher.join(client)
+            await anyio.wait_all_tasks_blocked()
+            assert watcher.tasks == 1
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 1
+        runtime.change(("a",))
+        await anyio.wait_all_tasks_blocked()
+        assert client.heard == ["watch"]
+        watcher.leave(client)
+        assert (watcher.subscribed, runtime.listeners) == (False, [])
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 0
+
+
+async def test_the_watcher_runs_only_while_a_host_is_lent_and_stops_with_the_last_one() -> None:
+    runtime = Runtime()
+    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+    client = Client(runtime)
+    client.watch.listed(())
+    watcher.join(client)
+    assert (watcher.subscribed, runtime.listeners) == (False, []), "nothing can run it yet"
+    async with watcher.hosting():
+        assert watcher.subscribed and len(runtime.listeners) == 1
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 1
+    # Its connection still listens, but nothing is left to run the watcher: nothing is held.
+    assert (watcher.listening, watcher.subscribed, runtime.listeners, watcher.tasks) == (1, False, [], 0)
+    async with watcher.hosting():
+        runtime.change(("a",))
+        await anyio.wait_all_tasks_blocked()
+        assert client.heard == ["watch"]
+        watcher.leave(client)
+    assert (watcher.subscribed, runtime.listeners, watcher.tasks) == (False, [], 0)
+
+
+async def test_a_subscription_the_host_refuses_is_logged_and_holds_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    def refuse(_listener: Callable[[], None]) -> Callable[[], None]:
+        raise RuntimeError("host down")
+
+    watcher = Watcher(refuse, lambda: (), lambda _uri: None, delay=0)
+    client = Client(Runtime())
+    async with watcher.hosting():
+        watcher.join(client)
+        await anyio.wait_all_tasks_blocked()
+        assert (watcher.listening, watcher.subscribed, watcher.tasks) == (1, False, 0)
+        watcher.leave(client)
+    assert "subscribing to the runtime's Model changes failed" in caplog.text
+
+
+CLIENTS = 3
+NAMES = st.sampled_from([(), ("a",), ("a", "b"), ("b",)])
+# Each step: what happens, to which connection, and (for a change) the names now available.
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["list", "join", "leave", "call", "change", "settle"]),
+        st.integers(0, CLIENTS - 1),
+        NAMES,
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps=STEPS)
+def test_each_listening_connection_hears_each_change_once_and_no_other_hears_it(
+    steps: list[tuple[str, int, tuple[str, ...]]],
+) -> None:
+    """Against a model: a burst tells exactly the connections in the fan-out when it runs, each once.
+
+    A change is announced to a connection when the names at its burst (or at
+    a call's check) differ from what that connection was last told; one it
+    already heard of (a call's check came first) is not told again, and a
+    connection that left, or never listed, is told nothing.
+    """
+
+    async def main() -> tuple[list[list[str]], list[list[str]]]:
+        runtime = Runtime()
+        watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+        clients = [Client(runtime) for _ in range(CLIENTS)]
+        joined = [False] * CLIENTS
+        baselines: list[tuple[str, ...] | None] = [None] * CLIENTS
+        expected: list[list[str]] = [[] for _ in range(CLIENTS)]
+        pending = False
+
+        def burst() -> None:
+            for k in range(CLIENTS):
+                if joined[k] and baselines[k] is not None and baselines[k] != runtime.names:
+                    baselines[k] = runtime.names
+                    expected[k].append("watch")
+
+        async with watcher.hosting():
+            for step, i, names in [*steps, ("settle", 0, ())]:
+                if step == "list":
+                    clients[i].watch.listed(runtime.names)
+                    baselines[i] = baselines[i] if baselines[i] is not None else runtime.names
+                elif step == "join":
+                    watcher.join(clients[i])
+                    joined[i] = True
+                elif step == "leave":
+                    watcher.leave(clients[i])
+                    joined[i] = False
+                    # The last one to leave ends the watcher, and its pending burst.
+                    pending = pending and any(joined)
+                elif step == "call":
+                    await clients[i].called()
+                    if baselines[i] is not None and baselines[i] != runtime.names:
+                        baselines[i] = runtime.names
+                        expected[i].append("call")
+                elif step == "change":
+                    runtime.change(names)
+                    pending = pending or any(joined)
+                else:
+                    await anyio.wait_all_tasks_blocked()
+                    if pending:
+                        burst()
+                    pending = False
+            # One subscription while anyone listens, however many do.
+            assert len(runtime.listeners) == (1 if any(joined) else 0)
+            for client in clients:
+                watcher.leave(client)
+            assert (watcher.subscribed, runtime.listeners) == (False, [])
+        return [client.heard for client in clients], expected
+
+    for backend in ("asyncio", "trio"):
+        heard, expected = anyio.run(main, backend=backend)
+        assert heard == expected, backend
