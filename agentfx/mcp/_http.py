@@ -76,7 +76,7 @@ from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import has_id
-from ._server import AgentServer, server
+from ._server import AgentServer, InFlight, request_calls, server
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -175,6 +175,9 @@ _FAILED = "stopped with an error"
 
 _SHUTTING_DOWN = types.ErrorData(code=types.CONNECTION_CLOSED, message="Server shutting down: the request was cancelled")
 """The answer of every request still in flight when the server stops (the SDK's code; its reason)."""
+
+_STOPPING = "The server is shutting down"
+_CLIENT_LEFT = "The client's connection closed"
 
 _ANSWER_WAIT = 1.0
 """Seconds the answers of requests cut short by shutdown may take to leave before their streams close."""
@@ -408,7 +411,7 @@ class HttpApp(Generic[P]):
         self._tenants: dict[Hashable, _Tenant] = {}
         # Sessionless requests in flight; the ASGI server runs them, so
         # shutting down must end them itself before their runtimes close.
-        self._requests: set[anyio.CancelScope] = set()
+        self._requests: dict[anyio.CancelScope, InFlight] = {}
         self._no_requests: anyio.Event | None = None
         self._program: Program[Any, Any] | None = None
         self._task_group: TaskGroup | None = None
@@ -519,7 +522,10 @@ class HttpApp(Generic[P]):
             # Cancelled calls abort their invocations (and are audited) while
             # their runtimes are still there to record them, and each is
             # answered that the server is shutting down.
-            for request in list(self._requests):
+            for request, calls in list(self._requests.items()):
+                # Aborted first: a call runs shielded, so cancelling its
+                # request alone would wait for whatever it waits on.
+                calls.close(_STOPPING)
                 request.cancel()
             for session in sessions:
                 # The session ends its own transport once its loop has stopped
@@ -731,19 +737,30 @@ class HttpApp(Generic[P]):
             return
         request = anyio.CancelScope()
         watched = _Watched(send)
-        self._requests.add(request)
+        # This request's own calls: its principal's other clients share the
+        # connection (and may reuse its request ids), so a call is aborted per
+        # request. They run shielded, and the SDK cancels a request whose
+        # client closed its response stream, which they would not hear of.
+        calls = self._requests[request] = InFlight()
+
+        async def leaving() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not watched.finished:
+                calls.close(_CLIENT_LEFT)
+            return message
+
         try:
-            with request:
+            with request, request_calls(calls):
                 state = self._modern_state(tenant)
                 assert tenant.server is not None
-                await handle_modern_request(tenant.server, self._checked, False, state, scope, receive, watched)
+                await handle_modern_request(tenant.server, self._checked, False, state, scope, leaving, watched)
             if request.cancel_called:
                 # Only shutting down cancels it. The SDK's entry answers
                 # nothing when cancelled (the server would log that the app
                 # never responded): the request is answered here instead.
                 await watched.stopped(scope, receive, None if envelope is None else envelope.request_id)
         finally:
-            self._requests.discard(request)
+            self._requests.pop(request, None)
             if not self._requests and self._no_requests is not None:
                 self._no_requests.set()
             tenant.release()
@@ -945,7 +962,10 @@ class HttpApp(Generic[P]):
                         # already known, so no dual-era relay is needed.
                         await serve_loop(
                             tenant.server,
-                            read,
+                            # Its end (the session terminated) or its
+                            # cancellation (stopped, gone idle) aborts the
+                            # session's calls in flight, which run shielded.
+                            state.reading(read),
                             _Stopping(write, session),
                             lifespan_state=state,
                             session_id=session.id,

@@ -36,8 +36,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
+from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
     from ..docs import MessageDescriptor
     from ..runtime import AgentRuntime
 
-__all__ = ["ABORT_GRACE", "LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "AgentServer", "Connection", "InFlight", "server"]
+__all__ = ["ABORT_GRACE", "LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "AgentServer", "Connection", "InFlight", "request_calls", "server"]
 
 _logger = logging.getLogger("agentfx.mcp")
 
@@ -89,6 +90,9 @@ DELIVERY_WAIT = 1.0
 
 ABORT_GRACE = 2.0
 """Seconds an aborted call may take to settle before its shield is cancelled: a wait its signal does not reach cannot hold a stopping server."""
+
+_REQUEST_CALLS: ContextVar[InFlight | None] = ContextVar("agentfx_mcp_request_calls", default=None)
+"""Where a call registers when its transport aborts it per request rather than per connection (see :func:`request_calls`)."""
 
 _CLIENT_CANCELLED = "The MCP client cancelled the request"
 _CONNECTION_CLOSED = "The MCP connection closed"
@@ -225,6 +229,16 @@ class Connection:
         "descriptors",
         "runtime",
     )
+
+    def reading(self, stream: ReadStream[SessionMessage | Exception]) -> ReadStream[SessionMessage | Exception]:
+        """``stream``, aborting this connection's calls in flight once it ends or is cancelled.
+
+        The read side of a connection ends (the client went away) or is
+        cancelled (the server is stopping) before its message loop waits for
+        its handlers: a shielded call would otherwise be waited for as long
+        as its host takes.
+        """
+        return _Closing(stream, self.calls)
 
     def __init__(
         self,
@@ -511,17 +525,11 @@ class AgentServer(Server[Connection]):
         initialization_options: InitializationOptions,
         raise_exceptions: bool = False,
     ) -> None:
-        """The SDK's ``Server.run`` (one connection over a pair of streams), ending every call in flight as it ends.
-
-        The read side ends (the client went away) or is cancelled (the
-        server is stopping) before the loop waits for its handlers, so that
-        is where the connection's calls are aborted: a shielded call would
-        otherwise be waited for as long as its host takes.
-        """
+        """The SDK's ``Server.run`` (one connection over a pair of streams), ending every call in flight as it ends (:meth:`Connection.reading`)."""
         async with self.lifespan(self) as connection:
             await serve_dual_era_loop(
                 self,
-                _Closing(read_stream, connection.calls),
+                connection.reading(read_stream),
                 write_stream,
                 lifespan_state=connection,
                 init_options=initialization_options,
@@ -569,6 +577,22 @@ class _Closing:
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+@contextmanager
+def request_calls(calls: InFlight) -> Generator[InFlight]:
+    """While the block runs, the calls of requests it serves register in ``calls``, not their connection's.
+
+    For a transport that can cancel one request without a message (a
+    2026-07-28 HTTP request whose client closes its response stream, a
+    server stopping): it aborts them with ``calls.close(reason)`` before it
+    cancels the request. Handlers started in the block inherit it.
+    """
+    token = _REQUEST_CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _REQUEST_CALLS.reset(token)
 
 
 async def _cancellations(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
@@ -692,7 +716,11 @@ def server(
         descriptor = connection.descriptors.get(params.name)
         completes = descriptor is not None and descriptor.completion is not None
         shield = anyio.CancelScope(shield=True) if completes or not _structural(ctx) else None
-        calls = connection.calls
+        # A sessionless HTTP request brings its own table: its principal's
+        # other clients share the connection, and may use the same request ids.
+        calls = _REQUEST_CALLS.get()
+        if calls is None:
+            calls = connection.calls
         calls.enter(controller, request_id, shield)
         result: types.CallToolResult | types.InputRequiredResult | MCPError | None = None
         try:
