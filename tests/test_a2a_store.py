@@ -13,7 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import ListTasksRequest, Task, TaskState, TaskStatus
 from a2a.utils.errors import UnsupportedOperationError
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 
 from agentfx.a2a import MAX_TASKS, BoundedTaskStore
 from agentfx.a2a import _store as store_module  # pyright: ignore[reportPrivateUsage]
+from agentfx.a2a._app import _Owner  # pyright: ignore[reportPrivateUsage]
 from agentfx.errors import ContractError
 
 pytestmark = pytest.mark.anyio
@@ -36,21 +36,8 @@ FINISHED = (
 )
 
 
-class _Named(User):
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self._name
-
-
 def as_user(name: str) -> ServerCallContext:
-    return ServerCallContext(user=_Named(name))
+    return ServerCallContext(user=_Owner(name))
 
 
 ANN, GUS = as_user("ann"), as_user("gus")
