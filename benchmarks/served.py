@@ -15,10 +15,11 @@ HTTP every server (agentfx's included) binds 127.0.0.1 on a free port, runs
 under uvicorn on anyio's asyncio loop with warnings-only logging, and writes
 the same line to stderr once it listens, which the client reads to find it.
 
-The peers' tools declare no structured output, so each answers less than
-agentfx's tool does (agentfx adds ``structuredContent`` against its output
-schema); the thin client of these benchmarks validates nothing, so this
-favours the peers a little. This module deliberately knows nothing of timing.
+Every contender's tool declares the same output schema and answers the same
+``structuredContent`` (``{"capability": "create_todo", "tag": "CreateTodo"}``),
+as agentfx's does for every capability: the same tool, answered the same way.
+(The thin client of these benchmarks validates nothing.) This module
+deliberately knows nothing of timing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from typing_extensions import TypedDict
 
 import anyio
 import msgspec
@@ -37,7 +40,7 @@ from .app import CreateTodo as CreateTodo
 from .app import User as User
 from .app import may_write as may_write
 
-__all__ = ["APP", "PEERS", "CreateTodo", "Model", "User", "create", "is_open", "may_write", "update"]
+__all__ = ["APP", "PEERS", "CreateTodo", "Dispatched", "Model", "User", "create", "is_open", "may_write", "update"]
 
 
 class Model(msgspec.Struct, frozen=True):
@@ -82,14 +85,21 @@ class _State:
         self.user = User("u1")
 
 
-def create(state: _State, title: str, priority: int) -> str:
+class Dispatched(TypedDict):
+    """The structured content agentfx answers a dispatched ``create_todo`` with, and so each peer."""
+
+    capability: str
+    tag: str
+
+
+def create(state: _State, title: str, priority: int) -> Dispatched:
     """A peer tool's body: the same predicates and ``update`` agentfx's capability runs."""
     if not is_open(state.model):
-        return "Not available"
+        raise ValueError("Not available")
     if not may_write(state.user):
-        return "Not authorized"
+        raise ValueError("Not authorized")
     state.model = update(state.model, CreateTodo(title, priority))
-    return "Dispatched CreateTodo"
+    return {"capability": "create_todo", "tag": "CreateTodo"}
 
 
 def _mcpserver() -> tuple[Any, Callable[[], Awaitable[None]], Callable[[], Any]]:
@@ -98,11 +108,11 @@ def _mcpserver() -> tuple[Any, Callable[[], Awaitable[None]], Callable[[], Any]]
     state = _State()
     server: MCPServer[Any] = MCPServer("peer")
 
-    async def create_todo(title: str, priority: int = 0) -> str:
+    async def create_todo(title: str, priority: int = 0) -> Dispatched:
         """Create a todo"""
         return create(state, title, priority)
 
-    server.add_tool(create_todo, structured_output=False)
+    server.add_tool(create_todo, structured_output=True)
     return server, server.run_stdio_async, server.streamable_http_app
 
 
@@ -112,11 +122,11 @@ def _fastmcp() -> tuple[Any, Callable[[], Awaitable[None]], Callable[[], Any]]:
     state = _State()
     server = FastMCP("peer")
 
-    async def create_todo(title: str, priority: int = 0) -> str:
+    async def create_todo(title: str, priority: int = 0) -> Dispatched:
         """Create a todo"""
         return create(state, title, priority)
 
-    server.tool(create_todo, output_schema=None)
+    server.tool(create_todo)
 
     async def stdio() -> None:
         await server.run_stdio_async(show_banner=False, log_level="WARNING")

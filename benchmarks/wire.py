@@ -84,6 +84,10 @@ def _call(request_id: int, title: str = "Buy milk") -> bytes:
     ).encode()
 
 
+_DISPATCHED = {"capability": "create_todo", "tag": "CreateTodo"}
+"""What every contender's tool answers as structured content."""
+
+
 def _checked(answer: dict[str, Any], request_id: int) -> dict[str, Any]:
     # A contender that failed must not look fast.
     result: object = answer.get("result")
@@ -93,6 +97,11 @@ def _checked(answer: dict[str, Any], request_id: int) -> dict[str, Any]:
     if result.get("isError"):
         raise AssertionError(f"request {request_id} failed: {answer!r}")
     return result
+
+
+def _dispatched(result: dict[str, Any], request_id: int) -> None:
+    if result.get("structuredContent") != _DISPATCHED:
+        raise AssertionError(f"request {request_id} did not answer the tool's structured content: {result!r}")
 
 
 def cpu_ns(pid: int) -> int:
@@ -239,7 +248,7 @@ class StdioClient:
         """One ``create_todo`` call, checked to succeed."""
         self._next += 1
         request_id = self._next
-        await self._roundtrip(request_id, _call(request_id))
+        _dispatched(await self._roundtrip(request_id, _call(request_id)), request_id)
 
 
 class HttpClient:
@@ -289,7 +298,8 @@ class HttpClient:
         """One ``create_todo`` call in ``session``, checked to succeed."""
         self._next += 1
         request_id = self._next
-        await self._roundtrip(request_id, _call(request_id), session)
+        _, result = await self._roundtrip(request_id, _call(request_id), session)
+        _dispatched(result, request_id)
 
     async def list_tools(self, session: str) -> None:
         """``tools/list`` in ``session``, checked to list ``create_todo``."""
