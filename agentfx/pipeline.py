@@ -92,6 +92,12 @@ T = TypeVar("T")
 M = TypeVar("M")
 P = TypeVar("P")
 
+ASKED_MAX = 256
+"""The confirmation refusals (declined, nobody to ask) one runtime keeps for reuse."""
+
+ASKED_PROMPT_MAX = 200
+"""The longest prompt whose confirmation refusals are kept."""
+
 # Where the Message is, for audit and for the cancellation messages.
 NOT_SENT: Final = 0
 SENDING: Final = 1
@@ -114,7 +120,7 @@ class DispatchResult(msgspec.Struct, frozen=True):
 class Bound(Generic[M, P]):
     """What a bound runtime holds for every invocation: the host and the capability tables."""
 
-    __slots__ = ("by_class", "by_name", "host", "hub", "refused", "unauthorized", "unavailable")
+    __slots__ = ("_asked", "by_class", "by_name", "host", "hub", "refused", "unauthorized", "unavailable")
 
     def __init__(self, capabilities: tuple[Capability[M, P], ...], host: Host[M, Any, P]) -> None:
         self.host = host
@@ -128,11 +134,36 @@ class Bound(Generic[M, P]):
         # containers are immutable, and building one costs as much as a step.
         prebuilt = (*self.unavailable.values(), *self.unauthorized.values())
         self.refused: dict[int, Failure[DispatchError]] = {id(error): Failure(error) for error in prebuilt}
+        # Confirmation refusals name the call's prompt, so they are made on
+        # first use and kept, boundedly, never evicted: an entry's identity
+        # stays its own for as long as ``refused`` may hand out its container.
+        self._asked: dict[tuple[str, str, bool], AgentAuthorizationError | AgentConfirmationRequiredError] = {}
 
         self.hub = MessageHub(host.observe)
         for c in capabilities:
             if isinstance(c.completion, Completion):
                 self.hub.declare(c, c.completion)
+
+    def confirmation_refusal(
+        self, capability: Capability[M, P], prompt: str, *, declined: bool
+    ) -> AgentAuthorizationError | AgentConfirmationRequiredError:
+        """``Declined: <prompt>`` (``declined``) or "needs a person to confirm", the same value for the same prompt.
+
+        Agents repeat a call, and a prompt is often the capability's own
+        constant: up to :data:`ASKED_MAX` refusals of prompts of at most
+        :data:`ASKED_PROMPT_MAX` characters are kept, with their containers.
+        """
+        key = (capability.name, prompt, declined)
+        refusal = self._asked.get(key)
+        if refusal is None:
+            if declined:
+                refusal = AgentAuthorizationError.declined(capability.name, capability.tag, prompt)
+            else:
+                refusal = AgentConfirmationRequiredError.of(capability.name, capability.tag, prompt)
+            if len(self._asked) < ASKED_MAX and len(prompt) <= ASKED_PROMPT_MAX:
+                self._asked[key] = refusal
+                self.refused[id(refusal)] = Failure(refusal)
+        return refusal
 
 
 class InvocationEnv(Generic[M, P]):
@@ -377,18 +408,19 @@ async def confirm_step(
         return None
     ask = invocation.confirm
     if ask is None:
-        return AgentConfirmationRequiredError.of(capability.name, capability.tag, request.prompt)
+        return env.bound.confirmation_refusal(capability, request.prompt, declined=False)
     # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
     answer = cast(object, ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation)))
     if answer is not True and answer is not False and isawaitable(answer):
-        answer = await _raced(env, answer)
+        # Without a signal there is nothing to race: await it here, one frame fewer.
+        answer = await (answer if invocation.signal is None else _raced(env, answer))
         if answer is _Unsettled:
             return AgentCancelledError.before_dispatch(capability.name)
     if answer is True:
         env.confirmed = True
         return None
     if answer is False:
-        return AgentAuthorizationError.declined(capability.name, capability.tag, request.prompt)
+        return env.bound.confirmation_refusal(capability, request.prompt, declined=True)
     raise ContractError(f'The confirmation of "{capability.name}" answered {type(answer).__name__}; answer a bool')
 
 

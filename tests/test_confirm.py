@@ -27,6 +27,7 @@ from tests.support import (
     TodoAgent,
     User,
     fixed_clock,
+    outcome_of,
     recorder,
     run,
 )
@@ -437,3 +438,58 @@ def test_an_action_may_declare_confirmation_too() -> None:
 # Typed as the design says an adapter's confirmer is: a callable answering an awaitable bool.
 _CONFIRMER: Callable[[ConfirmationRequest], Awaitable[bool]] = Asker()
 _TYPED = agentfx.Invocation(confirm=_CONFIRMER)
+
+
+# --- confirmation refusals kept for reuse -----------------------------------------------------------
+
+
+class _Ask(msgspec.Struct, tag=True):
+    prompt: str
+
+
+def _asking_runtime(audit: agentfx.AuditSink | None = None) -> tuple[list[object], agentfx.AgentRuntime[None, None]]:
+    sent: list[object] = []
+
+    def ask(request: agentfx.AuthorizationRequest[None, _Ask, None]) -> Confirm:
+        return Confirm(request.input.prompt)
+
+    contract = agentfx.define(agentfx.expose(_Ask, agentfx.variant(_Ask, "Ask", name="ask", authorize=ask, may_confirm=True)))
+    return sent, agentfx.bind(contract, host=agentfx.Host(model=lambda: None, dispatch=sent.append), audit=audit)
+
+
+@pytest.mark.anyio
+async def test_a_repeated_decline_or_missing_confirmer_is_the_same_refusal_in_one_shared_container() -> None:
+    from agentfx.pipeline import run_direct
+
+    sent, runtime = _asking_runtime()
+    executor = runtime._executor  # pyright: ignore[reportPrivateUsage]
+    no = agentfx.Invocation(confirm=Asker(False))
+    declined = [await executor.run(_Ask, {"prompt": "Sure?"}, no, run_direct) for _ in range(2)]
+    unasked = [await executor.run(_Ask, {"prompt": "Sure?"}, None, run_direct) for _ in range(2)]
+
+    assert declined[0] is declined[1]
+    assert declined[0] == Failure(agentfx.AgentAuthorizationError.declined("ask", "_Ask", "Sure?"))
+    assert unasked[0] is unasked[1]
+    assert unasked[0] == Failure(agentfx.AgentConfirmationRequiredError.of("ask", "_Ask", "Sure?"))
+    assert sent == []
+
+
+@pytest.mark.anyio
+async def test_past_its_bound_or_for_a_long_prompt_each_confirmation_refusal_is_made_afresh_and_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentfx import pipeline
+
+    monkeypatch.setattr(pipeline, "ASKED_MAX", 3)
+    log = _log()
+    sent, runtime = _asking_runtime(audit=log)
+    no = agentfx.Invocation(confirm=Asker(False))
+    prompts = [f"Ask {i}?" for i in range(6)] + ["x" * (pipeline.ASKED_PROMPT_MAX + 1)]
+    for prompt in prompts:
+        for _ in range(2):
+            outcome = outcome_of(await runtime.messages.dispatch(_Ask, {"prompt": prompt}, no))
+            assert outcome == Failure(agentfx.AgentAuthorizationError.declined("ask", "_Ask", prompt))
+    kept = runtime._executor.bound._asked  # pyright: ignore[reportPrivateUsage]
+    assert [key[1] for key in kept] == prompts[:3]
+    assert [entry.outcome for entry in log.entries()] == ["AgentAuthorizationError"] * 2 * len(prompts)
+    assert sent == []
