@@ -61,6 +61,8 @@ from .schema import InvalidPayload
 
 
 __all__ = [
+    "ASKED_MAX",
+    "ASKED_PROMPT_MAX",
     "Bound",
     "Decoded",
     "DispatchResult",
