@@ -136,26 +136,28 @@ async def test_a_sessionless_client_that_leaves_aborts_its_suspended_call_and_no
     with serving(lambda _url: ponders.asgi()) as url:
         async with httpx.AsyncClient() as http:
             requests = [modern("tools/call", {"name": "ponder", "arguments": {}}, request_id=1) for _ in range(2)]
-            # Two clients of one principal, using the same request id.
-            async with anyio.create_task_group() as staying:
+            # Two clients of one principal, using the same request id; the
+            # first to call is the one that leaves, so "the newest call with
+            # that id" would be the wrong one to abort.
+            leaving = anyio.CancelScope()
+            async with anyio.create_task_group() as clients:
+
+                async def leave() -> None:
+                    with leaving:
+                        await post(http, url, requests[0], token="ann", version=MODERN)
 
                 async def stay() -> None:
-                    await post(http, url, requests[0], token="ann", version=MODERN)
+                    await post(http, url, requests[1], token="ann", version=MODERN)
 
-                staying.start_soon(stay)
+                clients.start_soon(leave)
                 await ponders.until_asked()
-                async with anyio.create_task_group() as leaving:
-
-                    async def leave() -> None:
-                        await post(http, url, requests[1], token="ann", version=MODERN)
-
-                    leaving.start_soon(leave)
-                    await ponders.until_asked()
-                    leaving.cancel_scope.cancel()
+                clients.start_soon(stay)
+                await ponders.until_asked()
+                leaving.cancel()
                 with anyio.fail_after(5):
                     while ponders.outcomes() != CANCELLED:
                         await anyio.sleep(0.02)
                 # The call of the client that stayed is still pending: aborted only with the server.
                 await anyio.sleep(0.1)
                 assert ponders.outcomes() == CANCELLED
-                staying.cancel_scope.cancel()
+                clients.cancel_scope.cancel()
