@@ -55,7 +55,7 @@ from .errors import (
     is_failure,
 )
 from .host import Host
-from .invocation import Invocation
+from .invocation import AbortSignal, Invocation
 from .naming import message_tag
 from .schema import InvalidPayload
 
@@ -324,11 +324,17 @@ _Unsettled = object()
 """What a raced await gives when the invocation's signal cut it short."""
 
 
-async def _raced(env: Env, pending: Any) -> Any:
-    """Await ``pending``, cut short by the invocation's signal (then :data:`_Unsettled`)."""
+def _raced(env: Env, pending: Awaitable[Any]) -> Awaitable[Any]:
+    """What to await for ``pending``, cut short by the invocation's signal (then :data:`_Unsettled`).
+
+    Without a signal there is nothing to race: ``pending`` itself, so the
+    wait costs no coroutine frame of its own.
+    """
     signal = env.invocation.signal
-    if signal is None:
-        return await pending
+    return pending if signal is None else _race(pending, signal)
+
+
+async def _race(pending: Awaitable[Any], signal: AbortSignal) -> Any:
     with anyio.CancelScope() as scope:
         signal.attach(scope)
         try:
@@ -361,15 +367,25 @@ def authorize_begin(
     return _verdict(env, capability, verdict)
 
 
-async def authorize_finish(
+def authorize_finish(
     env: Env, capability: Capability[Any, Any], begun: Awaitable[object] | Confirm
+) -> Awaitable[AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None]:
+    """Step 7's rest, to await: an async verdict (raced against the signal), then a confirmation.
+
+    Not a coroutine itself: a :class:`~agentfx.Confirm` goes straight to
+    :func:`confirm_step`, one frame fewer.
+    """
+    if isinstance(begun, Confirm):
+        return confirm_step(env, capability, begun)
+    return _verdict_later(env, capability, begun)
+
+
+async def _verdict_later(
+    env: Env, capability: Capability[Any, Any], pending: Awaitable[object]
 ) -> AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None:
-    """Step 7's rest: await an async verdict (raced against the signal), then a confirmation."""
-    verdict: object = begun
-    if not isinstance(begun, Confirm):
-        verdict = await _raced(env, begun)
-        if verdict is _Unsettled:
-            return AgentCancelledError.before_dispatch(capability.name)
+    verdict = await _raced(env, pending)
+    if verdict is _Unsettled:
+        return AgentCancelledError.before_dispatch(capability.name)
     if isinstance(verdict, Confirm):
         return await confirm_step(env, capability, verdict)
     return _verdict(env, capability, verdict)
@@ -414,8 +430,7 @@ async def confirm_step(
     # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
     answer = cast(object, ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation)))
     if answer is not True and answer is not False and isawaitable(answer):
-        # Without a signal there is nothing to race: await it here, one frame fewer.
-        answer = await (answer if invocation.signal is None else _raced(env, answer))
+        answer = await _raced(env, cast("Awaitable[object]", answer))
         if answer is _Unsettled:
             return AgentCancelledError.before_dispatch(capability.name)
     if answer is True:
@@ -695,13 +710,7 @@ async def run_direct(env: Env) -> DispatchResult | DispatchError:
         # authorize_step's halves, so a synchronous authorize costs no coroutine.
         begun = authorize_begin(env, capability, value)
         if begun is not None:
-            if is_failure(begun):
-                refusal = begun
-            elif isinstance(begun, Confirm):
-                # What authorize_finish does with a Confirm, one coroutine frame sooner.
-                refusal = await confirm_step(env, capability, begun)
-            else:
-                refusal = await authorize_finish(env, capability, begun)
+            refusal = begun if is_failure(begun) else await authorize_finish(env, capability, begun)
             if refusal is not None:
                 return refusal
     if signal is not None:
