@@ -13,6 +13,7 @@ caused them.
 from __future__ import annotations
 
 import msgspec
+from typing_extensions import TypedDict
 
 import agentfx
 from agentfx import Invocation
@@ -21,9 +22,11 @@ __all__ = [
     "CONTRACT",
     "Agent",
     "CreateTodo",
+    "Dispatched",
     "KeepNothingHost",
     "Model",
     "User",
+    "dispatched",
     "is_open",
     "may_write",
 ]
@@ -41,6 +44,21 @@ class User(msgspec.Struct, frozen=True):
 class CreateTodo(msgspec.Struct, frozen=True, tag=True):
     title: str
     priority: int = 0
+
+
+class Dispatched(TypedDict):
+    """The structured content agentfx answers a dispatched ``create_todo`` with; each peer's tool answers it too.
+
+    ``typing_extensions``' TypedDict: pydantic (FastMCP's output schema) takes no other on Python < 3.12.
+    """
+
+    capability: str
+    tag: str
+
+
+def dispatched() -> Dispatched:
+    """What every contender's ``create_todo`` answers as structured content."""
+    return {"capability": "create_todo", "tag": "CreateTodo"}
 
 
 def is_open(model: Model) -> bool:

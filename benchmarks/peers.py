@@ -27,7 +27,7 @@ input) against pydantic's ``TypeAdapter.validate_python`` over a model declared
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 import mcp
 import mcp_types
@@ -40,7 +40,7 @@ import agentfx
 import agentfx.mcp
 from agentfx.schema import InputCodec
 
-from .app import CONTRACT, CreateTodo, KeepNothingHost, Model, User, is_open, may_write
+from .app import CONTRACT, CreateTodo, Dispatched, KeepNothingHost, Model, User, dispatched, is_open, may_write
 from .harness import AsyncOp, Config, Row, SyncOp, compare_async, compare_sync, row
 
 __all__ = ["MCP_TARGET", "mcp_servers", "validation"]
@@ -53,12 +53,6 @@ _MCPSERVER = "MCPServer tool (pydantic arguments, output schema)"
 _UNSTRUCTURED = "MCPServer tool, no output schema"
 
 
-class Dispatched(TypedDict):
-    """The structured content agentfx answers a dispatched ``create_todo`` with."""
-
-    capability: str
-    tag: str
-
 
 def _mcpserver(host: KeepNothingHost) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("peer")
@@ -70,7 +64,7 @@ def _mcpserver(host: KeepNothingHost) -> MCPServer[Any]:
         if not may_write(host.principal(None)):
             raise ValueError("Not authorized")
         host.dispatch(CreateTodo(title, priority))
-        return {"capability": "create_todo", "tag": "CreateTodo"}
+        return dispatched()
 
     server.add_tool(create_todo, structured_output=True)
     return server
@@ -132,7 +126,7 @@ async def mcp_servers(config: Config) -> list[Row]:
             # Both structured contenders answer the same content against an output schema.
             structured = name in (_MCPSERVER, agentfx_name)
             if structured != (listed.output_schema is not None) or (
-                structured and result.structured_content != {"capability": "create_todo", "tag": "CreateTodo"}
+                structured and result.structured_content != dispatched()
             ):
                 raise AssertionError(f"{name} does not answer the structured content it should: {result!r}")
         ops: dict[str, AsyncOp] = {

@@ -29,18 +29,17 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from typing_extensions import TypedDict
-
 import anyio
 import msgspec
 
 import agentfx
 
 from .app import CreateTodo as CreateTodo
+from .app import Dispatched, dispatched
 from .app import User as User
 from .app import may_write as may_write
 
-__all__ = ["APP", "PEERS", "CreateTodo", "Dispatched", "Model", "User", "create", "is_open", "may_write", "update"]
+__all__ = ["APP", "PEERS", "CreateTodo", "Model", "User", "create", "is_open", "may_write", "update"]
 
 
 class Model(msgspec.Struct, frozen=True):
@@ -85,13 +84,6 @@ class _State:
         self.user = User("u1")
 
 
-class Dispatched(TypedDict):
-    """The structured content agentfx answers a dispatched ``create_todo`` with, and so each peer."""
-
-    capability: str
-    tag: str
-
-
 def create(state: _State, title: str, priority: int) -> Dispatched:
     """A peer tool's body: the same predicates and ``update`` agentfx's capability runs."""
     if not is_open(state.model):
@@ -99,7 +91,7 @@ def create(state: _State, title: str, priority: int) -> Dispatched:
     if not may_write(state.user):
         raise ValueError("Not authorized")
     state.model = update(state.model, CreateTodo(title, priority))
-    return {"capability": "create_todo", "tag": "CreateTodo"}
+    return dispatched()
 
 
 def _mcpserver() -> tuple[Any, Callable[[], Awaitable[None]], Callable[[], Any]]:

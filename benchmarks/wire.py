@@ -28,6 +28,8 @@ import httpx
 from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from .app import dispatched
+
 __all__ = [
     "CONTENDERS",
     "PROTOCOL",
@@ -84,10 +86,6 @@ def _call(request_id: int, title: str = "Buy milk") -> bytes:
     ).encode()
 
 
-_DISPATCHED = {"capability": "create_todo", "tag": "CreateTodo"}
-"""What every contender's tool answers as structured content."""
-
-
 def _checked(answer: dict[str, Any], request_id: int) -> dict[str, Any]:
     # A contender that failed must not look fast.
     result: object = answer.get("result")
@@ -100,7 +98,7 @@ def _checked(answer: dict[str, Any], request_id: int) -> dict[str, Any]:
 
 
 def _dispatched(result: dict[str, Any], request_id: int) -> None:
-    if result.get("structuredContent") != _DISPATCHED:
+    if result.get("structuredContent") != dispatched():
         raise AssertionError(f"request {request_id} did not answer the tool's structured content: {result!r}")
 
 
