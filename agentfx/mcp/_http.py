@@ -1057,7 +1057,7 @@ class HttpApp(Generic[P]):
         notification = {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": "The client's connection closed"},
+            "params": {"requestId": request_id, "reason": _CLIENT_LEFT},
         }
         body = json.dumps(notification).encode()
         kept = {b"host", b"mcp-protocol-version"}
@@ -1067,24 +1067,22 @@ class HttpApp(Generic[P]):
             (b"accept", b"application/json, text/event-stream"),
             (MCP_SESSION_ID_HEADER.lower().encode(), session.id.encode()),
         ]
-        sent = False
-
-        async def receive() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await anyio.sleep_forever()
-            raise AssertionError  # pragma: no cover
-
         async def discard(_message: Message) -> None:
             return
 
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             try:
-                await session.transport.handle_request({**scope, "method": "POST", "headers": headers}, receive, discard)
+                await session.transport.handle_request(
+                    {**scope, "method": "POST", "headers": headers}, replay_body(body, _never), discard
+                )
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the session's loop ended meanwhile, taking the call with it
+
+
+async def _never() -> Message:
+    # The synthesized request's client never leaves: its only message is its body.
+    await anyio.sleep_forever()
+    raise AssertionError  # pragma: no cover
 
 
 def _local_path(scope: Scope) -> str:
