@@ -230,16 +230,6 @@ class Connection:
         "runtime",
     )
 
-    def reading(self, stream: ReadStream[SessionMessage | Exception]) -> ReadStream[SessionMessage | Exception]:
-        """``stream``, aborting this connection's calls in flight once it ends or is cancelled.
-
-        The read side of a connection ends (the client went away) or is
-        cancelled (the server is stopping) before its message loop waits for
-        its handlers: a shielded call would otherwise be waited for as long
-        as its host takes.
-        """
-        return _Closing(stream, self.calls)
-
     def __init__(
         self,
         runtime: AgentRuntime[Any, Any],
@@ -267,6 +257,16 @@ class Connection:
         # What the client was shown of the tool list: made by its first
         # listing (or tools listen stream), before which nothing is compared.
         self._tools: ListWatch | None = None
+
+    def reading(self, stream: ReadStream[SessionMessage | Exception]) -> ReadStream[SessionMessage | Exception]:
+        """``stream``, aborting this connection's calls in flight once it ends or is cancelled.
+
+        The read side of a connection ends (the client went away) or is
+        cancelled (the server is stopping) before its message loop waits for
+        its handlers: a shielded call would otherwise be waited for as long
+        as its host takes.
+        """
+        return _Closing(stream, self.calls)
 
     def available_names(self) -> list[str]:
         return [descriptor.name for descriptor in self.runtime.messages.available()]
@@ -724,17 +724,16 @@ def server(
         calls.enter(controller, request_id, shield)
         result: types.CallToolResult | types.InputRequiredResult | MCPError | None = None
         try:
-            if shield is None:
-                # In process on 2026-07-28, the client cancels by cancelling
-                # this very handler, and nothing else would tell a shielded
+            if not completes:
+                # The common case: nothing runs beside the call. No shield in
+                # process on 2026-07-28, where the client cancels by cancelling
+                # this very handler and nothing else would tell a shielded
                 # call: the rare call that waits is interrupted (and audited
                 # so) rather than held until its host returns.
-                result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
-            elif not completes:
-                # The common case: nothing runs beside the call.
-                with shield:
+                with nullcontext() if shield is None else shield:
                     result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
             else:
+                assert shield is not None
                 async with anyio.create_task_group() as task_group:
                     watch = _Watch(ctx, task_group, controller, shield, descriptor)
                     try:
