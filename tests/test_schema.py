@@ -5,7 +5,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
+import importlib
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, NamedTuple, NotRequired, TypedDict, cast
 
 import msgspec
@@ -578,10 +580,24 @@ class _Outer(msgspec.Struct):
     inner: _Counted
 
 
-def test_a_remembered_refusal_keeps_its_path_and_carries_this_call_s_decoder_exception() -> None:
+def test_a_remembered_refusal_keeps_its_path_and_carries_this_call_s_decoder_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ``agentfx.schema`` is the function; the module is reached by its full name.
+    schema_module = importlib.import_module("agentfx.schema")
+    read: list[str] = []
+    path_of: Callable[[str], str] = schema_module._error_path
+
+    def counted(text: str) -> str:
+        read.append(text)
+        return path_of(text)
+
+    monkeypatch.setattr(schema_module, "_error_path", counted)
     codec = InputCodec(_Outer)
     first = codec.attempt({"inner": {"count": "one"}})
     again = codec.attempt({"inner": {"count": "one"}})
+
+    assert len(read) == 1, "the second refusal of the same text is remembered, not read again"
 
     assert isinstance(first, InvalidPayload) and isinstance(again, InvalidPayload)
     assert first.path == again.path == "$.inner.count"
