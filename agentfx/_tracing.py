@@ -43,6 +43,8 @@ def active_tracer() -> Any:
     # environment lookup on every dispatch with tracing off.
     # A release without that private slot falls back to the public call.
     provider = getattr(_trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None and not _environment_provider_usable:
+        return None  # the common case, tracing off, first
     if provider is _UNKNOWN or (provider is None and _environment_provider_usable):
         try:
             provider = _trace.get_tracer_provider()

@@ -63,6 +63,8 @@ from .schema import InvalidPayload
 __all__ = [
     "ASKED_MAX",
     "ASKED_PROMPT_MAX",
+    "INVALID_MAX",
+    "INVALID_TEXT_MAX",
     "Bound",
     "Decoded",
     "DispatchResult",
@@ -100,6 +102,12 @@ ASKED_MAX = 256
 ASKED_PROMPT_MAX = 200
 """The longest prompt whose confirmation refusals are kept."""
 
+INVALID_MAX = 256
+"""The invalid-input refusals one runtime keeps for reuse."""
+
+INVALID_TEXT_MAX = 200
+"""The longest decoder text whose invalid-input refusal is kept."""
+
 # Where the Message is, for audit and for the cancellation messages.
 NOT_SENT: Final = 0
 SENDING: Final = 1
@@ -122,12 +130,26 @@ class DispatchResult(msgspec.Struct, frozen=True):
 class Bound(Generic[M, P]):
     """What a bound runtime holds for every invocation: the host and the capability tables."""
 
-    __slots__ = ("_asked", "by_class", "by_name", "host", "hub", "refused", "unauthorized", "unavailable")
+    __slots__ = (
+        "_asked",
+        "by_class",
+        "by_name",
+        "by_target",
+        "host",
+        "hub",
+        "invalid",
+        "refused",
+        "unauthorized",
+        "unavailable",
+    )
 
     def __init__(self, capabilities: tuple[Capability[M, P], ...], host: Host[M, Any, P]) -> None:
         self.host = host
         self.by_name: dict[str, Capability[M, P]] = {c.name: c for c in capabilities}
         self.by_class: dict[type[Any], Capability[M, P]] = {c.message: c for c in capabilities}
+        # Both at once, for step 1's single lookup: a name is a str and a class
+        # is a type, so no key of one can equal a key of the other.
+        self.by_target: dict[object, Capability[M, P]] = {**self.by_name, **self.by_class}
         # The refusals that say nothing but the capability, built once: they are
         # frozen values, and a refusal must not cost more than a dispatch.
         self.unavailable = {c.name: AgentCapabilityUnavailableError.of(c.name, c.tag) for c in capabilities}
@@ -140,11 +162,40 @@ class Bound(Generic[M, P]):
         # first use and kept, boundedly, never evicted: an entry's identity
         # stays its own for as long as ``refused`` may hand out its container.
         self._asked: dict[tuple[str, str, bool], AgentAuthorizationError | AgentConfirmationRequiredError] = {}
+        # Invalid-input refusals likewise, by the codec's refusal: a codec hands
+        # out one InvalidPayload for every repeat of a mistake it remembers. The
+        # keys are held, so no identity is ever reused while its entry stands.
+        self.invalid: dict[InvalidPayload, AgentInvalidInputError] = {}
 
         self.hub = MessageHub(host.observe)
         for c in capabilities:
             if isinstance(c.completion, Completion):
                 self.hub.declare(c, c.completion)
+
+    def invalid_input(self, capability: Capability[M, P], invalid: InvalidPayload) -> AgentInvalidInputError:
+        """The refusal of a payload the codec rejected, kept for the codec's repeats of it.
+
+        Agents repeat their mistakes, and the codec answers a repeat with the
+        same :class:`~agentfx.schema.InvalidPayload`: up to :data:`INVALID_MAX`
+        refusals of decoder texts of at most :data:`INVALID_TEXT_MAX`
+        characters are kept with their containers. A problem the codec found
+        itself (no decoder text) is built each time.
+        """
+        refusal = self.invalid.get(invalid)
+        if refusal is not None:
+            return refusal
+        refusal = AgentInvalidInputError.of(
+            capability.name, capability.tag, invalid.path, invalid.cause or invalid, problem=invalid.problem
+        )
+        cause = invalid.cause
+        if (
+            type(cause) is msgspec.ValidationError
+            and len(self.invalid) < INVALID_MAX
+            and len(str(cause)) <= INVALID_TEXT_MAX
+        ):
+            self.invalid[invalid] = refusal
+            self.refused[id(refusal)] = Failure(refusal)
+        return refusal
 
     def confirmation_refusal(
         self, capability: Capability[M, P], prompt: str, *, declined: bool
@@ -257,19 +308,22 @@ def _from_async(run: Callable[[Env], Any]) -> Step[Any]:
 
 def resolve_step(env: Env) -> Capability[Any, Any] | DispatchError:
     target = env.target
-    bound = env.bound
-    if isinstance(target, str):
-        capability = bound.by_name.get(target)
-        if capability is None:
-            return AgentUnknownCapabilityError.of(target)
-    elif isinstance(target, type):
-        capability = bound.by_class.get(target)
-        if capability is None:
-            return AgentUnknownCapabilityError.of(message_tag(target))
-    else:
-        return AgentUnknownCapabilityError.of(str(target))
+    try:
+        capability = env.bound.by_target.get(target)
+    except TypeError:  # unhashable: neither a name nor a class
+        capability = None
+    if capability is None:
+        return _unknown(target)
     env.capability = capability
     return capability
+
+
+def _unknown(target: object) -> AgentUnknownCapabilityError:
+    if isinstance(target, str):
+        return AgentUnknownCapabilityError.of(target)
+    if isinstance(target, type):
+        return AgentUnknownCapabilityError.of(message_tag(target))
+    return AgentUnknownCapabilityError.of(str(target))
 
 
 def aborted_step(env: Env, capability: Capability[Any, Any]) -> AgentCancelledError | None:
@@ -295,11 +349,12 @@ def available_step(env: Env, capability: Capability[Any, Any]) -> AgentCapabilit
 
 def decode_step(env: Env, capability: Capability[Any, Any]) -> Any:
     decoded = capability.codec.attempt(env.payload)
-    if type(decoded) is InvalidPayload:
-        return AgentInvalidInputError.of(
-            capability.name, capability.tag, decoded.path, decoded.cause or decoded, problem=decoded.problem
-        )
-    return decoded
+    if type(decoded) is not InvalidPayload:
+        return decoded
+    bound = env.bound
+    # A repeated mistake is looked up here, without a call: a refusal must not cost more than a dispatch.
+    refusal = bound.invalid.get(decoded)
+    return bound.invalid_input(capability, decoded) if refusal is None else refusal
 
 
 def principal_step(env: Env) -> None:
@@ -480,7 +535,7 @@ def send_begin(env: Env, capability: Capability[Any, Any], message: Any) -> Disp
     if sent is not None and isawaitable(sent):
         return cast("Awaitable[object]", sent)
     env.stage = SENT
-    return _result(env, capability, message, None)
+    return DispatchResult(capability.name, capability.tag, message, env.invocation)
 
 
 async def send_wait(
@@ -717,7 +772,7 @@ async def run_direct(env: Env) -> DispatchResult | DispatchError:
         refusal = aborted_step(env, capability)
         if refusal is not None:
             return refusal
-    message = construct_message(env, capability, value)
+    message = value if capability.to_message is None else construct_message(env, capability, value)
     if capability.completion is None:
         # send_step's halves without completion, likewise for a synchronous host.
         sent = send_begin(env, capability, message)

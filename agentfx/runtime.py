@@ -206,9 +206,9 @@ class Messages(Generic[M, P]):
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
         """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""
         outcome = await self._executor.execute(target, payload, invocation, run_direct)
-        if is_failure(outcome):
-            raise DispatchFailed(outcome)
-        return outcome
+        if type(outcome) is DispatchResult:
+            return outcome
+        raise DispatchFailed(cast("DispatchError", outcome))
 
     def list(self) -> list[MessageDescriptor]:
         """Every capability of the contract, in declaration order. Never reads the Model.
@@ -323,11 +323,11 @@ class _Executor:
         on_dispatched: Callable[[], None] | None = None,
     ) -> Result[DispatchResult, DispatchError]:
         outcome = await self.execute(target, payload, invocation, runner, on_dispatched)
-        if is_failure(outcome):
-            # A refusal built at bind comes with its container (held as long as it is).
-            failed = self.bound.refused.get(id(outcome))
-            return Failure(outcome) if failed is None else failed
-        return Success(outcome)
+        if type(outcome) is DispatchResult:
+            return Success(outcome)
+        # A refusal built at bind comes with its container (held as long as it is).
+        failed = self.bound.refused.get(id(outcome))
+        return Failure(cast("DispatchError", outcome)) if failed is None else failed
 
     def execute(
         self,

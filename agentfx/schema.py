@@ -57,6 +57,10 @@ class InvalidPayload(Exception):
         problem: What to fix, in one line of agentfx's own words: names the
             field and the rule it breaks, never the value sent and never the
             decoder's text (``"title" is required``).
+
+    :meth:`InputCodec.attempt` answers a mistake it has refused before with
+    the same instance (its ``cause`` carries no traceback): read it, and
+    raise only a copy, as :meth:`InputCodec.decode` does.
     """
 
     __slots__ = ("cause", "path", "problem")
@@ -145,7 +149,8 @@ class InputCodec(Generic[T]):
         decode: ``decode(payload) -> T``; raises :class:`InvalidPayload` with
             the JSON path of the first problem.
         attempt: ``attempt(payload) -> T | InvalidPayload``: the same decoding,
-            returning the problem instead of raising it.
+            returning the problem instead of raising it (the same instance
+            for a mistake it has met before).
 
     Raises:
         TypeError: when ``tp`` is not a msgspec Struct class that encodes as an
@@ -202,7 +207,7 @@ class InputCodec(Generic[T]):
 
 
 _WORDED_MAX = 256
-"""Refusal texts whose wording one codec remembers."""
+"""Refusals one codec remembers, by msgspec's text."""
 
 _WORDED_TEXT_MAX = 200
 """The longest refusal text remembered."""
@@ -229,18 +234,19 @@ def _decoder(
         convert = functools.partial(msgspec.convert, str_keys=True)
     validation_error = msgspec.ValidationError
     # Wording a refusal walks the schema; the same msgspec text always gets the
-    # same words, and agents repeat their mistakes. Bounded, and only short
-    # texts, as a text may quote what was sent (an enum value).
-    worded: dict[str, tuple[str, str]] = {}
+    # same words, and agents repeat their mistakes. So the refusal of a text is
+    # built once and handed out again: bounded, and only for short texts, as a
+    # text may quote what was sent (an enum value).
+    remembered: dict[str, InvalidPayload] = {}
 
     def refused(exc: msgspec.ValidationError) -> InvalidPayload:
         text = str(exc)
-        read = worded.get(text)
-        if read is None:
-            read = (_error_path(text), _problem(text, schema))
-            if len(worded) < _WORDED_MAX and len(text) <= _WORDED_TEXT_MAX:
-                worded[text] = read
-        return InvalidPayload(read[0], exc, read[1])
+        invalid = InvalidPayload(_error_path(text), exc, _problem(text, schema))
+        if len(remembered) < _WORDED_MAX and len(text) <= _WORDED_TEXT_MAX:
+            # A kept exception must not keep this call's frames, nor the payload they hold.
+            exc.__traceback__ = None
+            remembered[text] = invalid
+        return invalid
 
     def attempt(payload: object) -> T | InvalidPayload:
         if type(payload) is not dict:
@@ -252,14 +258,18 @@ def _decoder(
                 convert(payload, strict)
             return convert(payload, tp)
         except validation_error as exc:
-            return refused(exc)
+            # Looked up here, not in ``refused``: a refusal is as common as a success.
+            invalid = remembered.get(str(exc))
+            return refused(exc) if invalid is None else invalid
         except RecursionError as exc:
             return InvalidPayload("$", exc, _TOO_DEEP)
 
     def decode(payload: object) -> T:
         decoded = attempt(payload)
         if isinstance(decoded, InvalidPayload):
-            raise decoded from decoded.cause
+            # A copy: the refusal handed out may be a remembered one, and raising
+            # it would give every later holder this call's traceback.
+            raise InvalidPayload(decoded.path, decoded.cause, decoded.problem) from decoded.cause
         return decoded
 
     return attempt, decode

@@ -793,3 +793,85 @@ async def test_attempt_is_dispatch_unknown_unwrapped_with_the_same_audit_and_cue
         (e.capability, e.decision, e.outcome) for e in logs["dispatch_unknown"].entries()
     ]
     assert told.count("attempt") == told.count("dispatch_unknown") == 2
+
+
+# Invalid-input refusals kept for reuse
+
+
+class _Level(msgspec.Struct, tag=True):
+    level: str = "low"
+    priority: int = 0
+
+
+def _level_runtime(log: agentfx.AuditLog | None = None) -> tuple[list[object], agentfx.AgentRuntime[None, None]]:
+    sent: list[object] = []
+    contract = agentfx.define(agentfx.expose(_Level, agentfx.variant(_Level, "Set the level", name="set_level")))
+    return sent, agentfx.bind(contract, host=agentfx.Host(model=lambda: None, dispatch=sent.append), audit=log)
+
+
+def _invalid(path: str, problem: str) -> agentfx.AgentInvalidInputError:
+    return agentfx.AgentInvalidInputError.of("set_level", "_Level", path, problem=problem)
+
+
+@pytest.mark.anyio
+async def test_a_repeated_invalid_input_is_the_same_refusal_in_one_shared_container() -> None:
+    sent, runtime = _level_runtime()
+    executor = runtime._executor
+    refused = [await executor.run(_Level, {"priority": "high"}, None, run_direct) for _ in range(2)]
+
+    assert refused[0] is refused[1]
+    assert refused[0] == Failure(_invalid("$.priority", '"priority" must be an integer'))
+    error = refused[0].failure()
+    assert isinstance(error, agentfx.AgentInvalidInputError)
+    assert isinstance(error.cause, msgspec.ValidationError) and error.cause.__traceback__ is None
+    # A problem the codec finds itself is worded the same, each time afresh.
+    undeclared = [await executor.run(_Level, {"colour": "red"}, None, run_direct) for _ in range(2)]
+    assert undeclared[0] == undeclared[1] and undeclared[0] is not undeclared[1]
+    assert (await executor.run(_Level, {"priority": 1}, None, run_direct)).unwrap().message == _Level(priority=1)
+    assert sent == [_Level(priority=1)]
+
+
+@pytest.mark.anyio
+async def test_past_its_bound_or_for_a_long_text_each_invalid_input_refusal_is_made_afresh_and_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentfx import pipeline
+
+    monkeypatch.setattr(pipeline, "INVALID_MAX", 3)
+    log = audited()
+    sent, runtime = _level_runtime(log)
+    executor = runtime._executor
+    # Each is its own decoder text.
+    payloads: list[dict[str, object]] = [
+        {"level": 1},
+        {"level": None},
+        {"priority": "x"},
+        {"priority": None},
+        {"level": [1]},
+        {"priority": [2]},
+    ]
+    shared: list[bool] = []
+    for payload in payloads:
+        first = await executor.run(_Level, payload, None, run_direct)
+        again = await executor.run(_Level, payload, None, run_direct)
+        error = first.failure()
+        assert first == again and isinstance(error, agentfx.AgentInvalidInputError)
+        assert error.path == f"$.{next(iter(payload))}"
+        shared.append(first is again)
+        assert outcome_of(await runtime.messages.dispatch(_Level, payload)) == first
+    assert shared == [True] * 3 + [False] * 3
+    assert [error.path for error in executor.bound.invalid.values()] == ["$.level", "$.level", "$.priority"]
+    assert [entry.outcome for entry in log.entries()] == ["AgentInvalidInputError"] * 3 * len(payloads)
+    assert sent == []
+
+
+@pytest.mark.anyio
+async def test_an_invalid_input_refusal_whose_decoder_text_is_long_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfx import pipeline
+
+    monkeypatch.setattr(pipeline, "INVALID_TEXT_MAX", 10)
+    _, runtime = _level_runtime()
+    first = outcome_of(await runtime.messages.dispatch(_Level, {"priority": "x"}))
+    again = outcome_of(await runtime.messages.dispatch(_Level, {"priority": "x"}))
+    assert first == again == Failure(_invalid("$.priority", '"priority" must be an integer'))
+    assert runtime._executor.bound.invalid == {}

@@ -580,7 +580,7 @@ class _Outer(msgspec.Struct):
     inner: _Counted
 
 
-def test_a_remembered_refusal_keeps_its_path_and_carries_this_call_s_decoder_exception(
+def test_a_remembered_refusal_is_the_same_instance_and_keeps_no_frames(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # ``agentfx.schema`` is the function; the module is reached by its full name.
@@ -598,11 +598,27 @@ def test_a_remembered_refusal_keeps_its_path_and_carries_this_call_s_decoder_exc
     again = codec.attempt({"inner": {"count": "one"}})
 
     assert len(read) == 1, "the second refusal of the same text is remembered, not read again"
+    assert isinstance(first, InvalidPayload) and again is first
+    assert first.path == "$.inner.count"
+    # What is kept must not keep the frame that decoded, nor the payload it held.
+    assert isinstance(first.cause, msgspec.ValidationError) and first.cause.__traceback__ is None
+    # A text that quotes a long value sent is not kept: each call gets its own.
+    quoting = InputCodec(_Priority)
+    long = quoting.attempt({"level": "x" * 500})
+    assert isinstance(long, InvalidPayload) and quoting.attempt({"level": "x" * 500}) is not long
 
-    assert isinstance(first, InvalidPayload) and isinstance(again, InvalidPayload)
-    assert first.path == again.path == "$.inner.count"
-    assert first.problem == again.problem
-    assert isinstance(again.cause, msgspec.ValidationError) and again.cause is not first.cause
+
+def test_decode_raises_a_copy_of_a_remembered_refusal() -> None:
+    codec = InputCodec(_Counted)
+    kept = codec.attempt({"count": "one"})
+    assert isinstance(kept, InvalidPayload)
+    with pytest.raises(InvalidPayload) as raised:
+        codec.decode({"count": "one"})
+
+    assert raised.value is not kept and (raised.value.path, raised.value.problem) == (kept.path, kept.problem)
+    assert raised.value.__cause__ is kept.cause
+    assert kept.__traceback__ is None, "raising must not give the kept refusal a traceback"
+    assert codec.attempt({"count": "one"}) is kept
 
 
 def test_an_invalid_payload_survives_a_copy_and_a_pickle() -> None:
