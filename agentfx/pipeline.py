@@ -415,7 +415,9 @@ def authorize_begin(
     verdict = check(AuthorizationRequest(env.principal, value, env.model, env.invocation.transport))
     if verdict is True:
         return None
-    if verdict is not False and isawaitable(verdict):
+    if verdict is False:
+        return env.bound.unauthorized[capability.name]
+    if isawaitable(verdict):
         return cast("Awaitable[object]", verdict)
     if isinstance(verdict, Confirm):
         return verdict
