@@ -22,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken, TokenVerifier, principal_components
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
@@ -39,41 +40,65 @@ if TYPE_CHECKING:
 __all__ = ["BearerTokens", "token_identity"]
 
 
+_PER_TOKEN_CLAIMS = frozenset({"exp", "iat", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash"})
+"""Claims that differ between two tokens of one grant (times, the token's own id), so prove nothing of the bearer."""
+
+
 def token_identity(token: AccessToken) -> Hashable:
     """What a token proves about its bearer, for telling principals apart.
 
     Two tokens prove the same principal when they were issued to the same
-    client, by the same issuer, for the same subject, with the same scopes and
-    for the same resource: a refreshed token keeps its session, and a token
-    with other scopes is another principal (its ``authorize`` checks could
-    answer differently). The token string and expiry are not part of it.
+    client, by the same issuer, for the same subject, with the same scopes,
+    for the same resource and with the same other claims: a refreshed token
+    keeps its session, and a token with other scopes or claims (a role taken
+    away) is another principal, whose ``authorize`` checks see what it
+    proves now. The token string, its expiry and the claims that differ
+    from token to token of one grant (``exp``, ``iat``, ``nbf``, ``jti``,
+    ``auth_time``, ``nonce``, ``at_hash``, ``c_hash``) are not part of it.
 
     The subject is ``AccessToken.subject``, else the ``sub`` claim. A token
-    that names neither proves only itself (a digest of the token string
-    stands for the subject): the people signed in through one client are
-    never taken for one principal because the verifier did not say who they
-    are, at the price of a refreshed token starting afresh.
+    that names neither, or whose claims are not JSON, proves only itself (a
+    digest of the token string stands for the subject): the people signed
+    in through one client are never taken for one principal because the
+    verifier did not say who they are, at the price of a refreshed token
+    starting afresh.
 
     >>> from mcp.server.auth.provider import AccessToken
-    >>> a = AccessToken(token="one", client_id="app", scopes=["todos:read"], subject="ann")
-    >>> b = AccessToken(token="two", client_id="app", scopes=["todos:read"], subject="ann", expires_at=1)
+    >>> a = AccessToken(token="one", client_id="app", scopes=["todos:read"], subject="ann", claims={"role": "admin"})
+    >>> b = a.model_copy(update={"token": "two", "expires_at": 1, "claims": {"role": "admin", "exp": 1}})
     >>> token_identity(a) == token_identity(b)
     True
     >>> token_identity(a) == token_identity(a.model_copy(update={"scopes": ["todos:read", "todos:delete"]}))
+    False
+    >>> token_identity(a) == token_identity(a.model_copy(update={"claims": {"role": "reader"}}))
     False
     >>> anonymous = AccessToken(token="three", client_id="app", scopes=["todos:read"])
     >>> token_identity(anonymous) == token_identity(anonymous.model_copy(update={"token": "four"}))
     False
     """
     client_id, issuer, subject = principal_components(token)
+    claims = token.claims or {}
     if subject is None:
-        claimed = (token.claims or {}).get("sub")
+        claimed = claims.get("sub")
         if isinstance(claimed, str) and claimed:
             subject = claimed
-        else:
-            # Not the token itself (the key outlives it, and is digested into sealed states), nor a prefix (prefixes collide).
-            subject = "token-sha256:" + hashlib.sha256(token.token.encode()).hexdigest()
-    return ("agentfx.access-token", client_id, issuer, subject, frozenset(token.scopes), token.resource)
+    proven = _proven_claims(claims)
+    if subject is None or proven is None:
+        # Not the token itself (the key outlives it, and is digested into sealed states), nor a prefix (prefixes collide).
+        subject = "token-sha256:" + hashlib.sha256(token.token.encode()).hexdigest()
+    return ("agentfx.access-token", client_id, issuer, subject, frozenset(token.scopes), token.resource, proven)
+
+
+def _proven_claims(claims: dict[str, Any]) -> str | None:
+    """A digest of the claims that say something of the bearer; ``None`` when they are not JSON."""
+    kept = {name: value for name, value in claims.items() if name not in _PER_TOKEN_CLAIMS}
+    if not kept:
+        return ""
+    try:
+        encoded = msgspec.json.encode(kept, order="sorted")
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.MsgspecError):
+        return None
+    return hashlib.sha256(encoded).hexdigest()
 
 
 class BearerTokens:

@@ -365,6 +365,58 @@ async def test_tokens_that_name_no_subject_are_never_taken_for_one_principal() -
         assert asgi.principal_count == 2
 
 
+async def test_a_token_whose_claims_changed_is_another_principal_and_a_refreshed_one_is_not() -> None:
+    # A role taken away must reach authorize: the runtime built for the old
+    # claims is never handed a token that proves less.
+    url = "http://127.0.0.1/mcp"
+    now = int(time.time())
+
+    def issued(token: str, role: str, at: int) -> AccessToken:
+        claims = {"iss": ISSUER, "sub": "ann", "role": role, "iat": at, "exp": at + 300, "jti": token}
+        return AccessToken(
+            token=token, client_id="agent-app", scopes=[READ], subject="ann", resource=url, expires_at=at + 300, claims=claims
+        )
+
+    verifier = Issued(
+        {"admin-1": issued("admin-1", "admin", now), "admin-2": issued("admin-2", "admin", now + 1), "reader": issued("reader", "reader", now + 2)}
+    )
+    built: list[object] = []
+
+    def make_runtime(token: AccessToken) -> Any:
+        built.append((token.claims or {}).get("role"))
+        return app.run()
+
+    asgi = http_app(make_runtime, token_verifier=verifier, auth=settings(url))
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        session = await open_session(http, url, "admin-1")
+        status, _, _ = await post(http, url, listing, token="admin-2", session=session)
+        assert status == 200, "a refreshed token keeps its session"
+        status, answer, _ = await post(http, url, listing, token="reader", session=session)
+        assert (status, answer["error"]["message"]) == (404, "Session not found")
+        status, _, _ = await post(http, url, modern("tools/list"), token="reader", version=MODERN)
+        assert status == 200
+        assert asgi.principal_count == 2
+    assert built == ["admin", "reader"]
+
+
+async def test_a_token_whose_claims_are_not_json_proves_only_itself() -> None:
+    url = "http://127.0.0.1/mcp"
+
+    def issued(token: str) -> AccessToken:
+        return AccessToken(
+            token=token, client_id="agent-app", scopes=[READ], subject="ann", resource=url, claims={"when": object()}
+        )
+
+    verifier = Issued({"one": issued("one"), "two": issued("two")})
+    asgi = http_app(lambda _token: app.run(), token_verifier=verifier, auth=settings(url))
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        for token in ("one", "two", "one"):
+            status, _, _ = await post(http, url, modern("tools/list"), token=token, version=MODERN)
+            assert status == 200
+        assert asgi.principal_count == 2
+
+
 async def test_a_token_verifier_that_raises_is_a_500_without_its_text_or_the_token(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
