@@ -310,7 +310,7 @@ def resolve_step(env: Env) -> Capability[Any, Any] | DispatchError:
     target = env.target
     try:
         capability = env.bound.by_target.get(target)
-    except TypeError:  # unhashable: neither a name nor a class
+    except Exception:  # unhashable (or a hash that fails): neither a name nor a class
         capability = None
     if capability is None:
         return _unknown(target)

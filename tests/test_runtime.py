@@ -875,3 +875,32 @@ async def test_an_invalid_input_refusal_whose_decoder_text_is_long_is_not_kept(m
     again = outcome_of(await runtime.messages.dispatch(_Level, {"priority": "x"}))
     assert first == again == Failure(_invalid("$.priority", '"priority" must be an integer'))
     assert runtime._executor.bound.invalid == {}
+
+
+@pytest.mark.anyio
+async def test_a_target_that_is_neither_a_name_nor_a_class_is_an_unknown_capability_even_if_unhashable() -> None:
+    import enum
+
+    class Named(enum.StrEnum):
+        LEVEL = "set_level"
+
+    class Unhashable:
+        __hash__ = None  # pyright: ignore[reportAssignmentType]
+
+        def __str__(self) -> str:
+            return "unhashable"
+
+    class BadHash:
+        def __hash__(self) -> int:
+            raise RuntimeError("no hash")
+
+        def __str__(self) -> str:
+            return "bad-hash"
+
+    sent, runtime = _level_runtime()
+    for target, named in ((["set_level"], "['set_level']"), (Unhashable(), "unhashable"), (BadHash(), "bad-hash")):
+        outcome = outcome_of(await runtime.messages.dispatch(target, {}))  # pyright: ignore[reportArgumentType]
+        assert outcome == Failure(agentfx.AgentUnknownCapabilityError.of(named))
+    # A str subclass names a capability by its text.
+    assert (await runtime.messages.call(Named.LEVEL, {})).name == "set_level"
+    assert sent == [_Level()]
