@@ -108,6 +108,9 @@ INVALID_MAX = 256
 INVALID_TEXT_MAX = 200
 """The longest decoder text whose invalid-input refusal is kept."""
 
+_Asked: TypeAlias = "AgentAuthorizationError | AgentConfirmationRequiredError"
+"""A confirmation refusal: declined, or nobody to ask."""
+
 # Where the Message is, for audit and for the cancellation messages.
 NOT_SENT: Final = 0
 SENDING: Final = 1
@@ -135,10 +138,12 @@ class Bound(Generic[M, P]):
         "by_class",
         "by_name",
         "by_target",
+        "declined",
         "host",
         "hub",
         "invalid",
         "refused",
+        "unasked",
         "unauthorized",
         "unavailable",
     )
@@ -161,7 +166,11 @@ class Bound(Generic[M, P]):
         # Confirmation refusals name the call's prompt, so they are made on
         # first use and kept, boundedly, never evicted: an entry's identity
         # stays its own for as long as ``refused`` may hand out its container.
-        self._asked: dict[tuple[str, str, bool], AgentAuthorizationError | AgentConfirmationRequiredError] = {}
+        # Per capability, by prompt: ``declined`` (the person said no) and
+        # ``unasked`` (nobody to ask), read straight from :func:`confirm_step`.
+        self.declined: dict[str, dict[str, _Asked]] = {c.name: {} for c in capabilities}
+        self.unasked: dict[str, dict[str, _Asked]] = {c.name: {} for c in capabilities}
+        self._asked = 0
         # Invalid-input refusals likewise, by the codec's refusal: a codec hands
         # out one InvalidPayload for every repeat of a mistake it remembers. The
         # keys are held, so no identity is ever reused while its entry stands.
@@ -197,24 +206,23 @@ class Bound(Generic[M, P]):
             self.refused[id(refusal)] = Failure(refusal)
         return refusal
 
-    def confirmation_refusal(
-        self, capability: Capability[M, P], prompt: str, *, declined: bool
-    ) -> AgentAuthorizationError | AgentConfirmationRequiredError:
+    def confirmation_refusal(self, capability: Capability[M, P], prompt: str, *, declined: bool) -> _Asked:
         """``Declined: <prompt>`` (``declined``) or "needs a person to confirm", the same value for the same prompt.
 
         Agents repeat a call, and a prompt is often the capability's own
         constant: up to :data:`ASKED_MAX` refusals of prompts of at most
         :data:`ASKED_PROMPT_MAX` characters are kept, with their containers.
         """
-        key = (capability.name, prompt, declined)
-        refusal = self._asked.get(key)
+        kept = (self.declined if declined else self.unasked)[capability.name]
+        refusal = kept.get(prompt)
         if refusal is None:
             if declined:
                 refusal = AgentAuthorizationError.declined(capability.name, capability.tag, prompt)
             else:
                 refusal = AgentConfirmationRequiredError.of(capability.name, capability.tag, prompt)
-            if len(self._asked) < ASKED_MAX and len(prompt) <= ASKED_PROMPT_MAX:
-                self._asked[key] = refusal
+            if self._asked < ASKED_MAX and len(prompt) <= ASKED_PROMPT_MAX:
+                kept[prompt] = refusal
+                self._asked += 1
                 self.refused[id(refusal)] = Failure(refusal)
         return refusal
 
@@ -417,10 +425,12 @@ def authorize_begin(
         return None
     if verdict is False:
         return env.bound.unauthorized[capability.name]
-    if isawaitable(verdict):
-        return cast("Awaitable[object]", verdict)
+    # A Confirm before the awaitable check: ``isawaitable`` asks an ABC, which
+    # costs a plain value several times what an isinstance does.
     if isinstance(verdict, Confirm):
         return verdict
+    if isawaitable(verdict):
+        return cast("Awaitable[object]", verdict)
     return _verdict(env, capability, verdict)
 
 
@@ -483,7 +493,9 @@ async def confirm_step(
         return None
     ask = invocation.confirm
     if ask is None:
-        return env.bound.confirmation_refusal(capability, request.prompt, declined=False)
+        # The kept refusal is looked up here, without a call, as for a decline below.
+        refusal = env.bound.unasked[capability.name].get(request.prompt)
+        return env.bound.confirmation_refusal(capability, request.prompt, declined=False) if refusal is None else refusal
     # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
     answer = cast(object, ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation)))
     if answer is not True and answer is not False and isawaitable(answer):
@@ -494,7 +506,8 @@ async def confirm_step(
         env.confirmed = True
         return None
     if answer is False:
-        return env.bound.confirmation_refusal(capability, request.prompt, declined=True)
+        refusal = env.bound.declined[capability.name].get(request.prompt)
+        return env.bound.confirmation_refusal(capability, request.prompt, declined=True) if refusal is None else refusal
     raise ContractError(f'The confirmation of "{capability.name}" answered {type(answer).__name__}; answer a bool')
 
 

@@ -489,7 +489,7 @@ async def test_past_its_bound_or_for_a_long_prompt_each_confirmation_refusal_is_
         for _ in range(2):
             outcome = outcome_of(await runtime.messages.dispatch(_Ask, {"prompt": prompt}, no))
             assert outcome == Failure(agentfx.AgentAuthorizationError.declined("ask", "_Ask", prompt))
-    kept = runtime._executor.bound._asked  # pyright: ignore[reportPrivateUsage]
-    assert [key[1] for key in kept] == prompts[:3]
+    kept = runtime._executor.bound.declined["ask"]  # pyright: ignore[reportPrivateUsage]
+    assert list(kept) == prompts[:3]
     assert [entry.outcome for entry in log.entries()] == ["AgentAuthorizationError"] * 2 * len(prompts)
     assert sent == []
