@@ -6,7 +6,7 @@ import gc
 import pickle
 import re
 import weakref
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import pytest
@@ -234,11 +234,14 @@ def test_model_is_not_an_error() -> None:
 
 @pytest.mark.anyio
 async def test_an_invalid_input_refusal_keeps_its_cause_only_as_long_as_it_lives() -> None:
+    # A mistake whose decoder text is short is kept for its repeats (bounded);
+    # one whose text quotes a long value sent is not, and goes with its refusal.
     class Empty(msgspec.Struct):
         pass
 
     class Count(msgspec.Struct, tag=True):
-        n: int
+        n: int = 0
+        unit: Literal["kg", "lb"] = "kg"
 
     builder = agentfx.for_model(Empty)
     runtime = builder.bind(
@@ -247,7 +250,7 @@ async def test_an_invalid_input_refusal_keeps_its_cause_only_as_long_as_it_lives
     )
 
     with pytest.raises(agentfx.DispatchFailed) as refused:
-        await runtime.messages.call(Count, {"n": "three"})
+        await runtime.messages.call(Count, {"unit": "x" * 300})
     error = refused.value.error
     assert isinstance(error, agentfx.AgentInvalidInputError)
     assert isinstance(error.cause, msgspec.ValidationError)
@@ -255,7 +258,16 @@ async def test_an_invalid_input_refusal_keeps_its_cause_only_as_long_as_it_lives
     assert error.cause.__traceback__ is None
     cause = weakref.ref(error.cause)
     for _ in range(50):
-        await runtime.messages.dispatch(Count, {"n": "three"})
+        await runtime.messages.dispatch(Count, {"unit": "x" * 300})
     del error, refused
     gc.collect()
     assert cause() is None
+
+    with pytest.raises(agentfx.DispatchFailed) as short:
+        await runtime.messages.call(Count, {"n": "three"})
+    kept = short.value.error
+    assert isinstance(kept, agentfx.AgentInvalidInputError) and isinstance(kept.cause, msgspec.ValidationError)
+    assert kept.cause.__traceback__ is None
+    with pytest.raises(agentfx.DispatchFailed) as again:
+        await runtime.messages.call(Count, {"n": "three"})
+    assert again.value.error is kept
