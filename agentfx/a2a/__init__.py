@@ -4,7 +4,8 @@ Install with ``pip install 'agentfx[a2a]'``. :func:`agent_card` describes a
 contract as an ``AgentCard`` (one skill per capability), :class:`AgentfxExecutor`
 runs each A2A task as one capability call, and :func:`a2a_app` serves both
 over HTTP from the SDK's own routes and request handler, keeping tasks in a
-:class:`BoundedTaskStore` (the SDK's in-memory store, bounded). What an
+:class:`BoundedTaskStore` (the SDK's in-memory store, bounded in tasks, bytes
+and tasks in progress per caller). What an
 agent reads (the reply text and data) is :mod:`agentfx.tools`' as for every
 adapter; nothing in agentfx's core imports this package.
 """
@@ -21,6 +22,8 @@ if importlib.util.find_spec("a2a") is None:  # pragma: no cover - exercised in a
 from ._app import A2A_PATH as A2A_PATH
 from ._app import CARD_PATH as CARD_PATH
 from ._app import MAX_PRINCIPALS as MAX_PRINCIPALS
+from ._store import MAX_LIVE_TASKS_PER_OWNER as MAX_LIVE_TASKS_PER_OWNER
+from ._store import MAX_TASK_BYTES as MAX_TASK_BYTES
 from ._store import MAX_TASKS as MAX_TASKS
 from ._store import BoundedTaskStore as BoundedTaskStore
 from ._app import a2a_app as a2a_app
@@ -38,8 +41,10 @@ __all__ = (
     "BoundedTaskStore",
     "CARD_PATH",
     "MAX_CONFIRM_REASKS",
+    "MAX_LIVE_TASKS_PER_OWNER",
     "MAX_PRINCIPALS",
     "MAX_TASKS",
+    "MAX_TASK_BYTES",
     "PRINCIPAL_STATE_KEY",
     "SKILL_INPUT_SCHEMA_EXTENSION",
     "TRANSPORT",

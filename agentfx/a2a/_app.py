@@ -6,7 +6,8 @@ JSON-RPC route (``create_jsonrpc_routes`` at ``/a2a``, with the SDK's 0.3
 compatibility on, so 0.3 ``message/send``, ``tasks/get`` and ``tasks/cancel``
 reach the same tasks), the ``DefaultRequestHandler`` and a ``TaskStore`` (a
 bounded one by default, :class:`._store.BoundedTaskStore`, which this layer
-asks for a new task's room before the SDK runs anything for it). In
+asks for a new task's room, or the room a message to a kept task grows it
+by, before the SDK runs anything for it). In
 front of them it puts the checks agentfx's MCP HTTP server makes, with the
 same rules: loopback Host and Origin by default (421 and 403 otherwise), a
 bounded request body, and an ``authenticate`` hook whose principal reaches
@@ -57,7 +58,7 @@ from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
 from ._executor import PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor
-from ._store import MAX_TASKS, BoundedTaskStore
+from ._store import MAX_LIVE_TASKS_PER_OWNER, MAX_TASK_BYTES, MAX_TASKS, BoundedTaskStore
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -294,14 +295,16 @@ class _ContextBuilder(ServerCallContextBuilder):
 
 
 class _TaskContext(SimpleRequestContextBuilder):
-    """A follow-up that names only its task continues in the task's context; a new task is admitted first.
+    """A follow-up that names only its task continues in the task's context; every message is admitted first.
 
     The SDK would give a follow-up a fresh context id, which a task it
     recreated from the store (after :data:`PARKED_TASK_TIMEOUT`) then refuses
-    to be updated in. A new task takes its room in a :class:`BoundedTaskStore`
-    here, where the SDK builds its context: the last step before it runs the
-    executor, so a full store refuses it (a typed JSON-RPC error) with nothing
-    dispatched.
+    to be updated in. A message takes its room in a :class:`BoundedTaskStore`
+    here (a new task's, or what a follow-up adds to its task's history, as
+    the request's encoded size), where the SDK builds its context: the last
+    step before it runs the executor, and after it answered a follow-up to a
+    task it does not hold ``TaskNotFoundError``. So a full store, or an owner
+    at its bound, refuses it (a typed JSON-RPC error) with nothing dispatched.
     """
 
     def __init__(self, tasks: TaskStore) -> None:
@@ -321,8 +324,12 @@ class _TaskContext(SimpleRequestContextBuilder):
             if stored is not None:
                 context_id = stored.context_id
         built = await super().build(context, params, task_id, context_id, task)
-        if not task_id and built.task_id and isinstance(self._tasks, BoundedTaskStore):
-            await self._tasks.admit(built.task_id, context)
+        if built.task_id and isinstance(self._tasks, BoundedTaskStore):
+            size = 0 if params is None else params.ByteSize()
+            if task_id:
+                await self._tasks.admit_follow_up(task_id, context, size)
+            else:
+                await self._tasks.admit(built.task_id, context, size)
         return built
 
 
@@ -500,6 +507,8 @@ def a2a_app(
     *,
     task_store: TaskStore | None = None,
     max_tasks: int | None = None,
+    max_task_bytes: int | None = None,
+    max_live_tasks_per_owner: int | None = None,
     authenticate: Authenticate | None = None,
     allowed_origins: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
@@ -525,16 +534,29 @@ def a2a_app(
         card: The agent card, usually :func:`agentfx.a2a.agent_card` with the
             URL this app is reached at plus ``/a2a``.
         task_store: Where tasks are kept. By default a
-            :class:`~agentfx.a2a.BoundedTaskStore` of ``max_tasks`` tasks,
-            in memory: it evicts the tasks that finished longest ago first,
-            then tasks left waiting for input longer than
-            :data:`PARKED_TASK_TIMEOUT`, and never a task that is working or
-            waiting less; a new task that would need such a task's room is
-            refused with the SDK's ``UnsupportedOperationError`` and nothing
-            is dispatched. ``GetTask`` on an evicted task answers
+            :class:`~agentfx.a2a.BoundedTaskStore` of ``max_tasks`` tasks and
+            ``max_task_bytes`` bytes (tasks' encoded size), in memory: it
+            evicts the tasks that finished longest ago first, then tasks
+            left waiting for input longer than :data:`PARKED_TASK_TIMEOUT`,
+            and never a task that is working or waiting less; a message
+            that would need such a task's room (a new task, or a follow-up
+            growing its task's history past the byte budget) is refused
+            with the SDK's ``UnsupportedOperationError`` and nothing is
+            dispatched. ``GetTask`` on an evicted task answers
             ``TaskNotFoundError``. Any other ``TaskStore`` keeps what it is given.
         max_tasks: How many tasks the default store keeps, live and
             finished together (:data:`~agentfx.a2a.MAX_TASKS` if ``None``).
+        max_task_bytes: How many bytes the default store's tasks may take,
+            each counted as its protobuf encoded size
+            (:data:`~agentfx.a2a.MAX_TASK_BYTES`, 256 MiB, if ``None``).
+        max_live_tasks_per_owner: How many tasks one principal may have in
+            progress (working or waiting for input) in the default store
+            (:data:`~agentfx.a2a.MAX_LIVE_TASKS_PER_OWNER`, 1000, if
+            ``None``); a new task past it is refused with the SDK's
+            ``UnsupportedOperationError`` and nothing is dispatched, while
+            other principals are served. Without ``authenticate`` every
+            caller is one owner: this then bounds the server's tasks in
+            progress.
         authenticate: ``authenticate(request)`` (sync or async, bounded by
             :data:`AUTHENTICATE_TIMEOUT`) returns the principal of a JSON-RPC
             request, or ``None`` to refuse it with 401. Principals must be
@@ -554,8 +576,8 @@ def a2a_app(
     Raises:
         ContractError: ``authenticate`` with a bound runtime, whose principal
             is fixed by its host and could not be the authenticated one;
-            ``max_tasks`` with a ``task_store`` (bound that store itself),
-            or below 1.
+            ``max_tasks``, ``max_task_bytes`` or ``max_live_tasks_per_owner``
+            with a ``task_store`` (bound that store itself), or below 1.
 
     Every POST body is bounded by :data:`MAX_REQUEST_BODY` (413 past it);
     a task left waiting for confirmation releases the SDK's running
@@ -563,7 +585,8 @@ def a2a_app(
     When the lifespan ends, every task still running is aborted through its
     invocation's signal (audited ``AgentCancelledError``, answered ``canceled``)
     before an App's program stops.
-    The default task store keeps at most ``max_tasks`` tasks, as above.
+    The default task store keeps at most ``max_tasks`` tasks and
+    ``max_task_bytes`` bytes, as above.
 
     Serve it with any ASGI server, with its lifespan on, bound to loopback
     unless you mean otherwise: ``uvicorn.run(a2a_app(app, card), host="127.0.0.1", port=8000)``.
@@ -573,15 +596,26 @@ def a2a_app(
             "a2a_app(authenticate=...) needs an App or runtime_for(principal): "
             "a bound runtime's principal is fixed by its host"
         )
-    if task_store is not None and max_tasks is not None:
-        raise ContractError(
-            "a2a_app(max_tasks=...) bounds the default task store; "
-            "with task_store=..., bound that store itself (e.g. BoundedTaskStore(max_tasks))"
-        )
+    bounds = {
+        "max_tasks": max_tasks,
+        "max_task_bytes": max_task_bytes,
+        "max_live_tasks_per_owner": max_live_tasks_per_owner,
+    }
+    for name, bound in bounds.items():
+        if task_store is not None and bound is not None:
+            raise ContractError(
+                f"a2a_app({name}=...) bounds the default task store; "
+                "with task_store=..., bound that store itself (e.g. BoundedTaskStore(max_tasks, max_bytes=...))"
+            )
     tasks = (
         task_store
         if task_store is not None
-        else BoundedTaskStore(MAX_TASKS if max_tasks is None else max_tasks, waiting_timeout=PARKED_TASK_TIMEOUT)
+        else BoundedTaskStore(
+            MAX_TASKS if max_tasks is None else max_tasks,
+            max_bytes=MAX_TASK_BYTES if max_task_bytes is None else max_task_bytes,
+            max_live_per_owner=MAX_LIVE_TASKS_PER_OWNER if max_live_tasks_per_owner is None else max_live_tasks_per_owner,
+            waiting_timeout=PARKED_TASK_TIMEOUT,
+        )
     )
     principals = _Principals(MAX_PRINCIPALS, tasks)
     app_runtimes = _AppRuntimes(cast("App[Any, Any, Any]", target), principals) if isinstance(target, App) else None
