@@ -164,7 +164,7 @@ class BoundedTaskStore(TaskStore):
             plus the requests admitted for it since (at least 1, or ``None``
             for no byte bound). :data:`MAX_TASK_BYTES` by default.
         max_live_per_owner: How many tasks one owner may have in progress
-            (working, waiting for input, or admitted and not saved yet) at
+            (working, waiting for input, or admitted and not saved yet): at
             least 1, or ``None`` for no such bound.
             :data:`MAX_LIVE_TASKS_PER_OWNER` by default.
         waiting_timeout: Seconds a task waiting for input
