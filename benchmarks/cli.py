@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import gc
+import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -63,10 +65,32 @@ def run(config: Config, names: Sequence[str], *, backend: str = "asyncio", progr
         gc.collect()
         gc.freeze()
         try:
-            rows.extend(anyio.run(scenario, config, backend=backend))
+            with _logging_kept():
+                rows.extend(anyio.run(scenario, config, backend=backend))
         finally:
             gc.unfreeze()
     return rows
+
+
+@contextmanager
+def _logging_kept() -> Generator[None]:
+    """Run a scenario, then put the root logger back as it was.
+
+    Building an ``MCPServer`` in process (the ``mcp`` scenario) configures the
+    root logger: a Rich handler at INFO. Left so, every request a later
+    scenario's HTTP client makes would be logged, formatted and printed, and
+    that time would be measured for every contender alike, diluting each
+    ratio towards 1 and widening its spread.
+    """
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ finite ratio, a verdict for every target, and the JSON record.
 
 from __future__ import annotations
 
+import logging
 import math
 import subprocess
 import sys
@@ -140,3 +141,21 @@ def test_a_ratio_is_the_median_of_paired_rounds() -> None:
 
     assert ratio == 2.0
     assert (low, high) == (1.5, 6.0)
+
+
+def test_a_scenario_that_configures_logging_leaves_the_root_logger_as_it_found_it() -> None:
+    # The in-process MCP scenario builds an MCPServer, which installs a Rich
+    # handler at INFO on a root logger that has none; the HTTP scenarios after
+    # it would then time the logging of every request their client makes. In
+    # a process of its own: under pytest the root logger already has handlers.
+    script = (
+        "import logging; from benchmarks.cli import run; from benchmarks.harness import SMOKE; "
+        "run(SMOKE, ['mcp'], progress=False); root = logging.getLogger(); "
+        "print(root.level, len(root.handlers), logging.getLogger('httpx').isEnabledFor(logging.INFO))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=50, check=False
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(logging.WARNING), "0", "False"]
