@@ -30,11 +30,9 @@ from tests.integration.test_a2a_http import (
     Caller,
     Model,
     Served,
-    authenticate,
     caller,
+    counter_served,
     erase_waiting,
-    free_socket,
-    serving,
     update,
     valid_task,
 )
@@ -51,16 +49,8 @@ PER_OWNER = 2
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    with free_socket() as sock:
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
-        state = Served(base, card)
-        app = App(CONTRACT, init=Model(), update=update, audit=state)
-        asgi = a2a_app(
-            app, card, authenticate=authenticate, max_task_bytes=BUDGET, max_live_tasks_per_owner=PER_OWNER
-        )
-        with serving(asgi, sock):
-            yield state
+    with counter_served(max_task_bytes=BUDGET, max_live_tasks_per_owner=PER_OWNER) as state:
+        yield state
 
 
 async def send_padded(a2a: Caller, data: dict[str, Any], pad: int, task_id: str = "") -> Task:

@@ -241,15 +241,22 @@ def free_socket() -> socket.socket:
     return sock
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
+@contextmanager
+def counter_served(**options: Any) -> Generator[Served]:
+    """The counter contract's App behind ``a2a_app(..., authenticate=authenticate, **options)`` on a free loopback port."""
     with free_socket() as sock:
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
         card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
         state = Served(base, card)
         app = App(CONTRACT, init=Model(), update=update, audit=state)
-        with serving(a2a_app(app, card, authenticate=authenticate), sock):
+        with serving(a2a_app(app, card, authenticate=authenticate, **options), sock):
             yield state
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    with counter_served() as state:
+        yield state
 
 
 # --- Clients ---------------------------------------------------------------------

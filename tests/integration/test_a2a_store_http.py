@@ -14,21 +14,14 @@ from a2a.helpers.proto_helpers import new_data_part
 from a2a.types.a2a_pb2 import TaskState
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
-from agentfx.a2a import a2a_app, agent_card
 from agentfx.a2a._store import AT_CAPACITY
-from agentfx.app import App
 from tests.integration.test_a2a_http import (
-    CONTRACT,
     PROTOCOLS,
     Caller,
-    Model,
     Served,
-    authenticate,
     caller,
+    counter_served,
     erase_waiting,
-    free_socket,
-    serving,
-    update,
 )
 
 pytestmark = pytest.mark.anyio
@@ -38,13 +31,8 @@ BOUND = 3
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    with free_socket() as sock:
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
-        state = Served(base, card)
-        app = App(CONTRACT, init=Model(), update=update, audit=state)
-        with serving(a2a_app(app, card, authenticate=authenticate, max_tasks=BOUND), sock):
-            yield state
+    with counter_served(max_tasks=BOUND) as state:
+        yield state
 
 
 def take_errors(a2a: Caller) -> list[int]:
