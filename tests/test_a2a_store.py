@@ -378,20 +378,48 @@ async def test_a_follow_up_is_made_room_for_by_the_rule_or_refused_changing_noth
     assert (await d.kept("f"), await d.kept("w"), d.store.size) == (None, WAITING, 1)
     before = d.store.bytes
     with pytest.raises(UnsupportedOperationError) as refused:
-        await d.store.admit_follow_up("w", ANN, d.store.max_bytes or 0)  # the task itself is never evicted for itself
-    assert refused.value.message == store_module.AT_CAPACITY
+        # Its task plus the message could never fit: waiting would not help, and the agent says so.
+        await d.store.admit_follow_up("w", ANN, d.store.max_bytes or 0)
+    assert refused.value.message == store_module.TOO_LARGE
     assert (await d.kept("w"), d.store.size, d.store.bytes) == (WAITING, 1, before)
 
 
-async def test_a_follow_up_never_evicts_its_own_task_even_one_waiting_past_its_timeout() -> None:
-    d = driver(10, max_bytes=size_of("w", WAITING, 100) + 10, waiting_timeout=10.0)
+async def test_a_follow_up_that_would_fit_but_for_tasks_in_progress_is_refused_as_busy() -> None:
+    d = driver(10, max_bytes=1_000)
     await d.create("w", WAITING, pad=100)
+    await d.create("x", WORKING, pad=600)
+    before = d.store.bytes
+    with pytest.raises(UnsupportedOperationError) as busy:
+        # Its task and the message fit the budget, but the working task's room is not the store's to take.
+        await d.store.admit_follow_up("w", ANN, 1_000 - before + 1)
+    assert busy.value.message == store_module.AT_CAPACITY
+    assert [await d.kept(n) for n in ("w", "x")] == [WAITING, WORKING] and d.store.bytes == before
+
+
+async def test_a_new_task_larger_than_the_whole_budget_is_too_large_whatever_could_be_evicted() -> None:
+    d = driver(10, max_bytes=1_000)
+    await d.create("f", TaskState.TASK_STATE_COMPLETED, pad=100)
+    before = (d.store.size, d.store.bytes)
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await d.store.admit("huge", ANN, 1_001)
+    assert refused.value.message == store_module.TOO_LARGE
+    assert (d.store.size, d.store.bytes) == before and await d.kept("f") == TaskState.TASK_STATE_COMPLETED
+    await d.store.admit("whole", ANN, 1_000)  # the whole budget is not too large: the finished task makes room
+    assert await d.kept("f") is None
+
+
+async def test_a_follow_up_never_evicts_its_own_task_even_one_waiting_past_its_timeout() -> None:
+    waiting, working = size_of("w", WAITING, 100), size_of("x", WORKING, 100)
+    d = driver(10, max_bytes=waiting + working + 10, waiting_timeout=10.0)
+    await d.create("w", WAITING, pad=100)
+    await d.create("x", WORKING, pad=100)
     d.clock.now = 10.0  # "w" is evictable now, but not to make room for a message to itself
-    with pytest.raises(UnsupportedOperationError):
-        await d.store.admit_follow_up("w", ANN, 11)
-    assert (await d.kept("w"), d.store.bytes) == (WAITING, size_of("w", WAITING, 100))
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await d.store.admit_follow_up("w", ANN, 11)  # would fit alone: only evicting "w" itself makes room
+    assert refused.value.message == store_module.AT_CAPACITY
+    assert (await d.kept("w"), await d.kept("x"), d.store.bytes) == (WAITING, WORKING, waiting + working)
     await d.store.admit_follow_up("w", ANN, 10)
-    assert d.store.bytes == size_of("w", WAITING, 100) + 10
+    assert d.store.bytes == waiting + working + 10
 
 
 async def test_a_follow_up_to_a_task_not_kept_is_not_found_and_makes_no_record() -> None:
@@ -629,6 +657,10 @@ async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops
                 with pytest.raises(UnsupportedOperationError) as refused:
                     await d.store.admit(name, context, request)
                 assert refused.value.message == store_module.OWNER_AT_CAPACITY
+            elif max_bytes is not None and request > max_bytes:
+                with pytest.raises(UnsupportedOperationError) as refused:
+                    await d.store.admit(name, context, request)
+                assert refused.value.message == store_module.TOO_LARGE
             elif not model.room(d.clock.now, None, bound - 1, request):
                 with pytest.raises(UnsupportedOperationError) as refused:
                     await d.store.admit(name, context, request)
@@ -649,6 +681,12 @@ async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops
             state, pad = op[-2], op[-1]
             if op[0] == "follow":
                 request = op[2]
+                if max_bytes is not None and model.sizes[name] + request > max_bytes:
+                    # No eviction could ever make room: its own task is never evicted for it.
+                    with pytest.raises(UnsupportedOperationError) as refused:
+                        await d.store.admit_follow_up(name, context, request)
+                    assert refused.value.message == store_module.TOO_LARGE
+                    continue
                 if not model.room(d.clock.now, name, bound, request):
                     with pytest.raises(UnsupportedOperationError) as refused:
                         await d.store.admit_follow_up(name, context, request)

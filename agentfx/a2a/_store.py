@@ -19,7 +19,9 @@ read at each save). Room is made, until both ``max_tasks`` and
    never evicted: a request that would need its room is refused, with the
    SDK's ``UnsupportedOperationError`` (``-32004``) saying the agent is
    busy (:data:`AT_CAPACITY`), before anything is dispatched, and nothing
-   in the store changes.
+   in the store changes. A request no eviction could ever make room for (a
+   new task's larger than ``max_bytes``, a follow-up that would take its own
+   task past it) is refused the same way with :data:`TOO_LARGE`.
 
 Beside that global rule, one owner may have at most ``max_live_per_owner``
 tasks in progress (working or waiting, and admitted ones not saved yet): a
@@ -65,6 +67,7 @@ __all__ = [
     "MAX_TASKS",
     "MAX_TASK_BYTES",
     "OWNER_AT_CAPACITY",
+    "TOO_LARGE",
     "WAITING_TIMEOUT",
     "BoundedTaskStore",
 ]
@@ -107,6 +110,14 @@ can still be answered, as long as its room was not needed.
 
 AT_CAPACITY = "The agent is busy: too many tasks are in progress. Try again later, or answer or cancel a task waiting for input"
 """The message of the ``UnsupportedOperationError`` that refuses a request when no room can be made for it."""
+
+TOO_LARGE = "The request is too large for the agent to keep: send a smaller one"
+"""The message of the ``UnsupportedOperationError`` that refuses a request no room could ever be made for.
+
+A new task's request larger than ``max_bytes``, or a follow-up that would
+take its task past it (a task is never evicted for its own message):
+waiting would not help, so it is not :data:`AT_CAPACITY`'s "try again later".
+"""
 
 OWNER_AT_CAPACITY = "Too many of your tasks are in progress. Answer, cancel or wait for one of them, then try again"
 """The message of the ``UnsupportedOperationError`` that refuses a new task of an owner at ``max_live_per_owner``."""
@@ -389,9 +400,10 @@ class BoundedTaskStore(TaskStore):
 
         Raises:
             UnsupportedOperationError: The owner has ``max_live_per_owner``
-                tasks in progress (:data:`OWNER_AT_CAPACITY`), or the store
-                is full, in tasks or bytes, of tasks it may not evict
-                (:data:`AT_CAPACITY`); nothing is changed.
+                tasks in progress (:data:`OWNER_AT_CAPACITY`), the request
+                alone is larger than ``max_bytes`` (:data:`TOO_LARGE`), or
+                the store is full, in tasks or bytes, of tasks it may not
+                evict (:data:`AT_CAPACITY`); nothing is changed.
             ValueError: ``request_bytes`` is negative.
         """
         if request_bytes < 0:
@@ -407,6 +419,9 @@ class BoundedTaskStore(TaskStore):
             if self._at_owner_bound(owner):
                 await self._delete(gone)
                 raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
+            if self._max_bytes is not None and request_bytes > self._max_bytes:
+                await self._delete(gone)
+                raise UnsupportedOperationError(message=TOO_LARGE)
             victims = self._make_room(now, key, self._max - 1, request_bytes)
             if victims is None:
                 await self._delete(gone)
@@ -433,8 +448,10 @@ class BoundedTaskStore(TaskStore):
         Raises:
             TaskNotFoundError: The owner has no such task here (never
                 created, another owner's, or evicted); no record is made.
-            UnsupportedOperationError: The store is full, in bytes, of tasks
-                it may not evict (:data:`AT_CAPACITY`); nothing is changed.
+            UnsupportedOperationError: The task with the request would be
+                larger than ``max_bytes`` (:data:`TOO_LARGE`), or the store is
+                full, in bytes, of tasks it may not evict
+                (:data:`AT_CAPACITY`); nothing is changed.
             ValueError: ``request_bytes`` is negative.
         """
         if request_bytes < 0:
@@ -447,6 +464,10 @@ class BoundedTaskStore(TaskStore):
             if not self._stored(key):
                 await self._delete(gone)
                 raise TaskNotFoundError
+            if self._max_bytes is not None and self._sizes[key] + request_bytes > self._max_bytes:
+                # The task itself is never evicted for its own message: no room can ever be made.
+                await self._delete(gone)
+                raise UnsupportedOperationError(message=TOO_LARGE)
             victims = self._make_room(now, key, self._max, request_bytes)
             if victims is None:
                 await self._delete(gone)

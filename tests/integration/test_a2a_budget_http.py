@@ -21,7 +21,7 @@ from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf.struct_pb2 import Struct
 
 from agentfx.a2a import BoundedTaskStore, a2a_app, agent_card
-from agentfx.a2a._store import AT_CAPACITY, OWNER_AT_CAPACITY
+from agentfx.a2a._store import AT_CAPACITY, OWNER_AT_CAPACITY, TOO_LARGE
 from agentfx.app import App
 from agentfx.errors import ContractError
 from tests.integration.test_a2a_http import (
@@ -85,7 +85,7 @@ async def test_a_follow_up_too_large_for_the_byte_budget_is_refused_typed_and_no
         kept = await a2a.get(waiting.id)
         # An answer that fits is still taken.
         done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
-    assert AT_CAPACITY in str(refused.value)
+    assert TOO_LARGE in str(refused.value)
     assert (kept.status.state, len(kept.history)) == (TaskState.TASK_STATE_INPUT_REQUIRED, history)
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert [(r.outcome, r.confirmed) for r in served.audited(waiting.id)] == [
