@@ -30,6 +30,9 @@ from anyio.abc import TaskGroup
 __all__ = ["LIST_CHANGED_DEBOUNCE", "NOTICE_WAIT", "Burst", "Listener", "ListWatch", "ResourceWatch", "Watcher"]
 
 _logger = logging.getLogger("agentfx.mcp")
+# One wording per failure, whichever path read it (a burst's shared read or one connection's check).
+_NAMES_UNREADABLE = "reading the available capabilities failed; the tool list was not re-checked"
+_RESOURCE_UNREADABLE = "reading the resource %r for its subscribers failed"
 
 LIST_CHANGED_DEBOUNCE = 0.05
 """Seconds a burst of Model changes is collected before the available set (and subscribed resources) are compared once."""
@@ -72,7 +75,7 @@ class Burst:
             try:
                 names = tuple(self._read_names())
             except Exception:
-                _logger.exception("reading the available capabilities failed; the tool list was not re-checked")
+                _logger.exception(_NAMES_UNREADABLE)
                 names = _Unreadable()
             self._names = names
         return None if isinstance(names, _Unreadable) else names
@@ -87,7 +90,7 @@ class Burst:
             except Exception:
                 # A projection that breaks is the application's bug, logged
                 # here; a subscriber is told only of values that could be read.
-                _logger.exception("reading the resource %r for its subscribers failed", uri)
+                _logger.exception(_RESOURCE_UNREADABLE, uri)
                 value = _Unreadable()
             self._values[uri] = value
         if isinstance(value, _Unreadable):
@@ -136,7 +139,7 @@ class ListWatch:
         try:
             names = tuple(self._read())
         except Exception:
-            _logger.exception("reading the available capabilities failed; the tool list was not re-checked")
+            _logger.exception(_NAMES_UNREADABLE)
             return
         await self.update(names, announce)
 
@@ -213,7 +216,7 @@ class ResourceWatch:
         except _Unreadable:
             return self._last.get(uri)
         except Exception:
-            _logger.exception("reading the resource %r for its subscribers failed", uri)
+            _logger.exception(_RESOURCE_UNREADABLE, uri)
             return self._last.get(uri)
 
 
