@@ -58,7 +58,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
         correlate_rounds_at_max: Rounds at that largest ``N``.
         capabilities: The size of the contract documented by ``to_manifest``.
         served_rounds: Paired rounds per comparison of served (subprocess) contenders.
-        served_calls: Calls per timed batch against a served contender, per concurrent client.
+        served_calls: Calls per timed batch against a served contender with one client; batches
+            of concurrent clients or requests in flight hold a multiple of it in all.
         concurrency: The numbers of concurrent clients (HTTP) or requests in flight (stdio).
         idle_sessions: The idle HTTP sessions opened beside the one client calling.
         session_batch: HTTP sessions opened per resident-memory round.
