@@ -211,6 +211,19 @@ class _Tenant:
     def closing(self) -> bool:
         return self.failed or self.idle.cancel_called or self.done.is_set()
 
+    def present(self, principal: Any) -> None:
+        """A request proved this tenant's principal again: keep the token that expires last.
+
+        Tokens of one principal differ only in what does not make it (the
+        token string, its expiry, the per-token claims), so the one held is
+        the freshest, whichever request presented it: an older token still
+        in use does not replace a newer one.
+        """
+        if isinstance(principal, AccessToken) and isinstance(self.principal, AccessToken):
+            held = self.principal.expires_at
+            if held is not None and (principal.expires_at is None or principal.expires_at > held):
+                self.principal = principal
+
     def acquire(self) -> None:
         # Synchronous with the closing check before it: between the two, no
         # idle deadline can fire.
@@ -781,6 +794,7 @@ class HttpApp(Generic[P]):
         """The principal's tenant, started when needed, with one use acquired; release it when done."""
         tenant = self._tenants.get(key)
         if tenant is not None and not tenant.closing:
+            tenant.present(principal)
             tenant.acquire()
             await tenant.ready.wait()
             if tenant.failed:
@@ -823,7 +837,7 @@ class HttpApp(Generic[P]):
     async def _run_tenant(self, tenant: _Tenant, *, task_status: TaskStatus[None]) -> None:
         started = False
         try:
-            async with self._runtime(tenant.principal) as runtime:
+            async with self._runtime(tenant) as runtime:
                 mcp_server = server(
                     runtime, name=self._name, version=self._version, request_state_security=self._sealing(tenant)
                 )
@@ -869,18 +883,21 @@ class HttpApp(Generic[P]):
         # the SDK binds only an OAuth caller, and not an authenticate hook's.
         return _confirm.bound(given, _principal_text(tenant.key))
 
-    def _runtime(self, principal: Any) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
+    def _runtime(self, tenant: _Tenant) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
         served = self._served
         if not isinstance(served, App):
-            return served(_unwrap(principal))
+            # A factory is given the principal once: the first of its tokens.
+            return served(_unwrap(tenant.principal))
         app = cast("App[Any, Any, P]", served)
         program = self._program
         assert program is not None, "tenants start only while running"
-        if principal is _ANONYMOUS:
+        if tenant.principal is _ANONYMOUS:
             return nullcontext(app.bind(program))
-        # A constant resolver, so a principal that happens to be callable is
+        # Read per invocation, so ``authorize`` sees the newest token that
+        # proves this principal (its expiry, not the first token's). A
+        # resolver of its own, so a principal that happens to be callable is
         # not mistaken for one.
-        return nullcontext(app.bind(program, principal=lambda _invocation: principal))
+        return nullcontext(app.bind(program, principal=lambda _invocation: tenant.principal))
 
     # --- 2025-11-25: sessions -------------------------------------------------------------
 
@@ -1288,7 +1305,8 @@ def http_app(
               starts with the ASGI app and every principal gets a runtime
               bound to it, so everyone acts on the same Model. The principal
               is the one ``authenticate`` or the token proved, or the App's
-              own without either.
+              own without either; of the tokens that prove one principal,
+              ``authorize`` sees the one that expires last.
             - ``make_runtime(principal)``, returning an async context manager
               that yields the principal's runtime: entered the first time the
               principal is seen, shared by all of its sessions and requests,
@@ -1299,6 +1317,8 @@ def http_app(
               Without ``authenticate`` or a token verifier it is called with
               ``None``, which ``app.run(principal=None)`` would take as the
               principal: write ``lambda _: app.run()`` to keep the App's own.
+              It is given the first token that proves the principal; a
+              refreshed one is not handed to the runtime it made.
         authenticate: ``authenticate(request)`` (sync or async) returns the
             request's principal, or ``None`` to refuse it with 401. Every
             request is authenticated, within :data:`AUTHENTICATE_TIMEOUT`

@@ -164,6 +164,33 @@ async def test_by_default_the_principal_is_the_access_token_so_authorize_sees_it
     assert all(token.subject == "ann" for token in seen)
 
 
+async def test_an_app_s_authorize_sees_the_token_of_its_principal_that_expires_last() -> None:
+    # A refreshed token proves the same principal, so it shares the runtime
+    # the first token started; authorize must still see the refreshed one
+    # (an expiry it checks would otherwise be the first token's), and a stale
+    # token still in use must not take its place.
+    seen: list[str] = []
+
+    def noted(request: agentfx.AuthorizationRequest[AccessToken, Ping, int]) -> bool:
+        seen.append(request.principal.token)
+        return True
+
+    pings = agentfx.App(
+        agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping", authorize=noted))), 0, lambda n, _: n + 1
+    )
+    url = "http://127.0.0.1/mcp"
+    first, refreshed = jwt_token(url, scopes=READ, expires_in=100), jwt_token(url, scopes=READ, expires_in=200)
+    assert first != refreshed
+    asgi = http_app(pings, token_verifier=JwtVerifier(url), auth=settings(url))
+    ping = modern("tools/call", {"name": "ping", "arguments": {}})
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        for token in (first, refreshed, first):
+            status, answer, _ = await post(http, url, ping, token=token, version=MODERN)
+            assert (status, answer["result"]["isError"]) == (200, False)
+        assert asgi.principal_count == 1
+    assert seen == [first, refreshed, refreshed]
+
+
 def test_misconfigured_oauth_is_a_contract_error() -> None:
     url = "http://127.0.0.1/mcp"
     verifier = JwtVerifier(url)
