@@ -45,7 +45,7 @@ def active_tracer() -> Any:
     provider = getattr(_trace, "_TRACER_PROVIDER", _UNKNOWN)
     if provider is None and not _environment_provider_usable:
         return None  # the common case, tracing off, first
-    if provider is _UNKNOWN or (provider is None and _environment_provider_usable):
+    if provider is _UNKNOWN or provider is None:
         try:
             provider = _trace.get_tracer_provider()
         except Exception:

@@ -64,7 +64,6 @@ __all__ = [
     "ASKED_MAX",
     "ASKED_PROMPT_MAX",
     "INVALID_MAX",
-    "INVALID_TEXT_MAX",
     "Bound",
     "Decoded",
     "DispatchResult",
@@ -104,9 +103,6 @@ ASKED_PROMPT_MAX = 200
 
 INVALID_MAX = 256
 """The invalid-input refusals one runtime keeps for reuse."""
-
-INVALID_TEXT_MAX = 200
-"""The longest decoder text whose invalid-input refusal is kept."""
 
 _Asked: TypeAlias = "AgentAuthorizationError | AgentConfirmationRequiredError"
 """A confirmation refusal: declined, or nobody to ask."""
@@ -181,49 +177,38 @@ class Bound(Generic[M, P]):
             if isinstance(c.completion, Completion):
                 self.hub.declare(c, c.completion)
 
-    def invalid_input(self, capability: Capability[M, P], invalid: InvalidPayload) -> AgentInvalidInputError:
-        """The refusal of a payload the codec rejected, kept for the codec's repeats of it.
+    def keep_invalid_input(self, capability: Capability[M, P], invalid: InvalidPayload) -> AgentInvalidInputError:
+        """The refusal of a payload the codec rejected, kept (in :attr:`invalid`) when the codec repeats it.
 
-        Agents repeat their mistakes, and the codec answers a repeat with the
-        same :class:`~agentfx.schema.InvalidPayload`: up to :data:`INVALID_MAX`
-        refusals of decoder texts of at most :data:`INVALID_TEXT_MAX`
-        characters are kept with their containers. A problem the codec found
-        itself (no decoder text) is built each time.
+        Agents repeat their mistakes, and the codec answers a repeat it
+        remembers with the same :class:`~agentfx.schema.InvalidPayload`: the
+        refusals of up to :data:`INVALID_MAX` of those are kept with their
+        containers. Any other (a problem the codec found itself, a long
+        decoder text) is built each time.
         """
-        refusal = self.invalid.get(invalid)
-        if refusal is not None:
-            return refusal
         refusal = AgentInvalidInputError.of(
             capability.name, capability.tag, invalid.path, invalid.cause or invalid, problem=invalid.problem
         )
-        cause = invalid.cause
-        if (
-            type(cause) is msgspec.ValidationError
-            and len(self.invalid) < INVALID_MAX
-            and len(str(cause)) <= INVALID_TEXT_MAX
-        ):
+        if len(self.invalid) < INVALID_MAX and capability.codec.remembers(invalid):
             self.invalid[invalid] = refusal
             self.refused[id(refusal)] = Failure(refusal)
         return refusal
 
-    def confirmation_refusal(self, capability: Capability[M, P], prompt: str, *, declined: bool) -> _Asked:
-        """``Declined: <prompt>`` (``declined``) or "needs a person to confirm", the same value for the same prompt.
+    def keep_confirmation_refusal(self, capability: Capability[M, P], prompt: str, *, declined: bool) -> _Asked:
+        """``Declined: <prompt>`` (``declined``) or "needs a person to confirm", kept in :attr:`declined` or :attr:`unasked`.
 
         Agents repeat a call, and a prompt is often the capability's own
         constant: up to :data:`ASKED_MAX` refusals of prompts of at most
         :data:`ASKED_PROMPT_MAX` characters are kept, with their containers.
         """
-        kept = (self.declined if declined else self.unasked)[capability.name]
-        refusal = kept.get(prompt)
-        if refusal is None:
-            if declined:
-                refusal = AgentAuthorizationError.declined(capability.name, capability.tag, prompt)
-            else:
-                refusal = AgentConfirmationRequiredError.of(capability.name, capability.tag, prompt)
-            if self._asked < ASKED_MAX and len(prompt) <= ASKED_PROMPT_MAX:
-                kept[prompt] = refusal
-                self._asked += 1
-                self.refused[id(refusal)] = Failure(refusal)
+        if declined:
+            refusal: _Asked = AgentAuthorizationError.declined(capability.name, capability.tag, prompt)
+        else:
+            refusal = AgentConfirmationRequiredError.of(capability.name, capability.tag, prompt)
+        if self._asked < ASKED_MAX and len(prompt) <= ASKED_PROMPT_MAX:
+            (self.declined if declined else self.unasked)[capability.name][prompt] = refusal
+            self._asked += 1
+            self.refused[id(refusal)] = Failure(refusal)
         return refusal
 
 
@@ -362,7 +347,7 @@ def decode_step(env: Env, capability: Capability[Any, Any]) -> Any:
     bound = env.bound
     # A repeated mistake is looked up here, without a call: a refusal must not cost more than a dispatch.
     refusal = bound.invalid.get(decoded)
-    return bound.invalid_input(capability, decoded) if refusal is None else refusal
+    return bound.keep_invalid_input(capability, decoded) if refusal is None else refusal
 
 
 def principal_step(env: Env) -> None:
@@ -495,7 +480,7 @@ async def confirm_step(
     if ask is None:
         # The kept refusal is looked up here, without a call, as for a decline below.
         refusal = env.bound.unasked[capability.name].get(request.prompt)
-        return env.bound.confirmation_refusal(capability, request.prompt, declined=False) if refusal is None else refusal
+        return env.bound.keep_confirmation_refusal(capability, request.prompt, declined=False) if refusal is None else refusal
     # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
     answer = cast(object, ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation)))
     if answer is not True and answer is not False and isawaitable(answer):
@@ -507,7 +492,7 @@ async def confirm_step(
         return None
     if answer is False:
         refusal = env.bound.declined[capability.name].get(request.prompt)
-        return env.bound.confirmation_refusal(capability, request.prompt, declined=True) if refusal is None else refusal
+        return env.bound.keep_confirmation_refusal(capability, request.prompt, declined=True) if refusal is None else refusal
     raise ContractError(f'The confirmation of "{capability.name}" answered {type(answer).__name__}; answer a bool')
 
 
@@ -534,10 +519,6 @@ def _type_of(value: object) -> type[object]:
     return type(value)
 
 
-def _result(env: Env, capability: Capability[Any, Any], message: Any, completion: CompletionOutcome | None) -> DispatchResult:
-    return DispatchResult(capability.name, capability.tag, message, env.invocation, completion)
-
-
 def send_begin(env: Env, capability: Capability[Any, Any], message: Any) -> DispatchResult | Awaitable[object]:
     """Send the Message of a capability without completion: the result, or an async host's awaitable.
 
@@ -560,7 +541,7 @@ async def send_wait(
     if await _raced(env, sent) is _Unsettled:
         return AgentCancelledError.while_sending(capability.name)
     env.stage = SENT
-    return _result(env, capability, message, None)
+    return DispatchResult(capability.name, capability.tag, message, env.invocation)
 
 
 async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchError:
@@ -616,7 +597,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
             # that *this* Message reached update: an uncorrelated or state completion
             # may have been met by another invocation.
             env.stage = SENT
-            return _result(env, capability, prepared.message, pending.result())
+            return DispatchResult(capability.name, capability.tag, prepared.message, env.invocation, pending.result())
         invocation_id = env.invocation.id or ""
         # Not settled, so the scope was cancelled: by the signal, or by the deadline.
         if signal is not None and signal.aborted:

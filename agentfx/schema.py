@@ -151,13 +151,15 @@ class InputCodec(Generic[T]):
         attempt: ``attempt(payload) -> T | InvalidPayload``: the same decoding,
             returning the problem instead of raising it (the same instance
             for a mistake it has met before).
+        remembers: ``remembers(invalid) -> bool``: whether ``attempt``
+            hands out that very refusal for every repeat of its mistake.
 
     Raises:
         TypeError: when ``tp`` is not a msgspec Struct class that encodes as an
             object, or msgspec cannot describe one of its fields.
     """
 
-    __slots__ = ("attempt", "decode", "schema", "type")
+    __slots__ = ("attempt", "decode", "remembers", "schema", "type")
 
     type: type[T]
     schema: dict[str, Any]
@@ -165,6 +167,8 @@ class InputCodec(Generic[T]):
     """Decode a JSON-like payload into :attr:`type`; raises :class:`InvalidPayload`."""
     attempt: Callable[[object], T | InvalidPayload]
     """Decode like :attr:`decode`, returning the :class:`InvalidPayload` instead of raising it."""
+    remembers: Callable[[InvalidPayload], bool]
+    """Whether :attr:`attempt` hands out this very refusal again for every repeat of its mistake."""
 
     def __init__(self, tp: type[T]) -> None:
         if not _is_struct_class(tp):
@@ -193,7 +197,7 @@ class InputCodec(Generic[T]):
         fits: Callable[[Any], bool] = allowed.issuperset
         # A second, validating pass is needed only where msgspec would accept
         # an undeclared key below the root.
-        self.attempt, self.decode = _decoder(
+        self.attempt, self.decode, self.remembers = _decoder(
             tp,
             fits,
             mirror if _has_open_record(struct) else None,
@@ -206,10 +210,10 @@ class InputCodec(Generic[T]):
         return f"InputCodec({self.type.__qualname__})"
 
 
-_WORDED_MAX = 256
+_REMEMBERED_MAX = 256
 """Refusals one codec remembers, by msgspec's text."""
 
-_WORDED_TEXT_MAX = 200
+_REMEMBERED_TEXT_MAX = 200
 """The longest refusal text remembered."""
 
 
@@ -221,7 +225,7 @@ def _decoder(
     schema: dict[str, Any],
     *,
     str_keys: bool = True,
-) -> tuple[Callable[[object], T | InvalidPayload], Callable[[object], T]]:
+) -> tuple[Callable[[object], T | InvalidPayload], Callable[[object], T], Callable[[InvalidPayload], bool]]:
     # Closures over locals: decoding sits on the dispatch path, where every
     # attribute lookup shows next to a single msgspec.convert. ``str_keys``:
     # JSON object keys are always strings, so ``dict[int, X]`` must accept "1";
@@ -242,7 +246,7 @@ def _decoder(
     def refused(exc: msgspec.ValidationError) -> InvalidPayload:
         text = str(exc)
         invalid = InvalidPayload(_error_path(text), exc, _problem(text, schema))
-        if len(remembered) < _WORDED_MAX and len(text) <= _WORDED_TEXT_MAX:
+        if len(remembered) < _REMEMBERED_MAX and len(text) <= _REMEMBERED_TEXT_MAX:
             # A kept exception must not keep this call's frames, nor the payload they hold.
             exc.__traceback__ = None
             remembered[text] = invalid
@@ -272,7 +276,11 @@ def _decoder(
             raise InvalidPayload(decoded.path, decoded.cause, decoded.problem) from decoded.cause
         return decoded
 
-    return attempt, decode
+    def remembers(invalid: InvalidPayload) -> bool:
+        cause = invalid.cause
+        return cause is not None and remembered.get(str(cause)) is invalid
+
+    return attempt, decode, remembers
 
 
 # --- problems: what to fix, in agentfx's own words ---------------------------------

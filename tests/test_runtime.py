@@ -866,10 +866,18 @@ async def test_past_its_bound_or_for_a_long_text_each_invalid_input_refusal_is_m
 
 
 @pytest.mark.anyio
-async def test_an_invalid_input_refusal_whose_decoder_text_is_long_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentfx import pipeline
+@pytest.mark.parametrize(
+    ("bound", "value"),
+    [("_REMEMBERED_TEXT_MAX", 10), ("_REMEMBERED_MAX", 0)],
+    ids=["a decoder text too long", "a codec that remembers no more"],
+)
+async def test_an_invalid_input_refusal_the_codec_does_not_remember_is_not_kept(
+    monkeypatch: pytest.MonkeyPatch, bound: str, value: int
+) -> None:
+    import importlib
 
-    monkeypatch.setattr(pipeline, "INVALID_TEXT_MAX", 10)
+    # ``agentfx.schema`` is the function; the module is reached by its full name.
+    monkeypatch.setattr(importlib.import_module("agentfx.schema"), bound, value)
     _, runtime = _level_runtime()
     first = outcome_of(await runtime.messages.dispatch(_Level, {"priority": "x"}))
     again = outcome_of(await runtime.messages.dispatch(_Level, {"priority": "x"}))

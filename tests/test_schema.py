@@ -606,6 +606,8 @@ def test_a_remembered_refusal_is_the_same_instance_and_keeps_no_frames(
     quoting = InputCodec(_Priority)
     long = quoting.attempt({"level": "x" * 500})
     assert isinstance(long, InvalidPayload) and quoting.attempt({"level": "x" * 500}) is not long
+    assert codec.remembers(first) and not quoting.remembers(long)
+    assert not codec.remembers(InvalidPayload(first.path, first.cause, first.problem)), "that very refusal, no copy"
 
 
 def test_decode_raises_a_copy_of_a_remembered_refusal() -> None:
