@@ -53,17 +53,21 @@ _MCPSERVER = "MCPServer tool (pydantic arguments, output schema)"
 _UNSTRUCTURED = "MCPServer tool, no output schema"
 
 
+def _create(host: KeepNothingHost, title: str, priority: int) -> None:
+    """What each ``MCPServer`` tool does: the predicates and the host call agentfx's capability makes."""
+    if not is_open(host.model()):
+        raise ValueError("Not available")
+    if not may_write(host.principal(None)):
+        raise ValueError("Not authorized")
+    host.dispatch(CreateTodo(title, priority))
+
 
 def _mcpserver(host: KeepNothingHost) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("peer")
 
     async def create_todo(title: str, priority: int = 0) -> Dispatched:
         """Create a todo"""
-        if not is_open(host.model()):
-            raise ValueError("Not available")
-        if not may_write(host.principal(None)):
-            raise ValueError("Not authorized")
-        host.dispatch(CreateTodo(title, priority))
+        _create(host, title, priority)
         return dispatched()
 
     server.add_tool(create_todo, structured_output=True)
@@ -75,11 +79,7 @@ def _unstructured(host: KeepNothingHost) -> MCPServer[Any]:
 
     async def create_todo(title: str, priority: int = 0) -> str:
         """Create a todo"""
-        if not is_open(host.model()):
-            return "Not available"
-        if not may_write(host.principal(None)):
-            return "Not authorized"
-        host.dispatch(CreateTodo(title, priority))
+        _create(host, title, priority)
         return "Dispatched CreateTodo"
 
     server.add_tool(create_todo, structured_output=False)
