@@ -26,6 +26,7 @@ __all__ = [
     "KeepNothingHost",
     "Model",
     "User",
+    "by_hand",
     "dispatched",
     "is_open",
     "may_write",
@@ -59,6 +60,20 @@ class Dispatched(TypedDict):
 def dispatched() -> Dispatched:
     """What every contender's ``create_todo`` answers as structured content."""
     return {"capability": "create_todo", "tag": "CreateTodo"}
+
+
+def by_hand(host: KeepNothingHost, title: str, priority: int) -> str | None:
+    """What a hand-written ``create_todo`` tool does: the predicates, then the host.
+
+    The reason it refuses, or ``None`` once the host was sent the Message; each
+    contender raises the refusal its own framework expects.
+    """
+    if not is_open(host.model()):
+        return "Not available"
+    if not may_write(host.principal(None)):
+        return "Not authorized"
+    host.dispatch(CreateTodo(title, priority))
+    return None
 
 
 def is_open(model: Model) -> bool:

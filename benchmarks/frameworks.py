@@ -45,7 +45,7 @@ from agentfx.langchain import structured_tools
 from agentfx.openai_agents import function_tools
 from agentfx.pydantic_ai import AgentfxToolset
 
-from .app import CONTRACT, CreateTodo, KeepNothingHost, Model, User, is_open, may_write
+from .app import CONTRACT, KeepNothingHost, Model, User, by_hand
 from .harness import AsyncOp, Config, Row, compare_async, row
 from .peers import PydanticCreateTodo
 
@@ -57,11 +57,9 @@ _DONE = "Dispatched CreateTodo"
 
 def _by_hand(host: KeepNothingHost, title: str, priority: int) -> str:
     """The tool body every hand-written contender shares: the same predicates, the same host."""
-    if not is_open(host.model()):
-        raise ToolException("Not available")
-    if not may_write(host.principal(None)):
-        raise ToolException("Not authorized")
-    host.dispatch(CreateTodo(title, priority))
+    refused = by_hand(host, title, priority)
+    if refused is not None:
+        raise ToolException(refused)
     return _DONE
 
 

@@ -40,7 +40,7 @@ import agentfx
 import agentfx.mcp
 from agentfx.schema import InputCodec
 
-from .app import CONTRACT, CreateTodo, Dispatched, KeepNothingHost, Model, User, dispatched, is_open, may_write
+from .app import CONTRACT, CreateTodo, Dispatched, KeepNothingHost, Model, User, by_hand, dispatched
 from .harness import AsyncOp, Config, Row, SyncOp, compare_async, compare_sync, row
 
 __all__ = ["MCP_TARGET", "mcp_servers", "validation"]
@@ -55,11 +55,9 @@ _UNSTRUCTURED = "MCPServer tool, no output schema"
 
 def _create(host: KeepNothingHost, title: str, priority: int) -> None:
     """What each ``MCPServer`` tool does: the predicates and the host call agentfx's capability makes."""
-    if not is_open(host.model()):
-        raise ValueError("Not available")
-    if not may_write(host.principal(None)):
-        raise ValueError("Not authorized")
-    host.dispatch(CreateTodo(title, priority))
+    refused = by_hand(host, title, priority)
+    if refused is not None:
+        raise ValueError(refused)
 
 
 def _mcpserver(host: KeepNothingHost) -> MCPServer[Any]:
