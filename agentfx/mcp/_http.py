@@ -844,9 +844,9 @@ class HttpApp(Generic[P]):
                 # The 2026 entry checks Mcp-Param headers against the called
                 # tool's schema; without this it would list the tools (reading
                 # the Model) on every call that has arguments.
-                schemas = {descriptor.name: descriptor.input_schema for descriptor in runtime.messages.list()}
-                mcp_server.get_tool_input_schema = schemas.get
                 assert isinstance(mcp_server, AgentServer)
+                schemas = {name: descriptor.input_schema for name, descriptor in mcp_server.descriptors.items()}
+                mcp_server.get_tool_input_schema = schemas.get
                 tenant.server = mcp_server
                 tenant.init_options = mcp_server.create_initialization_options()
                 # One watcher for all of the principal's connections, hosted

@@ -252,7 +252,6 @@ class Connection:
         self._streams: set[_ListenStream] | None = None
         self._bus: InMemorySubscriptionBus | None = None
         self._handler: ListenHandler | None = None
-        self._joined = False
         self._closed = False
         # What the client was shown of the tool list: made by its first
         # listing (or tools listen stream), before which nothing is compared.
@@ -269,17 +268,7 @@ class Connection:
         return _Closing(stream, self.calls)
 
     def available_names(self) -> list[str]:
-        return [descriptor.name for descriptor in self.runtime.messages.available()]
-
-    @property
-    def resources(self) -> frozenset[str]:
-        """The URIs this connection's client is subscribed to (on any stream)."""
-        return frozenset() if self._resources is None else self._resources.subscribed
-
-    @property
-    def joined(self) -> bool:
-        """Whether the connection is in its watcher's fan-out right now."""
-        return self._joined
+        return _available_names(self.runtime)
 
     # --- who listens ------------------------------------------------------------------
 
@@ -306,12 +295,8 @@ class Connection:
             (self._session is not None and self._tools is not None) or bool(self._resource_uris)
         )
         wanted = not self._closed and (heard or bool(self._streams))
-        if wanted != self._joined:
-            self._joined = wanted
-            if wanted:
-                watcher.join(self)
-            else:
-                watcher.leave(self)
+        # The watcher keeps who listens; joining or leaving twice changes nothing.
+        (watcher.join if wanted else watcher.leave)(self)
 
     async def notice(self, burst: Burst) -> None:
         """A burst of Model changes: compare what the client was told and announce the differences."""
@@ -344,11 +329,6 @@ class Connection:
 
         if self._tools is not None:
             await self._tools.check(announce)
-
-    @property
-    def shown(self) -> tuple[str, ...] | None:
-        """The tool names the client was last told of; ``None`` before it listed."""
-        return None if self._tools is None else self._tools.last
 
     def _shown(self, names: Sequence[str]) -> None:
         if self._tools is None:
@@ -390,8 +370,7 @@ class Connection:
     def _watched_resources(self) -> ResourceWatch:
         watch = self._resources
         if watch is None:
-            runtime = self.runtime
-            watch = self._resources = ResourceWatch(lambda uri: _encoded(runtime, uri), self._announce_resource)
+            watch = self._resources = ResourceWatch(partial(_encoded, self.runtime), self._announce_resource)
         return watch
 
     def subscribe_resource(self, ctx: ServerRequestContext[Connection], uri: str) -> None:
@@ -733,7 +712,7 @@ def server(
                 with nullcontext() if shield is None else shield:
                     result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
             else:
-                assert shield is not None
+                assert shield is not None and descriptor is not None
                 async with anyio.create_task_group() as task_group:
                     watch = _Watch(ctx, task_group, controller, shield, descriptor)
                     try:
@@ -827,8 +806,8 @@ def server(
         # window is read now, so it can be changed before a server is made.
         mcp_server.watcher = Watcher(
             runtime.subscribe,
-            lambda: [descriptor.name for descriptor in runtime.messages.available()],
-            lambda uri: _encoded(runtime, uri),
+            partial(_available_names, runtime),
+            partial(_encoded, runtime),
             delay=LIST_CHANGED_DEBOUNCE,
         )
     # Seals every requestState this server mints and verifies every one echoed back.
@@ -866,17 +845,16 @@ class _Watch:
         task_group: anyio.abc.TaskGroup,
         controller: AbortController,
         shield: anyio.CancelScope,
-        descriptor: MessageDescriptor | None,
+        descriptor: MessageDescriptor,
     ) -> None:
         self._ctx = ctx
         self._task_group = task_group
         self._controller = controller
         self._shield = shield
-        completion = None if descriptor is None else descriptor.completion
-        self._tag = "" if descriptor is None else descriptor.tag
-        self._waiting_for = (
-            ", ".join(completion["success"]) if completion is not None and "success" in completion else "its declared state"
-        )
+        completion = descriptor.completion
+        assert completion is not None, "a watch is made only for a call that awaits its completion"
+        self._tag = descriptor.tag
+        self._waiting_for = ", ".join(completion["success"]) if "success" in completion else "its declared state"
         self._scope: anyio.CancelScope | None = None
 
     def dispatched(self) -> None:
@@ -926,6 +904,10 @@ def _structural(ctx: ServerRequestContext[Connection]) -> bool:
     outbound = getattr(ctx.session, "_request_outbound", None)
     transport = getattr(outbound, "transport", None)
     return getattr(transport, "kind", None) == DIRECT_TRANSPORT_KIND
+
+
+def _available_names(runtime: AgentRuntime[Any, Any]) -> list[str]:
+    return [descriptor.name for descriptor in runtime.messages.available()]
 
 
 def _encoded(runtime: AgentRuntime[Any, Any], uri: str) -> bytes | None:
