@@ -971,7 +971,8 @@ class HttpApp(Generic[P]):
                     # Made by connect(): the transport cancels it once the
                     # session has gone unused too long, and stop() when the
                     # server stops.
-                    idle = session.transport.idle_scope or anyio.CancelScope()
+                    idle = session.transport.idle_scope
+                    assert idle is not None, "every session transport is made with an idle timeout"
                     if session.stopping:
                         idle.cancel()
                     with idle:
@@ -1022,48 +1023,40 @@ class HttpApp(Generic[P]):
         # disconnect is no news: servers report one to every receive() after
         # the response completes, and the SSE response asks.
         left = False
-        answered = False
+        response = _Watched(send)
 
         async def watched() -> Message:
             nonlocal left
             message = await receive()
-            if message["type"] == "http.disconnect" and not answered:
+            if message["type"] == "http.disconnect" and not response.finished:
                 left = True
             return message
-
-        async def sent(message: Message) -> None:
-            nonlocal answered
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
-                answered = True
-            await send(message)
 
         if calling:
             session.calling()
         # A GET is the session's stream for messages the server starts: only
         # while one is open is the session told of Model changes (none sent
         # without it could reach the client).
-        streaming = scope["method"] == "GET" and session.connection is not None
-        if streaming:
-            assert session.connection is not None
-            session.connection.stream_opened()
+        streaming = session.connection if scope["method"] == "GET" else None
+        if streaming is not None:
+            streaming.stream_opened()
         try:
             if calling:
-                await session.transport.handle_request(scope, watched, sent)
+                await session.transport.handle_request(scope, watched, response)
             else:
                 await session.transport.handle_request(scope, receive, send)
         finally:
             if calling:
                 session.called()
-            if streaming:
-                assert session.connection is not None
-                session.connection.stream_closed()
+            if streaming is not None:
+                streaming.stream_closed()
         if session.transport.is_terminated:
             self._sessions.pop(session.id, None)
             return
         if session.stopping:
             # The server is stopping: every call of the session has been cancelled and answered already.
             return
-        if left and not answered and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
+        if left and not response.finished and envelope is not None and envelope.request_id is not None and envelope.method != "initialize":
             # Without an event store, a response whose POST stream is gone has
             # nowhere to go: no other stream of the session can carry it. So
             # the call is cancelled as if the client had said so, and the
