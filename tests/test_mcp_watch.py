@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -42,12 +42,12 @@ class Heard:
                 await self.moved.wait()
 
 
-@asynccontextmanager
-async def recorded() -> AsyncGenerator[tuple[RecordingHost[Model, Any, User], AgentServer]]:
+def recorded() -> tuple[RecordingHost[Model, Any, User], AgentServer, Watcher]:
+    """A recording host, the server over it, and the server's watcher."""
     recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
     mcp_server = server(agentfx.bind(definition, host=recording.host))
     assert isinstance(mcp_server, AgentServer) and mcp_server.watcher is not None
-    yield recording, mcp_server
+    return recording, mcp_server, mcp_server.watcher
 
 
 def selected(recording: RecordingHost[Model, Any, User], item: str | None) -> None:
@@ -56,96 +56,88 @@ def selected(recording: RecordingHost[Model, Any, User], item: str | None) -> No
 
 
 async def test_many_listing_connections_share_one_runtime_subscription_and_each_hears_a_change_once() -> None:
-    async with recorded() as (recording, mcp_server):
-        watcher = mcp_server.watcher
-        assert watcher is not None
-        heard = [Heard() for _ in range(4)]
-        async with AsyncExitStack() as stack:
-            clients = [
-                await stack.enter_async_context(mcp.Client(mcp_server, mode="legacy", message_handler=h.handler))
-                for h in heard
-            ]
-            silent = Heard()
-            await stack.enter_async_context(mcp.Client(mcp_server, mode="legacy", message_handler=silent.handler))
-            assert recording.listener_count == 0, "nobody listed"
-            for client in clients:
-                await client.list_tools()
-            assert (recording.listener_count, watcher.listening, watcher.tasks) == (1, 4, 1)
-            selected(recording, "milk")
-            for h in heard:
-                await h.until(1)
-            # Each once: a second window passes without another announcement.
-            selected(recording, "milk")
-            await anyio.sleep(LIST_CHANGED_DEBOUNCE * 3)
-            assert [h.changes for h in heard] == [1, 1, 1, 1]
-            assert silent.changes == 0, "a connection that never listed is told nothing"
-        assert (recording.listener_count, watcher.listening) == (0, 0)
-        await anyio.wait_all_tasks_blocked()
-        assert watcher.tasks == 0
+    recording, mcp_server, watcher = recorded()
+    heard = [Heard() for _ in range(4)]
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(mcp.Client(mcp_server, mode="legacy", message_handler=h.handler))
+            for h in heard
+        ]
+        silent = Heard()
+        await stack.enter_async_context(mcp.Client(mcp_server, mode="legacy", message_handler=silent.handler))
+        assert recording.listener_count == 0, "nobody listed"
+        for client in clients:
+            await client.list_tools()
+        assert (recording.listener_count, watcher.listening, watcher.tasks) == (1, 4, 1)
+        selected(recording, "milk")
+        for h in heard:
+            await h.until(1)
+        # Each once: a second window passes without another announcement.
+        selected(recording, "milk")
+        await anyio.sleep(LIST_CHANGED_DEBOUNCE * 3)
+        assert [h.changes for h in heard] == [1, 1, 1, 1]
+        assert silent.changes == 0, "a connection that never listed is told nothing"
+    assert (recording.listener_count, watcher.listening) == (0, 0)
+    await anyio.wait_all_tasks_blocked()
+    assert watcher.tasks == 0
 
 
 async def test_a_closed_connection_leaves_the_fan_out_and_the_watcher_carries_on_for_the_rest() -> None:
-    async with recorded() as (recording, mcp_server):
-        watcher = mcp_server.watcher
-        assert watcher is not None
-        first, second = Heard(), Heard()
-        async with mcp.Client(mcp_server, mode="legacy", message_handler=second.handler) as staying:
-            # The first connection hosts the watcher's task; it leaves first.
-            async with mcp.Client(mcp_server, mode="legacy", message_handler=first.handler) as leaving:
-                await leaving.list_tools()
-                await staying.list_tools()
-                assert watcher.listening == 2
-            assert (watcher.listening, recording.listener_count) == (1, 1)
-            selected(recording, "milk")
-            await second.until(1)
-            assert first.changes == 0
-            await anyio.wait_all_tasks_blocked()
-            assert watcher.tasks == 1
-        assert (watcher.listening, recording.listener_count) == (0, 0)
+    recording, mcp_server, watcher = recorded()
+    first, second = Heard(), Heard()
+    async with mcp.Client(mcp_server, mode="legacy", message_handler=second.handler) as staying:
+        # The first connection hosts the watcher's task; it leaves first.
+        async with mcp.Client(mcp_server, mode="legacy", message_handler=first.handler) as leaving:
+            await leaving.list_tools()
+            await staying.list_tools()
+            assert watcher.listening == 2
+        assert (watcher.listening, recording.listener_count) == (1, 1)
+        selected(recording, "milk")
+        await second.until(1)
+        assert first.changes == 0
         await anyio.wait_all_tasks_blocked()
-        assert watcher.tasks == 0
+        assert watcher.tasks == 1
+    assert (watcher.listening, recording.listener_count) == (0, 0)
+    await anyio.wait_all_tasks_blocked()
+    assert watcher.tasks == 0
 
 
 async def test_a_cancelled_connection_releases_the_runtime_and_ends_the_watcher() -> None:
-    async with recorded() as (recording, mcp_server):
-        watcher = mcp_server.watcher
-        assert watcher is not None
-        listed = anyio.Event()
+    recording, mcp_server, watcher = recorded()
+    listed = anyio.Event()
 
-        async def connect() -> None:
-            async with mcp.Client(mcp_server, mode="legacy") as client:
-                await client.list_tools()
-                listed.set()
-                await anyio.sleep_forever()
+    async def connect() -> None:
+        async with mcp.Client(mcp_server, mode="legacy") as client:
+            await client.list_tools()
+            listed.set()
+            await anyio.sleep_forever()
 
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(connect)
-            with anyio.fail_after(5):
-                await listed.wait()
-            assert (recording.listener_count, watcher.tasks) == (1, 1)
-            selected(recording, "milk")  # a burst is pending when the cancellation comes
-            task_group.cancel_scope.cancel()
-        assert (recording.listener_count, watcher.listening, watcher.subscribed) == (0, 0, False)
-        await anyio.wait_all_tasks_blocked()
-        assert watcher.tasks == 0
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(connect)
+        with anyio.fail_after(5):
+            await listed.wait()
+        assert (recording.listener_count, watcher.tasks) == (1, 1)
+        selected(recording, "milk")  # a burst is pending when the cancellation comes
+        task_group.cancel_scope.cancel()
+    assert (recording.listener_count, watcher.listening, watcher.subscribed) == (0, 0, False)
+    await anyio.wait_all_tasks_blocked()
+    assert watcher.tasks == 0
 
 
 async def test_a_2026_connection_listens_only_while_its_listen_stream_is_open() -> None:
-    async with recorded() as (recording, mcp_server):
-        watcher = mcp_server.watcher
-        assert watcher is not None
-        async with mcp.Client(mcp_server, mode="auto") as client:
-            await client.list_tools()
-            assert recording.listener_count == 0, "a 2026-era listing opens no stream"
-            async with client.listen(tools_list_changed=True) as subscription:
-                assert (recording.listener_count, watcher.listening) == (1, 1)
-                selected(recording, "milk")
-                with anyio.fail_after(5):
-                    await subscription.__anext__()
+    recording, mcp_server, watcher = recorded()
+    async with mcp.Client(mcp_server, mode="auto") as client:
+        await client.list_tools()
+        assert recording.listener_count == 0, "a 2026-era listing opens no stream"
+        async with client.listen(tools_list_changed=True) as subscription:
+            assert (recording.listener_count, watcher.listening) == (1, 1)
+            selected(recording, "milk")
             with anyio.fail_after(5):
-                while watcher.listening:
-                    await anyio.sleep(0.01)
-            assert recording.listener_count == 0
+                await subscription.__anext__()
+        with anyio.fail_after(5):
+            while watcher.listening:
+                await anyio.sleep(0.01)
+        assert recording.listener_count == 0
 
 
 # --- the watcher alone -----------------------------------------------------------------
@@ -194,11 +186,23 @@ async def test_the_watcher_task_moves_to_another_host_when_its_own_leaves() -> N
     watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
     client = Client(runtime)
     client.watch.listed(())
-    async with watcher.hosting():
+
+    async def host(done: anyio.Event) -> None:
         async with watcher.hosting():
-            watcher.join(client)
-            await anyio.wait_all_tasks_blocked()
-            assert watcher.tasks == 1
+            await done.wait()
+
+    # The hosts end out of the order they came in: the oldest, whose task
+    # group runs the watcher's task, leaves while the other stays.
+    oldest, other = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(host, oldest)
+        await anyio.wait_all_tasks_blocked()
+        group.start_soon(host, other)
+        await anyio.wait_all_tasks_blocked()
+        watcher.join(client)
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 1
+        oldest.set()
         await anyio.wait_all_tasks_blocked()
         assert watcher.tasks == 1
         runtime.change(("a",))
@@ -208,6 +212,7 @@ async def test_the_watcher_task_moves_to_another_host_when_its_own_leaves() -> N
         assert (watcher.subscribed, runtime.listeners) == (False, [])
         await anyio.wait_all_tasks_blocked()
         assert watcher.tasks == 0
+        other.set()
 
 
 async def test_the_watcher_runs_only_while_a_host_is_lent_and_stops_with_the_last_one() -> None:
