@@ -539,9 +539,11 @@ class FakeAvailability:
         self.names = ["a"]
         self.announced = 0
         self.fail = False
+        self.reads = 0
         self.listeners: list[Callable[[], None]] = []
 
     def read(self) -> list[str]:
+        self.reads += 1
         if self.fail:
             raise RuntimeError(SECRET)
         return self.names
@@ -568,7 +570,26 @@ class Listening:
         await self.watch.update(burst.names())
 
 
-async def test_the_list_watch_debounces_diffs_and_waits_for_a_listing() -> None:
+async def test_a_burst_of_changes_within_the_window_is_read_and_announced_once() -> None:
+    fake = FakeAvailability()
+    watcher = Watcher(fake.subscribe, fake.read, lambda _uri: None, delay=0.2)
+    watch = ListWatch(fake.read, fake.announce)
+    watch.listed(["a"])
+    async with watcher.hosting():
+        watcher.join(Listening(watch))
+        fake.names = ["a", "b"]
+        for _ in range(5):
+            fake.changed()
+            # Every task runs as far as it can: without a window, each change would be read at once.
+            await anyio.wait_all_tasks_blocked()
+        assert fake.reads == 0, "nothing is read while the window is open"
+        with anyio.fail_after(5):
+            while fake.announced == 0:
+                await anyio.sleep(0.05)
+        assert (fake.reads, fake.announced, watch.last) == (1, 1, ("a", "b"))
+
+
+async def test_the_list_watch_diffs_and_waits_for_a_listing() -> None:
     fake = FakeAvailability()
     watcher = Watcher(fake.subscribe, fake.read, lambda _uri: None, delay=0.01)
     watch = ListWatch(fake.read, fake.announce)
