@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httpx
@@ -23,6 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.provider import AccessToken
 from mcp.shared._httpx_utils import create_mcp_http_client
 from starlette.types import ASGIApp
+
+from agentfx import AuditRecord
 
 from tests.mcp_wire import INITIALIZE
 
@@ -130,6 +133,23 @@ async def open_session(http: httpx.AsyncClient, url: str, token: str | None = No
     status, _, _ = await post(http, url, initialized, token=token, session=session)
     assert status == 202
     return session
+
+
+@dataclass
+class LockedAudit:
+    """An audit sink that keeps every record; the test reads it while a served app's thread writes it."""
+
+    records: list[AuditRecord] = field(default_factory=lambda: [])
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, record: AuditRecord, /) -> None:
+        with self.lock:
+            self.records.append(record)
+
+    def outcomes(self) -> list[tuple[str, str, str]]:
+        """``(capability, decision, outcome)`` of every record so far."""
+        with self.lock:
+            return [(r.capability, r.decision, r.outcome) for r in self.records]
 
 
 SECRET_KEY = "a-test-signing-key-of-at-least-32-bytes!"

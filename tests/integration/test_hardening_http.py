@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,9 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from starlette.requests import Request
 
-from agentfx.audit import AuditRecord
 from agentfx.mcp import http_app
 from agentfx.runtime import AgentRuntime
-from tests.http_support import JSON_AND_SSE, LIST, MODERN, modern, open_session, post, serving
+from tests.http_support import JSON_AND_SSE, LIST, MODERN, LockedAudit, modern, open_session, post, serving
 from tests.mcp_app import ADMIN, Model, User, app
 from tests.mcp_wire import INITIALIZE, call
 
@@ -46,20 +45,10 @@ def authenticate(request: Request) -> User | None:
 
 
 @dataclass
-class Audited:
+class Audited(LockedAudit):
     """``make_runtime`` that keeps every audit record (the server runs in another thread)."""
 
     url: str = ""
-    records: list[AuditRecord] = field(default_factory=lambda: [])
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, record: AuditRecord, /) -> None:
-        with self.lock:
-            self.records.append(record)
-
-    def outcomes(self) -> list[tuple[str, str, str]]:
-        with self.lock:
-            return [(r.capability, r.decision, r.outcome) for r in self.records]
 
     @asynccontextmanager
     async def make(self, principal: User) -> AsyncGenerator[AgentRuntime[Model, User]]:

@@ -22,10 +22,9 @@ from starlette.requests import Request
 
 import agentfx
 from agentfx.app import App
-from agentfx.audit import AuditRecord
 from agentfx.mcp import http_app
 from agentfx.runtime import AgentRuntime
-from tests.http_support import MODERN, modern, open_session, post, serving
+from tests.http_support import MODERN, LockedAudit, modern, open_session, post, serving
 from tests.mcp_wire import call
 
 pytestmark = pytest.mark.anyio
@@ -42,26 +41,17 @@ class Pondered(msgspec.Struct, frozen=True, tag=True):
     pass
 
 
-class Ponders:
+class Ponders(LockedAudit):
     """``authorize`` that never answers, telling the test (in any thread) each time it is asked."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.asked = threading.Semaphore(0)
-        self.records: list[AuditRecord] = []
-        self.lock = threading.Lock()
 
     async def authorize(self, _request: object) -> bool:
         self.asked.release()
         await anyio.sleep_forever()
         raise AssertionError  # pragma: no cover
-
-    def record(self, record: AuditRecord, /) -> None:
-        with self.lock:
-            self.records.append(record)
-
-    def outcomes(self) -> list[tuple[str, str, str]]:
-        with self.lock:
-            return [(r.capability, r.decision, r.outcome) for r in self.records]
 
     async def until_asked(self, times: int = 1) -> None:
         for _ in range(times):
@@ -146,8 +136,10 @@ async def test_a_sessionless_client_that_leaves_aborts_its_suspended_call_and_no
                     with leaving:
                         await post(http, url, requests[0], token="ann", version=MODERN)
 
+                stayed: list[object] = []
+
                 async def stay() -> None:
-                    await post(http, url, requests[1], token="ann", version=MODERN)
+                    stayed.append(await post(http, url, requests[1], token="ann", version=MODERN))
 
                 clients.start_soon(leave)
                 await ponders.until_asked()
@@ -160,4 +152,5 @@ async def test_a_sessionless_client_that_leaves_aborts_its_suspended_call_and_no
                 # The call of the client that stayed is still pending: aborted only with the server.
                 await anyio.sleep(0.1)
                 assert ponders.outcomes() == CANCELLED
+                assert stayed == [], "the client that stayed is not answered: its call was not the one aborted"
                 clients.cancel_scope.cancel()
