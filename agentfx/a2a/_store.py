@@ -415,21 +415,22 @@ class BoundedTaskStore(TaskStore):
             if self._known(key):
                 return
             self._release_abandoned(now)
+            # What the records dropped leaves the wrapped store too, whether or not this is refused.
             gone = self._outlived(now)
-            if self._at_owner_bound(owner):
+            try:
+                if self._at_owner_bound(owner):
+                    raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
+                if self._max_bytes is not None and request_bytes > self._max_bytes:
+                    raise UnsupportedOperationError(message=TOO_LARGE)
+                victims = self._make_room(now, key, self._max - 1, request_bytes)
+                if victims is None:
+                    raise UnsupportedOperationError(message=AT_CAPACITY)
+                gone += victims
+                self._pending[key] = now
+                self._held[owner] += 1
+                self._resize(key, request_bytes)
+            finally:
                 await self._delete(gone)
-                raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
-            if self._max_bytes is not None and request_bytes > self._max_bytes:
-                await self._delete(gone)
-                raise UnsupportedOperationError(message=TOO_LARGE)
-            victims = self._make_room(now, key, self._max - 1, request_bytes)
-            if victims is None:
-                await self._delete(gone)
-                raise UnsupportedOperationError(message=AT_CAPACITY)
-            self._pending[key] = now
-            self._held[owner] += 1
-            self._resize(key, request_bytes)
-            await self._delete(gone + victims)
 
     async def admit_follow_up(self, task_id: str, context: ServerCallContext, request_bytes: int) -> None:
         """Take the room a message to a kept task will grow it by, before it is run, evicting what the rule allows.
@@ -461,22 +462,22 @@ class BoundedTaskStore(TaskStore):
         async with self._locked():
             now = self._timer()
             gone = self._outlived(now)
-            if not self._stored(key):
+            try:
+                if not self._stored(key):
+                    raise TaskNotFoundError
+                if self._max_bytes is not None and self._sizes[key] + request_bytes > self._max_bytes:
+                    # The task itself is never evicted for its own message: no room can ever be made.
+                    raise UnsupportedOperationError(message=TOO_LARGE)
+                victims = self._make_room(now, key, self._max, request_bytes)
+                if victims is None:
+                    raise UnsupportedOperationError(message=AT_CAPACITY)
+                gone += victims
+                self._resize(key, self._sizes[key] + request_bytes)
+                if key in self._waiting:
+                    del self._waiting[key]
+                    self._waiting[key] = now
+            finally:
                 await self._delete(gone)
-                raise TaskNotFoundError
-            if self._max_bytes is not None and self._sizes[key] + request_bytes > self._max_bytes:
-                # The task itself is never evicted for its own message: no room can ever be made.
-                await self._delete(gone)
-                raise UnsupportedOperationError(message=TOO_LARGE)
-            victims = self._make_room(now, key, self._max, request_bytes)
-            if victims is None:
-                await self._delete(gone)
-                raise UnsupportedOperationError(message=AT_CAPACITY)
-            self._resize(key, self._sizes[key] + request_bytes)
-            if key in self._waiting:
-                del self._waiting[key]
-                self._waiting[key] = now
-            await self._delete(gone + victims)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """Save or update a task for the context's owner, counting its bytes; a new one is made room for by the rule.
@@ -499,27 +500,26 @@ class BoundedTaskStore(TaskStore):
             known = self._forget(key)
             gone = self._outlived(now)
             state = task.status.state
-            if not known and state not in _FINISHED and self._at_owner_bound(owner):
+            try:
+                if not known and state not in _FINISHED and self._at_owner_bound(owner):
+                    raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
+                if state in _FINISHED:
+                    self._finished[key] = now
+                elif state in _WAITING:
+                    self._waiting[key] = now
+                    self._live[owner] += 1
+                else:
+                    self._working.add(key)
+                    self._live[owner] += 1
+                self._resize(key, size)
+                if not known:
+                    victims = self._make_room(now, key, self._max, 0)
+                    if victims is None:
+                        self._forget(key)
+                        raise UnsupportedOperationError(message=AT_CAPACITY)
+                    gone += victims
+            finally:
                 await self._delete(gone)
-                raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
-            if state in _FINISHED:
-                self._finished[key] = now
-            elif state in _WAITING:
-                self._waiting[key] = now
-                self._live[owner] += 1
-            else:
-                self._working.add(key)
-                self._live[owner] += 1
-            self._resize(key, size)
-            victims: list[_Key] = []
-            if not known:
-                made = self._make_room(now, key, self._max, 0)
-                if made is None:
-                    self._forget(key)
-                    await self._delete(gone)
-                    raise UnsupportedOperationError(message=AT_CAPACITY)
-                victims = made
-            await self._delete(gone + victims)
             await self._tasks.save(task, _scope(owner))
 
     def has_live(self, context: ServerCallContext) -> bool:
