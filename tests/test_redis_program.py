@@ -554,7 +554,7 @@ async def test_a_malformed_log_entry_is_skipped_without_its_text_and_the_copies_
 
 
 async def test_after_redis_lost_its_data_the_copies_reload_rather_than_ignore_the_lower_versions(
-    server: RedisServer,
+    server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     ns = namespace()
     async with programs(server.url, ns, 2, apply_timeout=3.0) as copies:
@@ -578,6 +578,8 @@ async def test_after_redis_lost_its_data_the_copies_reload_rather_than_ignore_th
                 await anyio.sleep(0.005)
         assert copies[0].model == copies[1].model
         assert copies[0].model.total == copies[0].version and copies[0].model.keys[-2:] == ("then", "then")
+    # The loss was seen for what it is, not taken for a trimmed log.
+    assert any("went back past" in record.getMessage() for record in caplog.records)
 
 
 async def test_a_copy_that_cannot_reload_the_model_keeps_running_and_backs_off(

@@ -408,8 +408,10 @@ class _Guard:
                 await _refuse(413, "Request body too large")(scope, receive, send)
                 return
             body = read
+        # What the SDK reads: the body again, for a POST.
+        downstream = replay_body(body, receive) if scope["method"] == "POST" else receive
         if self._authenticate is None or scope["path"] == CARD_PATH:
-            await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
+            await self._app(scope, downstream, send)
             return
         # The card is public, as A2A has it; every call is authenticated on
         # its own. The hook may read the body: it gets its own replay.
@@ -421,7 +423,7 @@ class _Guard:
         # its id: the context builder raises its error.
         scope = {**scope, _REFUSED: True} if tenant is None else {**scope, _SCOPE_KEY: tenant}
         try:
-            await self._app(scope, replay_body(body, receive) if scope["method"] == "POST" else receive, send)
+            await self._app(scope, downstream, send)
         finally:
             if tenant is not None:
                 self._principals.release(tenant)

@@ -285,12 +285,11 @@ class AgentfxExecutor(AgentExecutor):
             failed = outcome.completion is not None and outcome.completion.status == "failed"
             state = TaskState.TASK_STATE_FAILED if failed else TaskState.TASK_STATE_COMPLETED
             return state, answer, True
-        error = outcome
-        if isinstance(error, AgentCancelledError):
+        if isinstance(outcome, AgentCancelledError):
             return TaskState.TASK_STATE_CANCELED, answer, False
-        if isinstance(error, AgentCompletionTimeoutError):
+        if isinstance(outcome, AgentCompletionTimeoutError):
             return TaskState.TASK_STATE_FAILED, answer, False
-        if isinstance(error, AgentConfirmationRequiredError):
+        if isinstance(outcome, AgentConfirmationRequiredError):
             return TaskState.TASK_STATE_INPUT_REQUIRED, answer, False
         return TaskState.TASK_STATE_REJECTED, answer, False
 

@@ -51,10 +51,6 @@ _HEARTBEAT = 5.0
 """Seconds of quiet after which the listening connection pings, to learn it still reaches Redis."""
 
 
-class _Silent(Exception):
-    pass
-
-
 class _Wire(msgspec.Struct, frozen=True):
     origin: str
     kind: str
@@ -185,12 +181,11 @@ class RedisSubscriptionBus:
                         if data is not None:
                             self._received(data)
                     elif pinged and now - heard > _HEARTBEAT + _TIMEOUT:
-                        raise _Silent
+                        _logger.warning("Redis stopped answering while listening on %s; reconnecting", self._channel)
+                        break
                     elif not pinged and now - heard > _HEARTBEAT:
                         await _client.ping(pubsub)
                         pinged = True
-            except _Silent:
-                _logger.warning("Redis stopped answering while listening on %s; reconnecting", self._channel)
             except (RedisError, OSError):
                 _logger.warning("lost Redis while listening on %s; reconnecting", self._channel)
             finally:

@@ -441,7 +441,7 @@ class RedisProgram(Program[M, Msg]):
                     taken = self._take(log_id, fields)
                     if taken is not True:
                         try:
-                            reloaded = await self._resync(lost=taken is None)
+                            reloaded = await self._resync(behind=taken is None)
                         except (RedisConnectionError, RedisTimeoutError, OSError):
                             reloaded = False
                         if reloaded:
@@ -522,10 +522,10 @@ class RedisProgram(Program[M, Msg]):
             except Exception:
                 _logger.exception("a listener raised at version %d; the others still run", self._version)
 
-    async def _resync(self, *, lost: bool = False) -> bool:
+    async def _resync(self, *, behind: bool) -> bool:
         """The log no longer reaches back to this copy's version (or went back past it): reload ``<ns>:model``.
 
-        ``lost``: the log held a version this copy is past. When the stored
+        ``behind``: the log held a version this copy is past. When the stored
         version is behind this copy's too, Redis lost data, and a sender
         still waiting cannot be told its Message was applied.
         """
@@ -546,7 +546,7 @@ class RedisProgram(Program[M, Msg]):
             _logger.error("%s does not decode with this process's types; the Model stays at version %d",
                           self._keys.model, self._version)
             return False
-        behind, lost = lost, lost and stored < self._version
+        lost = behind and stored < self._version
         if lost:
             # The stored history is shorter than the one this copy saw.
             _logger.error(
