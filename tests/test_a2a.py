@@ -587,13 +587,19 @@ def test_any_data_part_is_either_one_call_or_a_clean_rejection(data: object) -> 
 # --- The default task store is bounded ----------------------------------------------
 
 
-def test_max_tasks_bounds_only_the_default_store_and_is_at_least_one() -> None:
+@pytest.mark.parametrize("name", ["max_tasks", "max_task_bytes", "max_live_tasks_per_owner"])
+def test_a_bound_of_the_default_store_only_bounds_the_default_store_and_is_at_least_one(name: str) -> None:
     from a2a.server.tasks import InMemoryTaskStore
 
-    with pytest.raises(ContractError, match="bounds the default task store"):
-        a2a_app(_runtime(_host()), CARD, task_store=InMemoryTaskStore(), max_tasks=5)
+    from agentfx.a2a import BoundedTaskStore
+
+    options: dict[str, Any] = {name: 5}
+    for store in (InMemoryTaskStore(), BoundedTaskStore()):
+        with pytest.raises(ContractError, match=f"a2a_app\\({name}=\\.\\.\\.\\) bounds the default task store"):
+            a2a_app(_runtime(_host()), CARD, task_store=store, **options)
+    options[name] = 0
     with pytest.raises(ContractError, match="at least 1"):
-        a2a_app(_runtime(_host()), CARD, max_tasks=0)
+        a2a_app(_runtime(_host()), CARD, **options)
 
 
 def _erase_contract() -> tuple[Any, AgentCard]:

@@ -20,20 +20,14 @@ from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf.struct_pb2 import Struct
 
-from agentfx.a2a import BoundedTaskStore, a2a_app, agent_card
 from agentfx.a2a._store import AT_CAPACITY, OWNER_AT_CAPACITY, TOO_LARGE
-from agentfx.app import App
-from agentfx.errors import ContractError
 from tests.integration.test_a2a_http import (
-    CONTRACT,
     PROTOCOLS,
     Caller,
-    Model,
     Served,
     caller,
     counter_served,
     erase_waiting,
-    update,
     valid_task,
 )
 from tests.integration.test_a2a_store_http import state_of, take_errors
@@ -142,15 +136,3 @@ async def test_an_owner_at_its_bound_is_refused_a_new_task_while_another_owners_
     assert OWNER_AT_CAPACITY in str(refused.value)
     assert [task.status.state for task in theirs] == [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_COMPLETED]
     assert again.status.state == TaskState.TASK_STATE_COMPLETED
-
-
-@pytest.mark.parametrize("name", ["max_tasks", "max_task_bytes", "max_live_tasks_per_owner"])
-def test_a_bound_of_the_default_store_with_a_store_of_ones_own_is_a_contract_error(name: str) -> None:
-    card = agent_card(CONTRACT, name="counter", description="A counter", url="http://127.0.0.1/a2a", version="1.0.0")
-    app = App(CONTRACT, init=Model(), update=update)
-    options: dict[str, Any] = {name: 5}
-    with pytest.raises(ContractError, match=name):
-        a2a_app(app, card, task_store=BoundedTaskStore(), **options)
-    options[name] = 0
-    with pytest.raises(ContractError, match="BoundedTaskStore"):
-        a2a_app(app, card, **options)
