@@ -18,26 +18,22 @@ from a2a.types.a2a_pb2 import GetTaskRequest, TaskState
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from starlette.requests import Request
 
-from agentfx.a2a import MAX_CONFIRM_REASKS, a2a_app, agent_card
+from agentfx.a2a import MAX_CONFIRM_REASKS
 from agentfx.a2a import _app as a2a_app_module  # pyright: ignore[reportPrivateUsage]
 from agentfx.a2a._app import PRINCIPALS_AT_CAPACITY
-from agentfx.app import App
 from tests.integration.test_a2a_http import (
-    CONTRACT,
     PROTOCOLS,
     Caller,
-    Model,
     Served,
     User,
     caller,
+    counter_served,
     data,
     erase_waiting,
-    free_socket,
-    serving,
     texts,
-    update,
 )
 from tests.integration.test_a2a_store_http import take_errors
+from tests.test_a2a_principals import principals_of
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +47,10 @@ def authenticate(request: Request) -> User | None:
 
 @dataclass
 class Bounded(Served):
-    principals: Any = None  # the app's _Principals
+    @property
+    def principals(self) -> Any:
+        """The app's ``_Principals``."""
+        return principals_of(self.asgi)
 
     def held(self) -> set[str]:
         """Who is held now, by name."""
@@ -61,14 +60,8 @@ class Bounded(Served):
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[Bounded]:
     monkeypatch.setattr(a2a_app_module, "MAX_PRINCIPALS", BOUND)
-    with free_socket() as sock:
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
-        state = Bounded(base, card)
-        asgi = a2a_app(App(CONTRACT, init=Model(), update=update, audit=state), card, authenticate=authenticate)
-        state.principals = asgi.user_middleware[0].kwargs["principals"]
-        with serving(asgi, sock):
-            yield state
+    with counter_served(Bounded, authenticate=authenticate) as state:
+        yield state
 
 
 async def ping_as(served: Served, protocol: str, user: str) -> str:

@@ -18,10 +18,10 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, Generator, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -205,6 +205,7 @@ class Served:
     card: AgentCard
     records: list[AuditRecord] = field(default_factory=lambda: [])
     lock: threading.Lock = field(default_factory=threading.Lock)
+    asgi: Any = None  # the app served, once it is
 
     def record(self, record: AuditRecord, /) -> None:
         with self.lock:
@@ -241,16 +242,22 @@ def free_socket() -> socket.socket:
     return sock
 
 
+S = TypeVar("S", bound=Served)
+
+
 @contextmanager
-def counter_served(**options: Any) -> Generator[Served]:
+def counter_served(
+    state: Callable[[str, AgentCard], S] = Served, *, authenticate: Any = authenticate, **options: Any
+) -> Generator[S]:
     """The counter contract's App behind ``a2a_app(..., authenticate=authenticate, **options)`` on a free loopback port."""
     with free_socket() as sock:
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
         card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
-        state = Served(base, card)
-        app = App(CONTRACT, init=Model(), update=update, audit=state)
-        with serving(a2a_app(app, card, authenticate=authenticate, **options), sock):
-            yield state
+        served = state(base, card)
+        app = App(CONTRACT, init=Model(), update=update, audit=served)
+        served.asgi = a2a_app(app, card, authenticate=authenticate, **options)
+        with serving(served.asgi, sock):
+            yield served
 
 
 @pytest.fixture(scope="module")
