@@ -540,6 +540,17 @@ async def test_a_new_task_saved_without_admission_is_refused_at_its_owners_bound
     assert (await d.kept("a"), await d.kept("c")) == (WAITING, TaskState.TASK_STATE_COMPLETED)
 
 
+async def test_a_room_abandoned_long_ago_no_longer_counts_when_a_task_is_saved_without_admission() -> None:
+    d = driver(10, max_live_per_owner=1)
+    await d.store.admit("gone", ANN)  # its request went away before the task was created
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await d.store.save(task("b", WORKING), ANN)
+    assert refused.value.message == store_module.OWNER_AT_CAPACITY
+    d.clock.now = store_module._PENDING_TIMEOUT  # pyright: ignore[reportPrivateUsage]
+    await d.store.save(task("b", WORKING), ANN)
+    assert (await d.kept("b"), d.store.size) == (WORKING, 1)
+
+
 async def test_without_a_per_owner_bound_one_owner_may_fill_the_store() -> None:
     d = driver(3, max_live_per_owner=None)
     for name in "abc":

@@ -126,8 +126,9 @@ _PENDING_TIMEOUT: Final = 60.0
 """Seconds an admitted task's room is held for its first save.
 
 The SDK saves a task moments after its request is read; a room held this
-long belongs to a request that went away before its task was created, and
-is taken back when room is needed.
+long belongs to a request that went away before its task was created: it
+is taken back at the next admission or save, before the owner's bound is
+read, and whenever room is needed.
 """
 
 _FINISHED: Final = frozenset(
@@ -498,6 +499,8 @@ class BoundedTaskStore(TaskStore):
         async with self._locked():
             now = self._timer()
             known = self._forget(key)
+            # As at admission: a room abandoned long ago no longer counts against its owner.
+            self._release_abandoned(now)
             gone = self._outlived(now)
             state = task.status.state
             try:
