@@ -166,7 +166,9 @@ class Bound(Generic[M, P]):
         # ``unasked`` (nobody to ask), read straight from :func:`confirm_step`.
         self.declined: dict[str, dict[str, _Asked]] = {c.name: {} for c in capabilities}
         self.unasked: dict[str, dict[str, _Asked]] = {c.name: {} for c in capabilities}
-        self._asked = 0
+        # A count in a cell, not an int: every per-invocation copy of this
+        # Bound (an adapter's watched host) shares the tables it counts.
+        self._asked = [0]
         # Invalid-input refusals likewise, by the codec's refusal: a codec hands
         # out one InvalidPayload for every repeat of a mistake it remembers. The
         # keys are held, so no identity is ever reused while its entry stands.
@@ -205,9 +207,10 @@ class Bound(Generic[M, P]):
             refusal: _Asked = AgentAuthorizationError.declined(capability.name, capability.tag, prompt)
         else:
             refusal = AgentConfirmationRequiredError.of(capability.name, capability.tag, prompt)
-        if self._asked < ASKED_MAX and len(prompt) <= ASKED_PROMPT_MAX:
+        asked = self._asked
+        if asked[0] < ASKED_MAX and len(prompt) <= ASKED_PROMPT_MAX:
             (self.declined if declined else self.unasked)[capability.name][prompt] = refusal
-            self._asked += 1
+            asked[0] += 1
             self.refused[id(refusal)] = Failure(refusal)
         return refusal
 

@@ -493,3 +493,26 @@ async def test_past_its_bound_or_for_a_long_prompt_each_confirmation_refusal_is_
     assert list(kept) == prompts[:3]
     assert [entry.outcome for entry in log.entries()] == ["AgentAuthorizationError"] * 2 * len(prompts)
     assert sent == []
+
+
+@pytest.mark.anyio
+async def test_the_bound_on_kept_confirmation_refusals_holds_for_calls_an_adapter_watches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An adapter that asks to be told of the dispatch (on_dispatched) runs each
+    # call over a copy of the runtime's tables: the bound must count them all.
+    from agentfx import pipeline
+
+    monkeypatch.setattr(pipeline, "ASKED_MAX", 3)
+    sent, runtime = _asking_runtime()
+    no = agentfx.Invocation(confirm=Asker(False))
+    told: list[None] = []
+    prompts = [f"Ask {i}?" for i in range(6)]
+    for prompt in prompts:
+        outcome = await runtime.messages.attempt("ask", {"prompt": prompt}, no, on_dispatched=lambda: told.append(None))
+        assert outcome == agentfx.AgentAuthorizationError.declined("ask", "_Ask", prompt)
+        outcome = await runtime.messages.attempt("ask", {"prompt": prompt}, on_dispatched=lambda: told.append(None))
+        assert outcome == agentfx.AgentConfirmationRequiredError.of("ask", "_Ask", prompt)
+    bound = runtime._executor.bound  # pyright: ignore[reportPrivateUsage]
+    assert (list(bound.declined["ask"]), list(bound.unasked["ask"])) == (prompts[:2], prompts[:1])
+    assert (sent, told) == ([], [])
