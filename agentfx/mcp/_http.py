@@ -602,7 +602,9 @@ class HttpApp(Generic[P]):
         if tokens is not None:
             await self._with_token(tokens, envelope, scope, receive, raw_receive, send)
             return
-        principal = await self._hook_principal(Request(scope, receive), raw_receive)
+        # The hook may read the body (to check a signature over it): it gets
+        # its own replay, and the transport keeps the other.
+        principal = await self._hook_principal(Request(scope, replay_body(body, raw_receive)), raw_receive)
         if isinstance(principal, Response):
             await principal(scope, receive, send)
             return
@@ -1316,7 +1318,9 @@ def http_app(
             request's principal, or ``None`` to refuse it with 401. Every
             request is authenticated, within :data:`AUTHENTICATE_TIMEOUT`
             (503 after); one naming a session must authenticate as the
-            principal that opened it. Without it (and without a token
+            principal that opened it. It may read the body (to check a
+            signature over it, say): the request is served the same body
+            after. Without it (and without a token
             verifier) every caller is anonymous and nothing is checked.
         allowed_origins: The ``Origin`` headers allowed, exact
             (``"https://app.example"``) or with any port

@@ -8,6 +8,8 @@ items, ``gus`` may not.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
 from collections.abc import AsyncGenerator, Iterator
@@ -27,7 +29,7 @@ from agentfx.mcp import http_app
 from agentfx.runtime import AgentRuntime
 from tests.http_support import LIST, MODERN, modern, open_session, post, sdk_client, serving
 from tests.mcp_app import ADMIN, GUEST, Model, User, app
-from tests.mcp_wire import call, text
+from tests.mcp_wire import INITIALIZE, call, text
 
 pytestmark = pytest.mark.anyio
 
@@ -232,3 +234,31 @@ async def test_host_and_origin_checks_hold_in_both_eras(per_principal: Runtimes)
     assert per_principal.opened == [], "nothing refused reached a runtime"
 
 
+
+
+async def test_an_authenticate_hook_may_read_the_body_in_either_era() -> None:
+    # A hook checking a signature over the body reads it; the transport must
+    # still be handed the whole body, or the request is never answered.
+    key = b"request-signing-key"
+    bodies: list[bytes] = []
+
+    async def signed(request: Request) -> User | None:
+        body = await request.body()
+        bodies.append(body)
+        expected = hmac.new(key, body, hashlib.sha256).hexdigest()
+        return ADMIN if hmac.compare_digest(expected, request.headers.get("x-signature", "")) else None
+
+    def signature(body: object) -> str:
+        return hmac.new(key, json.dumps(body).encode(), hashlib.sha256).hexdigest()
+
+    listed = modern("tools/list")
+    with serving(lambda _url: http_app(app, authenticate=signed)) as url:
+        async with httpx.AsyncClient(timeout=5) as http:
+            with anyio.fail_after(10):
+                status, answer, _ = await post(http, url, listed, version=MODERN, **{"x-signature": signature(listed)})
+                assert status == 200 and [tool["name"] for tool in answer["result"]["tools"]][:2] == ["add", "select"]
+                status, _, response = await post(http, url, INITIALIZE, **{"x-signature": signature(INITIALIZE)})
+                assert status == 200 and response.headers.get("mcp-session-id")
+                status, _, _ = await post(http, url, listed, version=MODERN, **{"x-signature": "forged"})
+                assert status == 401
+    assert bodies[0] == json.dumps(listed).encode()
