@@ -943,7 +943,10 @@ class HttpApp(Generic[P]):
                 await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
                 return
             status = await _answer(session.transport.handle_request, scope, receive, send)
-            established = status is not None and status < 400
+            # The SDK answers a refused ``initialize`` with a JSON-RPC error in
+            # a 200: only a handshake answered with a result opens a session.
+            connection = session.connection
+            established = status is not None and status < 400 and connection is not None and connection.handshaken
         finally:
             if not established:
                 self._sessions.pop(session_id, None)

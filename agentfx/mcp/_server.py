@@ -227,6 +227,7 @@ class Connection:
         "_watcher",
         "calls",
         "descriptors",
+        "handshaken",
         "runtime",
     )
 
@@ -253,6 +254,9 @@ class Connection:
         self._bus: InMemorySubscriptionBus | None = None
         self._handler: ListenHandler | None = None
         self._closed = False
+        # Whether the client's ``initialize`` was answered with a result (not
+        # an error): an HTTP session is kept only once it was.
+        self.handshaken = False
         # What the client was shown of the tool list: made by its first
         # listing (or tools listen stream), before which nothing is compared.
         self._tools: ListWatch | None = None
@@ -574,14 +578,24 @@ def request_calls(calls: InFlight) -> Generator[InFlight]:
         _REQUEST_CALLS.reset(token)
 
 
-async def _cancellations(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Server middleware: a client's ``notifications/cancelled`` aborts the call it names.
+async def _connection_events(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: what the connection must hear of a client's cancellation or handshake.
 
-    The dispatcher cancels the request's scope itself, which a shielded call
-    does not see; its controller, registered under the request id, is what
-    must hear of it. Notifications of every era pass here first.
+    A ``notifications/cancelled`` aborts the call it names: the dispatcher
+    cancels the request's scope itself, which a shielded call does not see;
+    its controller, registered under the request id, is what must hear of
+    it. Notifications of every era pass here first. An ``initialize``
+    answered with a result (a refused one raises through here) marks the
+    connection :attr:`Connection.handshaken`.
     """
-    if ctx.request_id is None and ctx.method == "notifications/cancelled":
+    method = ctx.method
+    if method == "initialize":
+        result = await call_next(ctx)
+        connection = ctx.lifespan_context
+        if isinstance(connection, Connection):
+            connection.handshaken = True
+        return result
+    if ctx.request_id is None and method == "notifications/cancelled":
         connection = ctx.lifespan_context
         request_id = cancelled_request_id_from_params(ctx.params)
         if isinstance(connection, Connection) and request_id is not None:
@@ -812,7 +826,7 @@ def server(
         )
     # Seals every requestState this server mints and verifies every one echoed back.
     mcp_server.middleware.append(RequestStateBoundary(sealing, default_audience=name))
-    mcp_server.middleware.append(_cancellations)
+    mcp_server.middleware.append(_connection_events)
     return mcp_server
 
 

@@ -462,6 +462,23 @@ async def test_an_app_is_one_program_shared_by_sessions_acting_as_the_apps_princ
         assert (await result(http, second, read))["contents"][0]["text"] == "[]"
 
 
+async def test_a_refused_initialize_opens_no_session() -> None:
+    # The SDK answers it with a JSON-RPC error in a 200, and a session id.
+    asgi = http_app(app)
+    async with in_process(asgi) as http:
+        refused = dict(INITIALIZE, params={"protocolVersion": 5})
+        named: list[str] = []
+        for _ in range(3):
+            status, answer, response = await post(http, "http://127.0.0.1/mcp", refused, token=None)
+            assert status == 200 and answer["error"]["code"] == types.INVALID_PARAMS
+            named.append(response.headers.get("mcp-session-id", "none"))
+        assert asgi.session_count == 0
+        status, _, _ = await post(http, "http://127.0.0.1/mcp", LIST, token=None, session=named[-1])
+        assert status == 404
+        await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        assert asgi.session_count == 1
+
+
 async def test_an_app_with_authenticate_acts_as_each_sessions_principal() -> None:
     asgi = http_app(app, authenticate=authenticate)
     async with in_process(asgi) as http:
