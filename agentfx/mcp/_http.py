@@ -1370,10 +1370,17 @@ def http_app(
             or a token verifier without ``auth.resource_server_url``.
 
     Serve it with any ASGI server, bound to loopback unless you mean otherwise
-    (``uvicorn.run(http_app(app), host="127.0.0.1", port=8000)``), or mount it
+    (``uvicorn.run(http_app(app), host="127.0.0.1", port=8000,
+    timeout_graceful_shutdown=5)``), or mount it
     under a prefix of a larger ASGI app (Starlette's ``Mount("/agent", app=...)``
     serves ``/agent/mcp``; run the mounted app's :meth:`HttpApp.running` in the
-    outer app's lifespan, since a mount receives none). Non-browser clients
+    outer app's lifespan, since a mount receives none). uvicorn runs the
+    lifespan's shutdown, which ends the sessions and the calls in flight, only
+    once every connection has closed, and a session's GET stream, a listen
+    stream or a call waiting on its completion stays open: without
+    ``timeout_graceful_shutdown`` it would wait for them forever. (``agentfx
+    serve`` runs :meth:`HttpApp.running` around a server with its lifespan off
+    instead, so every open request is answered as it stops.) Non-browser clients
     only for now: CORS preflight requests are not answered, so a browser page
     on another origin cannot call the endpoint.
 
