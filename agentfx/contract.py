@@ -13,6 +13,7 @@ lives above both in :mod:`agentfx.builder`).
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast, overload
 
 import msgspec
 
-from .completion import Completion, StateCompletion, check_synchronous
+from .completion import Completion, Source, StateCompletion, check_synchronous
 from .confirm import Confirm
 from .errors import ContractError, Refusal
 from .hints import Hints
@@ -265,8 +266,34 @@ def _union_members(union: object) -> tuple[type[Any], ...]:
 
 
 def _check_completion(name: str, completion: AnyCompletion | None, members: frozenset[type[Any]]) -> None:
-    if not isinstance(completion, Completion):
+    where = f'Cannot expose "{name}"'
+    if completion is None:
         return
+    if isinstance(completion, StateCompletion):
+        state = completion
+        _check_hook(where, "predicate", state.predicate, ("value", "request"), synchronous=True)
+        if state.projection is not None:
+            _check_hook(where, "projection", state.projection, ("the Model",), synchronous=True)
+        if state.source is not None:
+            if not isinstance(cast(object, state.source), Source):
+                raise ContractError(f"{where}: its completion's source must be an agentfx.Source")
+            _check_hook(where, "Source.get", state.source.get, ())
+            _check_hook(where, "Source.subscribe", state.source.subscribe, ("listener",))
+        return
+    # The annotation promises a completion, but untyped callers can pass anything.
+    if not isinstance(cast(object, completion), Completion):
+        raise ContractError(
+            f"{where}: its completion must be an agentfx.Completion(...) or agentfx.when(...), got {completion!r}"
+        )
+    if completion.correlate is not None:
+        _check_hook(where, "correlate", completion.correlate, ("request", "result", "call"), synchronous=True)
+    if completion.correlate_key is not None:
+        keys = cast(object, completion.correlate_key)
+        if not (isinstance(keys, tuple) and len(cast("tuple[object, ...]", keys)) == 2):
+            raise ContractError(f'{where}: "correlate_key" must be a pair (request_key, result_key), got {keys!r}')
+        request_key, result_key = completion.correlate_key
+        _check_hook(where, "correlate_key[0]", request_key, ("request", "call"), synchronous=True)
+        _check_hook(where, "correlate_key[1]", result_key, ("result",), synchronous=True)
     if not completion.success:
         raise ContractError(f'Cannot expose "{name}": its completion contract names no success Message')
     for cls in completion.success:
@@ -284,6 +311,53 @@ def _check_schema(schema: object, what: str) -> None:
         json_schema(schema)
     except (TypeError, ValueError, NameError) as exc:
         raise ContractError(f"{what}: its schema cannot be described ({exc})") from None
+
+
+_COUNTS = ("no arguments", "one argument", "two arguments", "three arguments")
+
+
+def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, synchronous: bool = False) -> None:
+    """Refuse a hook that cannot be called as it will be: ``hook(*takes)``, positionally.
+
+    Checked once, where the contract is written, so a wrong hook is a
+    :class:`ContractError` naming it rather than a ``TypeError`` at the first
+    call (or, listed with others, a failure of calls to other capabilities).
+    A signature that cannot be read (some builtins) or takes ``*args`` passes.
+
+    >>> _check_hook('Cannot expose "A"', "available", lambda: True, ("the Model",))
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: Cannot expose "A": "available" must take one argument (the Model); it takes no arguments
+    """
+    wanted = _COUNTS[len(takes)] + (f" ({', '.join(takes)})" if takes else "")
+    if not callable(hook):
+        raise ContractError(f'{where}: "{role}" must be a function taking {wanted}; it is {_kind(hook)}')
+    if synchronous and inspect.iscoroutinefunction(hook):
+        raise ContractError(f'{where}: "{role}" must answer synchronously; it is a coroutine function')
+    try:
+        signature = inspect.signature(hook)
+    except (TypeError, ValueError):
+        return  # Nothing to read (some builtins and C callables): calling it will tell.
+    try:
+        signature.bind(*takes)
+    except TypeError:
+        raise ContractError(f'{where}: "{role}" must take {wanted}; it takes {_parameters(signature)}') from None
+
+
+def _kind(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _parameters(signature: inspect.Signature) -> str:
+    """``(model, principal)``: the parameter names alone, as the caller wrote them."""
+    if not signature.parameters:
+        return "no arguments"
+    bare = [
+        parameter.replace(default=parameter.empty, annotation=parameter.empty)
+        for parameter in signature.parameters.values()
+    ]
+    return str(signature.replace(parameters=bare, return_annotation=signature.empty))
 
 
 def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -> Capability[Any, Any]:
@@ -307,6 +381,13 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
     except TypeError as exc:
         raise ContractError(f'Cannot expose "{tag}": {exc}') from None
     check_synchronous(v.available, "available")
+    where = f'Cannot expose "{tag}"'
+    if v.available is not None:
+        _check_hook(where, "available", v.available, ("the Model",), synchronous=True)
+    if v.to_message is not None:
+        _check_hook(where, "to_message", v.to_message, ("the input", "an InvocationContext"), synchronous=True)
+    if v.authorize is not None:
+        _check_hook(where, "authorize", v.authorize, ("an AuthorizationRequest",))
     _check_completion(name, v.completion, members)
     title, hints = _check_presentation(tag, v.title, v.hints)
     if v.may_confirm and v.authorize is None:
@@ -602,6 +683,7 @@ class Declarations(Generic[M, P]):
         ['milk']
         """
         _check_schema(schema, f'Cannot define the resource "{name}"')
+        _check_hook(f'Cannot define the resource "{name}"', "read", read, ("the Model",), synchronous=True)
         return Resource(name, description, schema, read)
 
     def projection(self, schema: object, read: Callable[[M], object]) -> Projection[M]:
@@ -628,6 +710,7 @@ class Declarations(Generic[M, P]):
         2
         """
         _check_schema(schema, "Cannot define the context projection")
+        _check_hook("Cannot define the context projection", "read", read, ("the Model",), synchronous=True)
         return Projection(schema, read)
 
     def define(
@@ -652,7 +735,9 @@ class Declarations(Generic[M, P]):
             A :class:`Definition`.
 
         Raises:
-            ContractError: Two resources share a name.
+            ContractError: ``messages`` is not from :func:`expose`, a resource
+                is not from :func:`resource`, ``context`` is not from
+                :func:`projection`, or two resources share a name.
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
@@ -661,7 +746,22 @@ class Declarations(Generic[M, P]):
         >>> [c.name for c in contract.capabilities], [r.name for r in contract.resources]
         (['ping'], ['pings'])
         """
+        # The annotations promise these, but untyped callers can pass anything.
+        if not isinstance(cast(object, messages), Exposed):
+            raise ContractError(
+                f'define() takes the result of expose(...) as "messages", got {messages!r}; '
+                "write define(expose(Message, variant(...), ...))"
+            )
+        if isinstance(cast(object, resources), Resource | str | bytes) or not isinstance(
+            cast(object, resources), Iterable
+        ):
+            raise ContractError(f'define() takes "resources" as a list of resource(...), got {resources!r}')
         copied = tuple(resources)
+        for r in cast("tuple[object, ...]", copied):
+            if not isinstance(r, Resource):
+                raise ContractError(f'define() takes "resources" as a list of resource(...), and one is {r!r}')
+        if context is not None and not isinstance(cast(object, context), Projection):
+            raise ContractError(f'define() takes "context" as the result of projection(...), got {context!r}')
         names: set[str] = set()
         for r in copied:
             if r.name in names:
@@ -943,7 +1043,9 @@ def define(
         A :class:`Definition`.
 
     Raises:
-        ContractError: Two resources share a name.
+        ContractError: ``messages`` is not from :func:`expose`, a resource
+            is not from :func:`resource`, ``context`` is not from
+            :func:`projection`, or two resources share a name.
 
     >>> import msgspec
     >>> class Ping(msgspec.Struct, tag=True):
