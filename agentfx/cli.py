@@ -75,7 +75,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     """The command line cannot be acted on: see :class:`UsageError`."""
     CANNOT_START = 3
-    """``serve``: the server cannot start, because its address is busy or unknown."""
+    """``serve``: the server cannot start: its address is busy or unknown, or ``--redis`` cannot be reached or used."""
     APP_FAILED = 4
     """``serve``: the served application stopped with an error; its traceback is printed."""
 
@@ -87,7 +87,9 @@ _MEANINGS = {
         "usage error: bad arguments or flags, a MODULE:ATTR that cannot be imported or found,\n"
         "     a target of the wrong kind, a --check FILE that is not a manifest, or a missing extra"
     ),
-    ExitCode.CANNOT_START: "serve: the server cannot start (its address is busy or unknown)",
+    ExitCode.CANNOT_START: (
+        "serve: the server cannot start (its address is busy or unknown, or its --redis cannot be reached or used)"
+    ),
     ExitCode.APP_FAILED: "serve: the served application stopped with an error (its traceback is printed)",
 }
 
@@ -108,8 +110,12 @@ class _ImportFailed(UsageError):
         self.shown = shown
 
 
-class _CannotListen(Exception):
-    """The address to serve on cannot be bound; its message is printed and the exit code is 3."""
+class _CannotStart(Exception):
+    """What serving needs is not there; its message is printed and the exit code is 3."""
+
+
+class _CannotListen(_CannotStart):
+    """The address to serve on cannot be bound."""
 
 
 def render_manifest(definition: Definition[Any, Any]) -> str:
@@ -164,6 +170,9 @@ def load(target: str) -> object:
             obj = getattr(obj, part)
         except AttributeError:
             raise UsageError(f'"{module_name}" has no attribute "{attribute}"') from None
+        except Exception as exc:
+            # A module ``__getattr__`` or a property raised: the user's code is broken, as on import.
+            raise _lookup_failed(target, exc) from None
     return obj
 
 
@@ -191,12 +200,21 @@ def _dotted_instead(module_name: str, attribute: str) -> str:
 
 
 def _import_failed(module_name: str, exc: BaseException) -> _ImportFailed:
+    return _ImportFailed(
+        f'Cannot import "{module_name}": it raised {type(exc).__name__} (traceback above)', _users_traceback(exc)
+    )
+
+
+def _lookup_failed(target: str, exc: BaseException) -> _ImportFailed:
+    return _ImportFailed(f'Cannot load "{target}": looking it up raised {type(exc).__name__} (traceback above)', _users_traceback(exc))
+
+
+def _users_traceback(exc: BaseException) -> str:
     # Drop the frames of this module and of importlib: the traceback starts in the user's code.
     tb = exc.__traceback__
     while tb is not None and _machinery(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    shown = "".join(traceback.format_exception(type(exc), exc, tb))
-    return _ImportFailed(f'Cannot import "{module_name}": it raised {type(exc).__name__} (traceback above)', shown)
+    return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
 def _machinery(filename: str) -> bool:
@@ -446,18 +464,143 @@ def _on_redis(served: _Served, target: str, url: str, namespace: str | None) -> 
     """The App served on the program ``agentfx.redis`` runs, imported only here."""
     if not isinstance(served, App):
         raise UsageError(f'--redis serves an App, and "{target}" names a runtime factory, which runs its own program')
-    if urllib.parse.urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-        raise UsageError(f'--redis takes a redis://, rediss:// or unix:// URL, got "{url}"')
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - read for its check: a port that is not a number raises here
+    except ValueError as exc:
+        raise UsageError(f'--redis takes a redis://, rediss:// or unix:// URL; "{_redacted(url)}" is not one ({exc})') from None
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise UsageError(f'--redis takes a redis://, rediss:// or unix:// URL, got "{_redacted(url)}"')
     try:
         adapter: Any = importlib.import_module("agentfx.redis")
     except ImportError:
         raise UsageError(f"--redis needs the Redis extra: {_REDIS_EXTRA}") from None
+    from redis.asyncio.connection import parse_url
+
+    try:
+        # redis-py's own reading of the URL (its query options too), so a URL it
+        # would refuse when the program starts is a usage error before anything runs.
+        parse_url(url)
+    except ValueError as exc:
+        raise UsageError(f'--redis: "{_redacted(url)}" is not a URL redis-py accepts ({exc})') from None
     app = cast("App[Any, Any, Any]", served)
     try:
         factory = adapter.program(url, namespace=namespace or target, message_type=app.definition.union)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return App(app.definition, app.init, app.update, app.principal, audit=app.audit, program=factory)
+    return App(
+        app.definition, app.init, app.update, app.principal, audit=app.audit, program=_FirstLoad(factory, parts)
+    )
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password, for a message: ``redis://:***@host:6379/0``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:
+        password = None
+        parts = None
+    if parts is None or not password:
+        # Unparsable: whatever sits between "//" and the last "@" may be credentials.
+        head, at, tail = url.rpartition("@")
+        if not at:
+            return url
+        scheme, slashes, _ = head.partition("//")
+        return f"{scheme}{slashes}***@{tail}" if slashes else f"***@{tail}"
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _redis_address(parts: urllib.parse.SplitResult) -> str:
+    """Where ``--redis`` points, never its credentials: ``127.0.0.1:6379``, ``[::1]:6379``, a socket path."""
+    if parts.scheme == "unix":
+        return parts.path
+    host = parts.hostname or "localhost"
+    shown = f"[{host}]" if ":" in host else host
+    return f"{shown}:{parts.port or 6379}"
+
+
+class _FirstLoad:
+    """The Redis program factory, with a Redis that fails its first load turned into :class:`_CannotStart`.
+
+    Once the program has loaded, a Redis error is the served application's,
+    and leaves as it is.
+    """
+
+    __slots__ = ("_factory", "_parts")
+
+    def __init__(self, factory: Callable[[Any, Any], AbstractAsyncContextManager[Any]], parts: urllib.parse.SplitResult) -> None:
+        self._factory = factory
+        self._parts = parts
+
+    def __call__(self, init: Any, update: Any) -> AbstractAsyncContextManager[Any]:
+        return self._started(init, update)
+
+    @asynccontextmanager
+    async def _started(self, init: Any, update: Any) -> AsyncGenerator[Any]:
+        from redis.exceptions import RedisError
+
+        loaded = False
+        try:
+            async with self._factory(init, update) as program:
+                loaded = True
+                yield program
+        except (RedisError, OSError) as exc:
+            if loaded:
+                raise
+            raise _CannotStart(_redis_failure(self._parts, exc)) from None
+
+    def __repr__(self) -> str:
+        return repr(self._factory)
+
+
+def _redis_failure(parts: urllib.parse.SplitResult, exc: BaseException) -> str:
+    """One line on why the first load failed: where, and what to do, never the password."""
+    from redis.exceptions import AuthenticationError, AuthorizationError, ResponseError
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    where = _redis_address(parts)
+    if isinstance(exc, AuthenticationError):
+        if parts.password is None:
+            return (
+                f"cannot start: the Redis at {where} needs a password; give it in the --redis URL "
+                f"({parts.scheme}://:PASSWORD@{parts.netloc}{parts.path})"
+            )
+        return f"cannot start: the Redis at {where} refused the credentials in the --redis URL"
+    if isinstance(exc, AuthorizationError | ResponseError):
+        said = _without(str(exc), parts.password)
+        return f"cannot start: the Redis at {where} refused the program's first commands ({said})"
+    if isinstance(exc, RedisTimeoutError | TimeoutError):
+        return f"cannot start: the Redis at {where} did not answer in time"
+    if isinstance(exc, RedisConnectionError | OSError):
+        cause = _os_error(exc)
+        if cause is None:
+            reason = _without(str(exc), parts.password)
+        elif cause.errno and cause.errno > 0 and not isinstance(cause, socket.gaierror):
+            reason = os.strerror(cause.errno)  # asyncio's words repeat the address: the errno's are the reason
+        else:
+            reason = cause.strerror or str(cause)
+        return f"cannot start: the Redis at {where} cannot be reached ({reason})"
+    # InvalidResponse and the like: something answers there, but not as Redis does.
+    return f"cannot start: {where} does not answer as Redis does ({_without(str(exc), parts.password)})"
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    seen: BaseException | None = exc
+    for _ in range(8):  # a bounded walk: a chain may loop
+        if seen is None:
+            return None
+        if isinstance(seen, OSError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _without(text: str, password: str | None) -> str:
+    return text.replace(password, "***") if password else text
 
 
 async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:
@@ -911,7 +1054,7 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     anyio.run(_serve_a2a, served, args.target, sock, err, hosts, backend="asyncio")
                 else:
                     anyio.run(_serve_http, served, args.target, sock, err, hosts, sealing, backend="asyncio")
-    except (UsageError, _CannotListen):
+    except (UsageError, _CannotStart):
         raise
     except Exception as exc:
         # The application's own error (a command raised), once the server has
@@ -938,7 +1081,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     Returns:
         An :class:`ExitCode`: 0 on success, 1 when ``manifest --check`` found
         drift, 2 for a usage error (including a module that raised on import
-        and a missing MCP extra), 3 when ``serve`` cannot start its server, 4
+        and a missing MCP extra), 3 when ``serve`` cannot start (its address, or its Redis), 4
         when the application ``serve`` was serving stopped with an error.
         Errors argparse finds exit 2 through ``SystemExit``, as ``--help``
         and ``--version`` exit 0.
@@ -956,7 +1099,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except UsageError as exc:
         stderr.write(f"agentfx: {exc}\n")
         return ExitCode.USAGE
-    except _CannotListen as exc:
+    except _CannotStart as exc:
         stderr.write(f"agentfx: {exc}\n")
         return ExitCode.CANNOT_START
     except KeyboardInterrupt:

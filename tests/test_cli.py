@@ -358,6 +358,30 @@ def test_a_module_with_a_syntax_error_points_at_it_and_exits_2(tmp_path: Path) -
     assert done.stderr.endswith('agentfx: Cannot import "typo": it raised SyntaxError (traceback above)\n')
 
 
+def test_a_module_attribute_lookup_that_raises_shows_its_traceback_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Exit 1 would say "the manifest drifted": a broken lookup is the user's code, as on import.
+    (tmp_path / "lazy_attrs.py").write_text("def __getattr__(name):\n    raise RuntimeError('lazy attr failed')\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    # Imported by the CLI, they leave with the test.
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    code, out, err = run("manifest", "lazy_attrs:x")
+    assert (code, out) == (2, "")
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert f'File "{tmp_path / "lazy_attrs.py"}", line 2, in __getattr__' in err and "cli.py" not in err
+    assert err.endswith(
+        'RuntimeError: lazy attr failed\nagentfx: Cannot load "lazy_attrs:x": looking it up raised RuntimeError (traceback above)\n'
+    )
+    # A dotted attribute whose property raises is the same mistake, and so is it over serve.
+    (tmp_path / "lazy_props.py").write_text(
+        "class Box:\n    @property\n    def app(self):\n        raise KeyError('gone')\nbox = Box()\n"
+    )
+    code, _, err = run("serve", "lazy_props:box.app")
+    assert code == 2 and err.endswith('agentfx: Cannot load "lazy_props:box.app": looking it up raised KeyError (traceback above)\n')
+    assert capsys.readouterr().err == ""
+
+
 # --- manifest --check: what it suggests --------------------------------------------------
 
 

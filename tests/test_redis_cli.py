@@ -1,16 +1,26 @@
-"""``agentfx serve --redis URL [--namespace NS]``: usage errors, the install hint, and no Redis import without it."""
+"""``agentfx serve --redis URL [--namespace NS]``: usage errors, a Redis that cannot start, the install hint, and no Redis import without it."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import socket
+import socketserver
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
+import time
+import urllib.parse
+from collections.abc import AsyncGenerator, Generator
 from pathlib import Path
 
 import pytest
 
 from agentfx.cli import main
+from tests.redis_server import REDIS_SERVER
+from tests.redis_server import anyio_backend as anyio_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = "tests.redis_app:app"
@@ -77,3 +87,136 @@ def test_the_cli_imports_redis_only_for_redis() -> None:
         """
     )
     assert out == "[]"
+
+
+# --- a Redis that cannot be reached or used when the program first loads: exit 3, one line ----------
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _redis_with_a_password(password: str) -> Generator[int]:
+    port = _closed_port()
+    with tempfile.TemporaryDirectory(prefix="agentfx-redis-") as directory:
+        process = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", directory, "--requirepass", password, "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+                        sock.sendall(b"PING\r\n")
+                        if sock.recv(16).startswith(b"-NOAUTH"):
+                            break
+                except OSError:
+                    time.sleep(0.01)
+            else:
+                raise RuntimeError("redis-server did not start")
+            yield port
+        finally:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def _not_redis() -> Generator[int]:
+    """A TCP server that answers every connection as an HTTP server would, then closes it."""
+
+    class Answer(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(1024)
+            self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Answer) as server:
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        thread.start()
+        try:
+            yield int(server.server_address[1])
+        finally:
+            server.shutdown()
+            thread.join()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_an_unreachable_redis_cannot_start_in_one_line_naming_where(transport: str) -> None:
+    port = _closed_port()
+    flags = ("--transport", "http", "--port", "0") if transport == "http" else ()
+    code, err = run("serve", TARGET, *flags, "--redis", f"redis://127.0.0.1:{port}/0")
+    assert (code, err) == (3, f"agentfx: cannot start: the Redis at 127.0.0.1:{port} cannot be reached (Connection refused)\n")
+
+
+def test_a_redis_that_wants_a_password_says_where_to_give_it_and_never_shows_one() -> None:
+    with _redis_with_a_password("s3cret-pw") as port:
+        code, err = run("serve", TARGET, "--redis", f"redis://127.0.0.1:{port}/0")
+        assert (code, err) == (
+            3,
+            f"agentfx: cannot start: the Redis at 127.0.0.1:{port} needs a password; give it in the --redis URL "
+            f"(redis://:PASSWORD@127.0.0.1:{port}/0)\n",
+        )
+        code, err = run("serve", TARGET, "--redis", f"redis://:wrong-pw@127.0.0.1:{port}/0")
+        assert (code, err) == (
+            3,
+            f"agentfx: cannot start: the Redis at 127.0.0.1:{port} refused the credentials in the --redis URL\n",
+        )
+
+
+def test_a_server_that_is_not_redis_cannot_start() -> None:
+    with _not_redis() as port:
+        code, err = run("serve", TARGET, "--redis", f"redis://:pw-not-shown@127.0.0.1:{port}/0")
+    assert code == 3
+    assert err.startswith(f"agentfx: cannot start: 127.0.0.1:{port} does not answer as Redis does (")
+    assert err.count("\n") == 1 and "pw-not-shown" not in err
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("redis://[::1", 'agentfx: --redis takes a redis://, rediss:// or unix:// URL; "redis://[::1" is not one (Invalid IPv6 URL)\n'),
+        (
+            "redis://:secret@[::1",
+            'agentfx: --redis takes a redis://, rediss:// or unix:// URL; "redis://***@[::1" is not one (Invalid IPv6 URL)\n',
+        ),
+        (
+            "redis://:secret@h:abc/0",
+            "agentfx: --redis takes a redis://, rediss:// or unix:// URL; \"redis://:***@h:abc/0\" is not one "
+            "(Port could not be cast to integer value as 'abc')\n",
+        ),
+        (
+            "redis://:secret@h/0?socket_timeout=soon",
+            "agentfx: --redis: \"redis://:***@h/0?socket_timeout=soon\" is not a URL redis-py accepts "
+            "(Invalid value for 'socket_timeout' in connection URL.)\n",
+        ),
+        ("http://u:secret@h:1", 'agentfx: --redis takes a redis://, rediss:// or unix:// URL, got "http://u:***@h:1"\n'),
+    ],
+)
+def test_a_malformed_redis_url_is_a_usage_error_without_its_password(url: str, said: str) -> None:
+    assert run("serve", TARGET, "--redis", url) == (2, said)
+
+
+@pytest.mark.anyio
+async def test_a_redis_error_after_the_first_load_is_the_applications() -> None:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from agentfx.cli import _FirstLoad  # pyright: ignore[reportPrivateUsage]
+
+    later = RedisConnectionError("lost it later")
+
+    @contextlib.asynccontextmanager
+    async def loads(init: object, update: object) -> AsyncGenerator[object]:
+        yield init
+
+    program = _FirstLoad(loads, urllib.parse.urlsplit("redis://127.0.0.1:6379/0"))
+    with pytest.raises(RedisConnectionError) as raised:
+        async with program(1, None) as loaded:
+            assert loaded == 1
+            raise later
+    assert raised.value is later
