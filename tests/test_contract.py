@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 import typing
+from collections.abc import Callable
 from typing import Any, cast
 
 import msgspec
@@ -664,3 +665,301 @@ def test_the_module_functions_carry_the_full_documentation(name: str) -> None:
     for parameter in inspect.signature(function).parameters:
         assert re.search(rf"^    {parameter}: \S", own, re.MULTILINE), parameter
     assert "\n>>> " in own and "Returns:\n" in own
+
+
+# --- hooks that cannot be called as they will be: refused where they are declared ----------
+
+
+def _loose(hook: Callable[..., object]) -> Any:
+    """A hook of the wrong shape, as an untyped caller would write it (pyright rightly rejects them)."""
+    return hook
+
+
+def _variant(**hooks: Any) -> Callable[[], object]:
+    def declare() -> object:
+        return agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", **hooks))
+
+    return declare
+
+
+def _mapped(**hooks: Any) -> Callable[[], object]:
+    def declare() -> object:
+        return agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, **hooks))
+
+    return declare
+
+
+def _completed(completion: Any) -> Callable[[], object]:
+    return _variant(completion=completion)
+
+
+def _two_arguments(model: Any, principal: Any) -> bool:
+    return True
+
+
+def _principal_request(principal: Any, request: Any) -> bool:
+    return True
+
+
+def _i(i: Any) -> Any:
+    return RequestedDeleteTodo(id="x")
+
+
+def _request_result(request: Any, result: Any) -> bool:
+    return True
+
+
+def _request(request: Any) -> int:
+    return 1
+
+
+def _result(result: Any) -> int:
+    return 1
+
+
+def _request_call(request: Any, call: Any) -> int:
+    return 1
+
+
+def _result_call(result: Any, call: Any) -> int:
+    return 1
+
+
+def _value(value: Any) -> bool:
+    return True
+
+
+def _keyword_principal(model: Any, *, principal: Any) -> bool:
+    return True
+
+
+class _NoArguments:
+    def __call__(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("declare", "message"),
+    [
+        pytest.param(
+            _variant(available=_loose(lambda: True)),
+            'Cannot expose "RequestedDeleteTodo": "available" must take one argument (the Model); it takes no arguments',
+            id="available-none",
+        ),
+        pytest.param(
+            _variant(available=_two_arguments),
+            'Cannot expose "RequestedDeleteTodo": "available" must take one argument (the Model); it takes (model, principal)',
+            id="available-two",
+        ),
+        pytest.param(
+            _variant(available=True),
+            'Cannot expose "RequestedDeleteTodo": "available" must be a function taking one argument (the Model); it is a bool',
+            id="available-not-callable",
+        ),
+        pytest.param(
+            _variant(available=_NoArguments()),
+            'Cannot expose "RequestedDeleteTodo": "available" must take one argument (the Model); it takes no arguments',
+            id="available-callable-object",
+        ),
+        pytest.param(
+            _variant(available=_loose(_keyword_principal)),
+            'Cannot expose "RequestedDeleteTodo": "available" must take one argument (the Model); it takes (model, *, principal)',
+            id="available-required-keyword",
+        ),
+        pytest.param(
+            _variant(authorize=_loose(lambda: True)),
+            'Cannot expose "RequestedDeleteTodo": "authorize" must take one argument (an AuthorizationRequest); it takes no arguments',
+            id="authorize-none",
+        ),
+        pytest.param(
+            _variant(authorize=_loose(_principal_request)),
+            'Cannot expose "RequestedDeleteTodo": "authorize" must take one argument (an AuthorizationRequest); it takes (principal, request)',
+            id="authorize-two",
+        ),
+        pytest.param(
+            _variant(authorize="admin"),
+            'Cannot expose "RequestedDeleteTodo": "authorize" must be a function taking one argument (an AuthorizationRequest); it is a str',
+            id="authorize-not-callable",
+        ),
+        pytest.param(
+            _mapped(to_message=_loose(_i)),
+            'Cannot expose "RequestedDeleteTodo": "to_message" must take two arguments (the input, an InvocationContext); it takes (i)',
+            id="to_message-one",
+        ),
+        pytest.param(
+            _mapped(to_message=RequestedDeleteTodo(id="x")),
+            'Cannot expose "RequestedDeleteTodo": "to_message" must be a function taking two arguments (the input, an InvocationContext); it is a RequestedDeleteTodo',
+            id="to_message-not-callable",
+        ),
+        pytest.param(
+            _mapped(to_message=_async_yes),
+            'Cannot expose "RequestedDeleteTodo": "to_message" must answer synchronously; it is a coroutine function',
+            id="to_message-async",
+        ),
+        pytest.param(
+            _completed(Completion(success=DeletedTodo, correlate=_loose(_request_result))),
+            'Cannot expose "requested_delete_todo": "correlate" must take three arguments (request, result, call); it takes (request, result)',
+            id="correlate-two",
+        ),
+        pytest.param(
+            _completed(Completion(success=DeletedTodo, correlate=cast(Any, "id"))),
+            'Cannot expose "requested_delete_todo": "correlate" must be a function taking three arguments (request, result, call); it is a str',
+            id="correlate-not-callable",
+        ),
+        pytest.param(
+            _completed(Completion(success=DeletedTodo, correlate_key=(_loose(_request), _loose(_result)))),
+            'Cannot expose "requested_delete_todo": "correlate_key[0]" must take two arguments (request, call); it takes (request)',
+            id="request_key-one",
+        ),
+        pytest.param(
+            _completed(Completion(success=DeletedTodo, correlate_key=(_loose(_request_call), _loose(_result_call)))),
+            'Cannot expose "requested_delete_todo": "correlate_key[1]" must take one argument (result); it takes (result, call)',
+            id="result_key-two",
+        ),
+        pytest.param(
+            _completed(Completion(success=DeletedTodo, correlate_key=cast(Any, (_anything, _anything, _anything)))),
+            'Cannot expose "requested_delete_todo": "correlate_key" must be a pair (request_key, result_key), got '
+            f"({_anything!r}, {_anything!r}, {_anything!r})",
+            id="correlate_key-triple",
+        ),
+        pytest.param(
+            _completed(agentfx.when(projection=_identity, predicate=_loose(_value))),
+            'Cannot expose "requested_delete_todo": "predicate" must take two arguments (value, request); it takes (value)',
+            id="predicate-one",
+        ),
+        pytest.param(
+            _completed(agentfx.when(projection=_loose(lambda: 1), predicate=_anything)),
+            'Cannot expose "requested_delete_todo": "projection" must take one argument (the Model); it takes no arguments',
+            id="projection-none",
+        ),
+        pytest.param(
+            _completed(agentfx.when(source=agentfx.Source(_loose(_identity), _anything), predicate=_anything)),
+            'Cannot expose "requested_delete_todo": "Source.get" must take no arguments; it takes (model)',
+            id="source-get-one",
+        ),
+        pytest.param(
+            _completed(agentfx.when(source=agentfx.Source(_anything, _loose(lambda: None)), predicate=_anything)),
+            'Cannot expose "requested_delete_todo": "Source.subscribe" must take one argument (listener); it takes no arguments',
+            id="source-subscribe-none",
+        ),
+        pytest.param(
+            _completed(agentfx.when(source=cast(Any, _anything), predicate=_anything)),
+            "Cannot expose \"requested_delete_todo\": its completion's source must be an agentfx.Source",
+            id="source-not-a-source",
+        ),
+        pytest.param(
+            _completed(DeletedTodo),
+            'Cannot expose "requested_delete_todo": its completion must be an agentfx.Completion(...) or '
+            f"agentfx.when(...), got {DeletedTodo!r}",
+            id="completion-a-class",
+        ),
+        pytest.param(
+            lambda: agentfx.resource("todos", "Todos", schema=int, read=_loose(lambda: 0)),
+            'Cannot define the resource "todos": "read" must take one argument (the Model); it takes no arguments',
+            id="resource-read-none",
+        ),
+        pytest.param(
+            lambda: agentfx.resource("todos", "Todos", schema=int, read=_async_yes),
+            'Cannot define the resource "todos": "read" must answer synchronously; it is a coroutine function',
+            id="resource-read-async",
+        ),
+        pytest.param(
+            lambda: agentfx.projection(int, _loose(_two_arguments)),
+            'Cannot define the context projection: "read" must take one argument (the Model); it takes (model, principal)',
+            id="projection-read-two",
+        ),
+        pytest.param(
+            lambda: agentfx.projection(int, _async_yes),
+            'Cannot define the context projection: "read" must answer synchronously; it is a coroutine function',
+            id="projection-read-async",
+        ),
+    ],
+)
+def test_a_hook_that_cannot_take_its_arguments_is_refused_where_it_is_declared(
+    declare: Callable[[], object], message: str
+) -> None:
+    with raises(message):
+        declare()
+
+
+class _Gate:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def allows(self, model: Any) -> bool:
+        self.calls += 1
+        return True
+
+    def __call__(self, model: Any, extra: int = 0) -> bool:
+        self.calls += 1
+        return True
+
+
+def _with_options(model: Any, principal: Any = None, *, strict: bool = False) -> bool:
+    return True
+
+
+def _three(a: Any, b: Any, c: Any) -> bool:
+    return True
+
+
+def test_hooks_that_can_take_their_arguments_are_accepted_as_they_are_and_not_called() -> None:
+    import functools
+    import operator
+
+    gate = _Gate()
+    hooks: list[Any] = [
+        gate,  # a callable object
+        gate.allows,  # a bound method
+        functools.partial(_three, "bound", "too"),  # a partial leaving one argument
+        _with_options,  # defaults and a keyword-only parameter with one
+        _anything,  # *args
+        operator.attrgetter("todos"),  # no signature to read: calling it will tell
+        bool,
+    ]
+    for hook in hooks:
+        exposed = agentfx.expose(
+            Message,
+            agentfx.variant(RequestedCreateTodo, "Create", available=hook, authorize=hook),
+            agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=functools.partial(make_delete)),
+            agentfx.variant(
+                ClearedSelection,
+                "Clear",
+                completion=Completion(success=DeletedTodo, correlate=functools.partial(_three)),
+            ),
+        )
+        # Kept as given: nothing wraps the hook, so the check costs nothing at dispatch.
+        create = exposed.capabilities[0]
+        assert create.available is hook and create.authorize is hook
+        assert agentfx.resource("todos", "Todos", schema=list[Todo], read=hook).read is hook
+        assert agentfx.projection(list[Todo], hook).read is hook
+    assert gate.calls == 0
+
+
+def test_define_takes_what_expose_resource_and_projection_made() -> None:
+    exposed = agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear"))
+    todos = agentfx.resource("todos", "Todos", schema=list[Todo], read=lambda model: model.todos)
+    context = agentfx.projection(int, lambda model: 0)
+    with raises(
+        f'define() takes the result of expose(...) as "messages", got {Message!r}; '
+        "write define(expose(Message, variant(...), ...))"
+    ):
+        agentfx.define(cast(Any, Message))
+    with pytest.raises(ContractError, match=r'^define\(\) takes the result of expose\(\.\.\.\) as "messages", got Variant\('):
+        agentfx.define(cast(Any, agentfx.variant(ClearedSelection, "Clear")))
+    with raises(f'define() takes "resources" as a list of resource(...), got {todos!r}'):
+        agentfx.define(exposed, cast(Any, todos))
+    with raises('define() takes "resources" as a list of resource(...), got \'todos\''):
+        agentfx.define(exposed, cast(Any, "todos"))
+    with raises(f'define() takes "resources" as a list of resource(...), and one is {context!r}'):
+        agentfx.define(exposed, cast(Any, [todos, context]))
+    with raises(f'define() takes "context" as the result of projection(...), got {todos!r}'):
+        agentfx.define(exposed, [todos], cast(Any, todos))
+    # Any iterable of resources is still taken, and copied.
+    assert agentfx.define(exposed, iter([todos]), context).resources == (todos,)
+    # The typed builder's define is the same check.
+    with raises(
+        f'define() takes the result of expose(...) as "messages", got {Message!r}; '
+        "write define(expose(Message, variant(...), ...))"
+    ):
+        TodoAgent.define(cast(Any, Message))
