@@ -1,9 +1,14 @@
-"""``agentfx demo``: the README's first command runs the todo example end to end."""
+"""``agentfx demo``: the README's first command runs the todo example end to end; the other examples say how to run them."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import re
+import runpy
+import sys
+
+import pytest
 
 from agentfx.cli import main
 
@@ -45,3 +50,27 @@ def test_the_demo_shows_every_kind_of_outcome_and_the_audit_log() -> None:
         ["delete_selected_todo", "dispatched", "completed", "(confirmed)"],
         ["no_such_tool", "refused", "AgentUnknownCapabilityError"],
     ]
+
+
+@pytest.mark.parametrize(
+    ("example", "arguments"),
+    [
+        ("examples.frameworks.pydantic_ai_agent", "model prompt"),
+        ("examples.frameworks.openai_agents_agent", "model prompt"),
+        ("examples.frameworks.anthropic_agent", "model prompt"),
+        ("examples.frameworks.langchain_agent", "prompt"),
+    ],
+)
+def test_an_example_run_without_its_arguments_says_how_to_run_it(
+    example: str, arguments: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", [example])
+    # Run as ``python -m`` would, whether or not another test imported it already (restored afterwards).
+    importlib.import_module(example)
+    monkeypatch.delitem(sys.modules, example)
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module(example, run_name="__main__")
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: python -m {example} [-h] {arguments}\n")
+    assert err.endswith(f"error: the following arguments are required: {arguments.replace(' ', ', ')}\n")

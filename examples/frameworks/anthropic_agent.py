@@ -11,13 +11,12 @@ Run it against Anthropic (``ANTHROPIC_API_KEY`` needed)::
 
 from __future__ import annotations
 
-import sys
-
 import anyio
 from anthropic import AsyncAnthropic
 
 from agentfx.anthropic import beta_tools
 from agentfx.confirm import Confirmer
+from examples.frameworks._console import command_line
 from examples.frameworks._console import confirm as confirm_at_terminal
 from examples.todo.app import app
 
@@ -49,6 +48,12 @@ async def _main(model: str, prompt: str) -> tuple[str, list[str]]:  # pragma: no
 
 
 if __name__ == "__main__":  # pragma: no cover - needs the API
-    answer, titles = anyio.run(_main, sys.argv[1], sys.argv[2])
+    model, prompt = command_line(
+        "examples.frameworks.anthropic_agent",
+        __doc__,
+        ("model", "an Anthropic model name, e.g. claude-sonnet-4-5"),
+        ("prompt", 'what to ask the agent, e.g. "Add bread to my list"'),
+    )
+    answer, titles = anyio.run(_main, model, prompt)
     print(answer)
     print("Todos:", ", ".join(titles))

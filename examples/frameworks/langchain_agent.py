@@ -13,7 +13,6 @@ Run it with any chat model that supports tool calling, for example
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
 import anyio
@@ -22,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from agentfx.confirm import Confirmer
 from agentfx.langchain import structured_tools
+from examples.frameworks._console import command_line
 from examples.frameworks._console import confirm as confirm_at_terminal
 from examples.todo.app import app
 
@@ -64,6 +64,11 @@ async def _main(prompt: str) -> tuple[str, list[str]]:  # pragma: no cover - nee
 
 
 if __name__ == "__main__":  # pragma: no cover - needs a model provider
-    answer, titles = anyio.run(_main, sys.argv[1])
+    (prompt,) = command_line(
+        "examples.frameworks.langchain_agent",
+        __doc__,
+        ("prompt", 'what to ask the agent, e.g. "Add bread to my list"'),
+    )
+    answer, titles = anyio.run(_main, prompt)
     print(answer)
     print("Todos:", ", ".join(titles))

@@ -12,7 +12,6 @@ Run it against OpenAI (``OPENAI_API_KEY`` needed)::
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -20,6 +19,7 @@ from agents import Agent, RunConfig, Runner
 from agents.models.interface import Model
 
 from agentfx.openai_agents import function_tools
+from examples.frameworks._console import command_line
 from examples.frameworks._console import ask as ask_at_terminal
 from examples.todo.app import app
 
@@ -53,6 +53,12 @@ async def run(
 
 
 if __name__ == "__main__":  # pragma: no cover - needs a model provider
-    answer, titles = anyio.run(run, sys.argv[1], sys.argv[2], ask_at_terminal)
+    model, prompt = command_line(
+        "examples.frameworks.openai_agents_agent",
+        __doc__,
+        ("model", "an OpenAI model name, e.g. gpt-4.1"),
+        ("prompt", 'what to ask the agent, e.g. "Add bread to my list"'),
+    )
+    answer, titles = anyio.run(run, model, prompt, ask_at_terminal)
     print(answer)
     print("Todos:", ", ".join(titles))

@@ -13,7 +13,6 @@ needed)::
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -21,6 +20,7 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.models import Model
 
 from agentfx.pydantic_ai import AgentfxToolset
+from examples.frameworks._console import command_line
 from examples.frameworks._console import ask as ask_at_terminal
 from examples.todo.app import app
 
@@ -54,6 +54,12 @@ async def run(model: Model | str, prompt: str, ask: Callable[[str], Awaitable[bo
 
 
 if __name__ == "__main__":  # pragma: no cover - needs a model provider
-    answer, titles = anyio.run(run, sys.argv[1], sys.argv[2], ask_at_terminal)
+    model, prompt = command_line(
+        "examples.frameworks.pydantic_ai_agent",
+        __doc__,
+        ("model", "a pydantic-ai model name, e.g. openai:gpt-4.1"),
+        ("prompt", 'what to ask the agent, e.g. "Add bread to my list"'),
+    )
+    answer, titles = anyio.run(run, model, prompt, ask_at_terminal)
     print(answer)
     print("Todos:", ", ".join(titles))
