@@ -88,7 +88,8 @@ _MEANINGS = {
         "     a target of the wrong kind, a --check FILE that is not a manifest, or a missing extra"
     ),
     ExitCode.CANNOT_START: (
-        "serve: the server cannot start (its address is busy or unknown, or its --redis cannot be reached or used)"
+        "serve: the server cannot start (its address is busy or unknown,\n"
+        "     or the --redis server cannot be reached or used)"
     ),
     ExitCode.APP_FAILED: "serve: the served application stopped with an error (its traceback is printed)",
 }
