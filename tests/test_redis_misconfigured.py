@@ -366,3 +366,68 @@ async def test_starting_on_a_model_key_of_the_wrong_type_fails_with_an_error_nam
     with pytest.raises(RedisProgramError, match=f"^{ns}:model is a string, not the hash that holds the Model"):
         async with running(server.url, ns):
             pass
+
+
+async def test_a_send_onto_an_inbox_of_the_wrong_type_fails_and_stops_the_program_naming_it(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = namespace()
+    refused: list[RedisProgramError] = []
+    stopped: RedisProgramError | None = None
+    async with client(server.url) as raw:
+        # Another process writes: this one only queues, so its send is the first to meet the inbox.
+        await raw.set(f"{ns}:writer", "elsewhere", px=60_000)
+        await raw.set(f"{ns}:inbox", "oops")
+        try:
+            async with running(server.url, ns) as copy:
+                try:
+                    await copy.send(Added(key="a"))
+                except RedisProgramError as failure:
+                    refused.append(failure)
+                with anyio.fail_after(5):
+                    await anyio.sleep_forever()
+        except RedisProgramError as failure:
+            stopped = failure
+    assert "Redis refused to queue the Message" in str(refused[0])
+    assert stopped is not None and str(stopped).startswith(f"{ns}:inbox is a string, not the stream that holds the inbox")
+    assert isinstance(stopped.__cause__, ResponseError)
+    assert len([r for r in caplog.records if r.levelno >= logging.ERROR]) == 1
+
+
+class Loose(msgspec.Struct, frozen=True):
+    """Another deploy's Model: its total may be text, which :class:`Model` cannot read."""
+
+    keys: tuple[str, ...] = ()
+    total: int | str = 0
+    open: bool = False
+    confirmed: tuple[str, ...] = ()
+
+
+def loose_update(model: Loose, message: Message) -> Loose:
+    if isinstance(message, Added):
+        return msgspec.structs.replace(model, keys=(*model.keys, message.key), total=message.key)
+    return model
+
+
+async def test_a_follower_that_cannot_read_the_writers_models_says_so_once_and_fails_its_sends(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = namespace()
+    async with run_program(
+        server.url, namespace=ns, init=Loose(), update=loose_update, message_type=Message, lease=LEASE
+    ) as writer:
+        await until(lambda: _writes(writer))
+        async with running(server.url, ns, apply_timeout=3.0) as follower:
+            for index in range(5):
+                await writer.send(Added(key=f"text{index}"))
+            with pytest.raises(RedisProgramError, match="this process cannot decode the Model the writer stored"):
+                await follower.send(Added(key="mine"))
+            # It saw the versions go by, but not a Model it cannot read.
+            assert follower.version == 6 and follower.model == Model()
+            assert writer.model.keys[-1] == "mine"
+    unreadable = records(caplog, f"of {ns}:log does not decode with this process's types")
+    assert len(unreadable) == 1 and not unreadable[0].exc_info
+
+
+async def _writes(program: RedisProgram[Any, Any]) -> bool:
+    return program.is_writer

@@ -310,6 +310,7 @@ class RedisProgram(Program[M, Msg]):
         "_flushing",
         "_halted",
         "_halting",
+        "_illegible",
         "_refusal",
         "_options",
         "_outbox",
@@ -355,6 +356,8 @@ class RedisProgram(Program[M, Msg]):
         # Why this process does not write now (its types cannot take the stored Model), or None.
         self._refusal: str | None = None
         self._halting = False
+        # Whether the last log entry's Model did not decode (said once, not once per version).
+        self._illegible = False
         self._halted: RedisProgramError | None = None
         self._scripts = (
             client.register_script(_SEND),
@@ -622,10 +625,17 @@ class RedisProgram(Program[M, Msg]):
                 if flag == _CHANGED:
                     self._model = self._model_decoder.decode(fields[b"s"])
             except msgspec.DecodeError:
-                # No traceback: msgspec's text may quote the Model's contents.
-                _logger.error("version %d of %s does not decode with this process's types", version, self._keys.log)
+                if not self._illegible:
+                    # No traceback: msgspec's text may quote the Model's contents.
+                    _logger.error(
+                        "version %d of %s does not decode with this process's types; its copy stays behind "
+                        "until an entry does (every process on a namespace must run identical types)",
+                        version, self._keys.log,
+                    )
+                self._illegible = True
                 failure = "this process cannot decode the Model the writer stored"
             else:
+                self._illegible = False
                 if flag == _CHANGED:
                     self._notify(self._subscribers.snapshot(), ())
                 self._notify(self._observers.snapshot(), (message,))
