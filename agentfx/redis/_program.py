@@ -762,6 +762,12 @@ class RedisProgram(Program[M, Msg]):
         error = await self._misconfiguration(exc, doing)
         _logger.error("the program of %s stops: %s", self._namespace, error)
         self._halted = error
+        with anyio.move_on_after(1):
+            # Held or not: a process that stops hands the lease over rather than let it expire.
+            try:
+                await self._scripts[3](keys=[self._keys.writer], args=[self._token])
+            except RedisError:
+                pass
         self._task_group.cancel_scope.cancel()
 
     def _mismatch(self, types: object) -> tuple[str, str] | None:
@@ -955,7 +961,7 @@ class RedisProgram(Program[M, Msg]):
             except ResponseError as exc:
                 if "AGENTFX_TYPES" in str(exc):
                     # Another process's types wrote since this batch began.
-                    raise _Refused(*self._differ("found when storing a batch")) from None
+                    raise _Refused(*self._differ("another fingerprint was stored while this process wrote")) from None
                 if "AGENTFX_" in str(exc):
                     raise _LeaseLost from None
                 raise
