@@ -8,7 +8,8 @@ This layer owns the keys of one namespace and what happens to them:
   across a reconnect): exactly one process holds it, reads the inbox, runs
   ``update`` and starts the commands;
 - ``<ns>:model``, a hash with the Model, its version, the last applied inbox
-  id and the log id of that version;
+  id, the log id of that version and the fingerprint of the types that wrote
+  it (a process whose Model or Message types differ does not write);
 - ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``.
 
 The writer applies a batch of inbox entries in one Lua script that checks it
@@ -23,6 +24,12 @@ the log, so :attr:`~agentfx.program.Program.model` stays synchronous and
 immutable, and notifies its subscribers and observers in version order: a
 completion contract works whichever process took the call.
 
+A key of the namespace holding the wrong kind of value (a string where the
+log's stream should be, say) is a misconfiguration no retry mends: the
+program stops with a :class:`RedisProgramError` naming the key. A stored
+Model this process's types cannot take (another deploy's) is not: the process
+keeps serving its copy and leaves the writing to processes that can.
+
 It deliberately knows nothing of contracts, dispatch or MCP: it is a
 :class:`~agentfx.program.Program` (same ``model``, ``send``, ``observe``,
 ``subscribe``, ``host``) so every adapter works unchanged. It runs on asyncio
@@ -32,6 +39,7 @@ only, because redis-py's client is asyncio-only.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import os
@@ -39,7 +47,7 @@ import socket
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar, cast
 
 import anyio
 import msgspec
@@ -105,17 +113,21 @@ return ids
 """
 
 # KEYS: writer, model, log, inbox. ARGV: token, lease ms, log length, base
-# version, entry count, then per entry: inbox id, flag, message, Model (empty
-# unless the flag says the Model changed).
+# version, entry count, types fingerprint (empty: none), then per entry:
+# inbox id, flag, message, Model (empty unless the flag says the Model
+# changed). Every key is read before anything is written, so a key of the
+# wrong type fails the script before it changes anything.
 _APPLY = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('AGENTFX_LEASE lost') end
 local version = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
 if version ~= tonumber(ARGV[4]) then return redis.error_reply('AGENTFX_VERSION moved') end
+local types = redis.call('HGET', KEYS[2], 'types')
+if types and ARGV[6] ~= '' and types ~= ARGV[6] then return redis.error_reply('AGENTFX_TYPES differ') end
 local model = false
 local logid = false
 local last = false
 for k = 0, tonumber(ARGV[5]) - 1 do
-  local b = 6 + 4 * k
+  local b = 7 + 4 * k
   version = version + 1
   if ARGV[b + 1] == 'c' then
     model = ARGV[b + 3]
@@ -129,6 +141,7 @@ for k = 0, tonumber(ARGV[5]) - 1 do
 end
 if model then redis.call('HSET', KEYS[2], 'model', model) end
 redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid)
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'types', ARGV[6]) end
 redis.call('XTRIM', KEYS[4], 'MINID', last)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return logid
@@ -155,16 +168,66 @@ return 0
 
 
 class RedisProgramError(RuntimeError):
-    """:meth:`RedisProgram.send` could not see its Message applied.
+    """:meth:`RedisProgram.send` could not see its Message applied, or the program cannot run on its namespace.
 
-    The pipeline treats it like any exception from ``host.dispatch``: a
-    defect, audited with decision ``unknown``. The message names what went
-    wrong, never the Message's contents.
+    From ``send``, the pipeline treats it like any exception from
+    ``host.dispatch``: a defect, audited with decision ``unknown``. From a
+    :func:`run_program` block, the program stopped (or did not start) because
+    a key of the namespace is not what it keeps there: the message names the
+    key and what to fix. Either way it names what went wrong, never the
+    Message's or the Model's contents.
     """
 
 
 class _LeaseLost(Exception):
     pass
+
+
+class _Refused(Exception):
+    """This process must not write the namespace: the stored Model is not its types'."""
+
+    def __init__(self, reason: str, fix: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fix = fix
+
+
+def _fingerprint(model_type: object, message_type: object) -> str:
+    """A digest of the Model and Message types, the same in every process that runs the same types.
+
+    Derived from msgspec's JSON schema of both, without titles, docstrings
+    and examples (which do not change what is stored); empty when msgspec
+    cannot describe a type (then nothing is checked).
+
+    >>> _fingerprint(int, str) == _fingerprint(int, str) != _fingerprint(str, str)
+    True
+    """
+    try:
+        schemas, components = msgspec.json.schema_components((cast("Any", model_type), cast("Any", message_type)))
+    except (TypeError, ValueError):
+        return ""
+    described = msgspec.json.encode(_structure({"types": schemas, "$defs": components}), order="sorted")
+    return hashlib.sha256(described).hexdigest()[:16]
+
+
+def _structure(node: object) -> object:
+    # A schema's "title" and "description" are strings and its "examples" a
+    # list; a property of those names maps to a schema (a dict) and is kept.
+    if isinstance(node, dict):
+        return {
+            key: _structure(value)
+            for key, value in cast("dict[str, object]", node).items()
+            if not (key in ("title", "description") and isinstance(value, str))
+            and not (key == "examples" and isinstance(value, list))
+        }
+    if isinstance(node, list):
+        return [_structure(value) for value in cast("list[object]", node)]
+    return node
+
+
+def _wrong_type(exc: BaseException) -> TypeGuard[ResponseError]:
+    """Redis refused a command because a key holds another kind of value: a misconfiguration, not a fault."""
+    return isinstance(exc, ResponseError) and str(exc).startswith("WRONGTYPE")
 
 
 StreamId = tuple[int, int]
@@ -211,6 +274,15 @@ class _Keys:
         self.model = f"{namespace}:model"
         self.log = f"{namespace}:log"
 
+    def kinds(self) -> tuple[tuple[str, str, str], ...]:
+        """``(key, the Redis type it must have, what it holds)`` for every key."""
+        return (
+            (self.inbox, "stream", "the inbox"),
+            (self.writer, "string", "the writer lease"),
+            (self.model, "hash", "the Model"),
+            (self.log, "stream", "the log"),
+        )
+
 
 class RedisProgram(Program[M, Msg]):
     """A :class:`~agentfx.program.Program` whose Model lives in Redis; obtain one from :func:`run_program`.
@@ -234,7 +306,12 @@ class RedisProgram(Program[M, Msg]):
         "_message_decoder",
         "_namespace",
         "_failures",
+        "_fingerprint",
         "_flushing",
+        "_halted",
+        "_halting",
+        "_illegible",
+        "_refusal",
         "_options",
         "_outbox",
         "_scripts",
@@ -275,6 +352,13 @@ class RedisProgram(Program[M, Msg]):
         self._outbox: list[_Outgoing] = []
         self._flushing = False
         self._failures: dict[StreamId, str] = {}
+        self._fingerprint = _fingerprint(model_type, message_type)
+        # Why this process does not write now (its types cannot take the stored Model), or None.
+        self._refusal: str | None = None
+        self._halting = False
+        # Whether the last log entry's Model did not decode (said once, not once per version).
+        self._illegible = False
+        self._halted: RedisProgramError | None = None
         self._scripts = (
             client.register_script(_SEND),
             client.register_script(_APPLY),
@@ -366,6 +450,7 @@ class RedisProgram(Program[M, Msg]):
             while self._outbox:
                 batch = self._outbox[:_BATCH]
                 del self._outbox[:_BATCH]
+                misconfigured: ResponseError | None = None
                 try:
                     ids = await self._scripts[0](
                         keys=[self._keys.inbox], args=[self._options.max_pending, *(item.data for item in batch)]
@@ -374,9 +459,18 @@ class RedisProgram(Program[M, Msg]):
                     for item in batch:
                         item.failure = _UNREACHABLE
                 except RedisError as exc:
-                    _logger.exception("Redis refused to queue %d Messages", len(batch))
+                    if _wrong_type(exc):
+                        # Not transient: the program stops, and says why once (in _halt).
+                        misconfigured = exc
+                        failure = (
+                            f"Redis refused to queue the Message: a key of namespace {self._namespace!r} holds "
+                            "the wrong kind of value, and the program stops"
+                        )
+                    else:
+                        _logger.exception("Redis refused to queue %d Messages", len(batch))
+                        failure = f"Redis refused to queue the Message ({type(exc).__name__})"
                     for item in batch:
-                        item.failure = f"Redis refused to queue the Message ({type(exc).__name__})"
+                        item.failure = failure
                 else:
                     full = (
                         f"{self._keys.inbox} already holds {self._options.max_pending} Messages waiting for the "
@@ -390,6 +484,9 @@ class RedisProgram(Program[M, Msg]):
                 for item in batch:
                     item.done.set()
                 batch = []
+                if misconfigured is not None:
+                    await self._halt(misconfigured, f"queue a Message on {self._keys.inbox}")
+                    return
         finally:
             # Stopped mid-flight (the program is leaving): nobody may wait forever.
             self._flushing = False
@@ -408,11 +505,34 @@ class RedisProgram(Program[M, Msg]):
     # -- the local copy --------------------------------------------------
 
     async def _load(self, init: M) -> None:
-        """Take the stored Model (or ``init`` for a fresh namespace) as this copy's start."""
-        raw, version, log_id = await self._client.hmget(self._keys.model, ["model", "version", "log"])
-        self._model = init if raw is None else self._model_decoder.decode(cast("bytes", raw))
+        """Take the stored Model (or ``init`` for a fresh namespace) as this copy's start.
+
+        Raises:
+            RedisProgramError: ``<ns>:model`` is not a hash, or its Model does
+                not decode with this process's types (there is no copy to serve).
+        """
+        try:
+            raw, version, log_id, types = await self._client.hmget(
+                self._keys.model, ["model", "version", "log", "types"]
+            )
+        except ResponseError as exc:
+            raise await self._misconfiguration(exc, f"read {self._keys.model}") from exc
+        if raw is None:
+            self._model = init
+        else:
+            try:
+                self._model = self._model_decoder.decode(cast("bytes", raw))
+            except msgspec.DecodeError as exc:
+                raise RedisProgramError(
+                    f"{self._keys.model} does not decode with this process's Model type, so it has no Model of "
+                    f"namespace {self._namespace!r} to serve: run the types that stored it, or migrate the stored Model"
+                ) from exc
         self._version = 0 if version is None else int(cast("bytes", version))
         self._log_id = "0-0" if log_id is None else cast("bytes", log_id).decode()
+        refusal = self._mismatch(types)
+        if refusal is not None:
+            # It can serve what it decoded, but must not write it back.
+            self._refuse(*refusal)
 
     async def _tail(self) -> None:
         delay = _BACKOFF[0]
@@ -432,6 +552,10 @@ class RedisProgram(Program[M, Msg]):
                 await anyio.sleep(delay)
                 delay = min(delay * 2, self._options.backoff_max)
                 continue
+            except ResponseError as exc:
+                # Connection faults are the only ones a retry mends; a refused read (a key of the wrong type, say) is not.
+                await self._halt(exc, f"read {self._keys.log}")
+                return
             if not self._connected:
                 _logger.warning("reconnected to Redis; reading %s from version %d", self._keys.log, self._version)
             self._connected = True
@@ -444,6 +568,9 @@ class RedisProgram(Program[M, Msg]):
                             reloaded = await self._resync(behind=taken is None)
                         except (RedisConnectionError, RedisTimeoutError, OSError):
                             reloaded = False
+                        except ResponseError as exc:
+                            await self._halt(exc, f"read {self._keys.model}")
+                            return
                         if reloaded:
                             stalled = _BACKOFF[0]
                             if _stream_id(log_id) > _stream_id(self._log_id):
@@ -498,9 +625,17 @@ class RedisProgram(Program[M, Msg]):
                 if flag == _CHANGED:
                     self._model = self._model_decoder.decode(fields[b"s"])
             except msgspec.DecodeError:
-                _logger.exception("version %d of %s does not decode with this process's types", version, self._keys.log)
+                if not self._illegible:
+                    # No traceback: msgspec's text may quote the Model's contents.
+                    _logger.error(
+                        "version %d of %s does not decode with this process's types; its copy stays behind "
+                        "until an entry does (every process on a namespace must run identical types)",
+                        version, self._keys.log,
+                    )
+                self._illegible = True
                 failure = "this process cannot decode the Model the writer stored"
             else:
+                self._illegible = False
                 if flag == _CHANGED:
                     self._notify(self._subscribers.snapshot(), ())
                 self._notify(self._observers.snapshot(), (message,))
@@ -580,16 +715,109 @@ class RedisProgram(Program[M, Msg]):
 
     def _stop_waiting(self) -> None:
         """The program is stopping: a sender still waiting would otherwise wait out its ``apply_timeout``."""
+        failure = _STOPPED if self._halted is None else f"{_STOPPED} ({self._halted})"
+        self._answer_waiters(failure)
+
+    def _answer_waiters(self, failure: str) -> None:
         for waiter in self._waiters.values():
             if not waiter.done.is_set():
-                waiter.failure = _STOPPED
+                waiter.failure = failure
                 waiter.done.set()
+
+    # -- what no retry mends ----------------------------------------------
+
+    async def _misconfiguration(self, exc: ResponseError, doing: str) -> RedisProgramError:
+        """The error for a command Redis refused on this namespace: which key is of the wrong type, and what to do."""
+        wrong: list[str] = []
+        try:
+            for key, kind, holds in self._keys.kinds():
+                actual = cast("bytes", await self._client.type(key)).decode()
+                if actual not in (kind, "none"):
+                    wrong.append(f"{key} is a {actual}, not the {kind} that holds {holds}")
+        except RedisError:
+            pass  # Say what is known: the refusal itself.
+        if wrong:
+            them = "that key" if len(wrong) == 1 else "those keys"
+            text = (
+                f"{'; '.join(wrong)} of namespace {self._namespace!r}: delete or rename {them} "
+                "(or choose another namespace) and start the program again"
+            )
+        else:
+            code = str(exc).split(" ", 1)[0] or type(exc).__name__
+            text = f"Redis refused to {doing} for namespace {self._namespace!r} ({code})"
+        error = RedisProgramError(text)
+        error.__cause__ = exc
+        return error
+
+    async def _halt(self, exc: ResponseError, doing: str) -> None:
+        """Stop the program: Redis refused a command on the namespace in a way no retry mends.
+
+        The :func:`run_program` block raises the error; every sender still
+        waiting is told. Whichever loop sees it first says so; the others are
+        cancelled with the program.
+        """
+        if self._halting:
+            return
+        self._halting = True
+        error = await self._misconfiguration(exc, doing)
+        _logger.error("the program of %s stops: %s", self._namespace, error)
+        self._halted = error
+        with anyio.move_on_after(1):
+            # Held or not: a process that stops hands the lease over rather than let it expire.
+            try:
+                await self._scripts[3](keys=[self._keys.writer], args=[self._token])
+            except RedisError:
+                pass
+        self._task_group.cancel_scope.cancel()
+
+    def _mismatch(self, types: object) -> tuple[str, str] | None:
+        """Why this process must not write a Model stored with the fingerprint ``types``, or ``None``."""
+        if types is None or not self._fingerprint:
+            # Stored before fingerprints (or types msgspec cannot describe): nothing to compare.
+            return None
+        stored = cast("bytes", types).decode(errors="replace")
+        if stored == self._fingerprint:
+            return None
+        return self._differ(f"fingerprint {stored}, this process's {self._fingerprint}")
+
+    def _differ(self, detail: str) -> tuple[str, str]:
+        return (
+            f"{self._keys.model} was stored by processes whose Model or Message types differ from this "
+            f"process's ({detail})",
+            f"once every process with the other types has stopped, HDEL {self._keys.model} types "
+            "lets this process's types take the Model over",
+        )
+
+    def _undecodable(self) -> tuple[str, str]:
+        return (
+            f"{self._keys.model} does not decode with this process's Model type",
+            "stop the processes with the other types, or migrate the stored Model",
+        )
+
+    def _refuse(self, reason: str, fix: str) -> None:
+        """This process will not write: say so once, and answer whoever waits on it now."""
+        if self._refusal != reason:
+            self._refusal = reason
+            # Never the Model or the decoder's text (it may quote the Model): the key and the remedy.
+            _logger.error(
+                "this process will not write namespace %r: %s; it keeps serving its copy at version %d and "
+                "tries again later. Every process on a namespace must run identical Model and Message types: %s",
+                self._namespace, reason, self._version, fix,
+            )
+        self._answer_waiters(
+            f"This process cannot apply Messages on namespace {self._namespace!r} ({reason}); the Message "
+            f"stays queued on {self._keys.inbox} and another process may still apply it"
+        )
 
     # -- the writer ------------------------------------------------------
 
     async def _lead(self, init: M) -> None:
         """Compete for the lease forever; while holding it, apply the inbox."""
         delay = _BACKOFF[0]
+        # How long a process whose types cannot take the stored Model waits
+        # before looking again: it grows, so it seldom takes the lease from
+        # a process that can write.
+        refused = _BACKOFF[0]
         # Frequent enough that a released lease is taken at once, an expired one well within 2 x lease.
         poll = min(self._lease / 4, 0.25)
         while True:
@@ -599,11 +827,19 @@ class RedisProgram(Program[M, Msg]):
                     await anyio.sleep(poll)
                     continue
                 delay = _BACKOFF[0]
-                _logger.info("took the writer lease of %s", self._namespace)
                 await self._write(init)
             except _LeaseLost:
                 _logger.warning("lost the writer lease of %s", self._namespace)
+            except _Refused as refusal:
+                # _write has handed the lease back; the copy keeps what it has.
+                self._writer = False
+                self._refuse(refusal.reason, refusal.fix)
+                await anyio.sleep(refused)
+                refused = min(refused * 2, self._options.backoff_max)
             except (RedisError, OSError) as exc:
+                if _wrong_type(exc):
+                    await self._halt(exc, f"write namespace {self._namespace!r}")
+                    return
                 if self._writer or not isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
                     _logger.warning("the writer of %s stopped: %s; retrying", self._namespace, type(exc).__name__)
                 self._writer = False
@@ -611,10 +847,12 @@ class RedisProgram(Program[M, Msg]):
                 delay = min(delay * 2, self._options.backoff_max)
             finally:
                 self._writer = False
+                if self._refusal is None:
+                    refused = _BACKOFF[0]
 
     async def _write(self, init: M) -> None:
-        self._writer = True
         lost = False
+        handover = False
 
         async def renew(scope: anyio.CancelScope) -> None:
             nonlocal lost
@@ -639,10 +877,13 @@ class RedisProgram(Program[M, Msg]):
                 if len(failures.exceptions) == 1:
                     raise failures.exceptions[0] from None
                 raise
+        except _Refused:
+            handover = True
+            raise
         finally:
-            if self._closed:
+            if self._closed or handover:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                    # Leaving on purpose: hand the lease over now rather than after it expires.
+                    # Leaving on purpose (or unable to write): hand the lease over now rather than after it expires.
                     try:
                         await self._scripts[3](keys=[self._keys.writer], args=[self._token])
                     except RedisError:
@@ -651,15 +892,44 @@ class RedisProgram(Program[M, Msg]):
             raise _LeaseLost
 
     async def _apply_inbox(self, init: M) -> None:
-        raw, version, applied = await self._client.hmget(self._keys.model, ["model", "version", "applied"])
+        """Apply the inbox while holding the lease.
+
+        Raises:
+            _Refused: The stored Model is not this process's types' to write
+                (another fingerprint, or it does not decode).
+        """
+        raw, version, applied, types = await self._client.hmget(
+            self._keys.model, ["model", "version", "applied", "types"]
+        )
+        refusal = self._mismatch(types)
+        if refusal is not None:
+            raise _Refused(*refusal)
         if raw is None:
             model = init
             # A fresh namespace: store the initial Model so a copy started later reads it.
-            await self._client.hsetnx(self._keys.model, "model", msgspec.msgpack.encode(init))
+            if await self._client.hsetnx(self._keys.model, "model", msgspec.msgpack.encode(init)) and self._fingerprint:
+                await self._client.hsetnx(self._keys.model, "types", self._fingerprint)
         else:
-            model = cast(M, self._model_decoder.decode(cast("bytes", raw)))
-        base = 0 if version is None else int(cast("bytes", version))
-        position = "0-0" if applied is None else cast("bytes", applied).decode()
+            try:
+                model = cast(M, self._model_decoder.decode(cast("bytes", raw)))
+            except msgspec.DecodeError:
+                # Never the decoder's text: it may quote the Model.
+                raise _Refused(*self._undecodable()) from None
+        try:
+            base = 0 if version is None else int(cast("bytes", version))
+            position = "0-0" if applied is None else cast("bytes", applied).decode()
+            _stream_id(position)
+        except ValueError:
+            raise _Refused(
+                f"{self._keys.model} holds a version or an inbox id no writer stored",
+                "restore the namespace's keys or choose another namespace",
+            ) from None
+        self._writer = True
+        if self._refusal is not None:
+            _logger.warning("this process writes namespace %r again: the stored Model is its types'", self._namespace)
+            self._refusal = None
+        _logger.info("took the writer lease of %s", self._namespace)
+        fingerprint = self._fingerprint
         update = self._update
         decode = self._message_decoder.decode
         while True:
@@ -667,7 +937,9 @@ class RedisProgram(Program[M, Msg]):
             if not reply:
                 continue
             entries = cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply)[0][1]
-            args: list[EncodableT] = [self._token, self._options.lease_ms, self._options.log_length, base, len(entries)]
+            args: list[EncodableT] = [
+                self._token, self._options.lease_ms, self._options.log_length, base, len(entries), fingerprint,
+            ]
             commands: list[Command[Msg]] = []
             for entry_id, fields in entries:
                 data = fields.get(b"m", b"")
@@ -687,6 +959,9 @@ class RedisProgram(Program[M, Msg]):
             try:
                 await self._scripts[1](keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args)
             except ResponseError as exc:
+                if "AGENTFX_TYPES" in str(exc):
+                    # Another process's types wrote since this batch began.
+                    raise _Refused(*self._differ("another fingerprint was stored while this process wrote")) from None
                 if "AGENTFX_" in str(exc):
                     raise _LeaseLost from None
                 raise
@@ -771,10 +1046,21 @@ async def run_program(
         max_pending: Messages the inbox holds before ``send`` refuses another.
         log_length: Roughly how many versions the log keeps.
 
+    Every process on a namespace must run identical Model and Message
+    types: the writer stores a fingerprint of them next to the Model, and a
+    process whose fingerprint differs (or whose types cannot decode the
+    stored Model) does not write. It logs why once, hands the lease back,
+    answers the sends waiting on it with :class:`RedisProgramError`, keeps
+    serving its copy, and looks again later.
+
     Raises:
         ContractError: A malformed namespace or a non-positive duration or size.
         RuntimeError: Not running on asyncio.
         redis.exceptions.ConnectionError: Redis is unreachable when the program starts.
+        RedisProgramError: A key of the namespace holds the wrong kind of
+            value (at the start or later: the program stops and the block
+            raises it), or the stored Model does not decode with
+            ``model_type`` at the start.
     """
     _check(namespace, lease, apply_timeout, max_pending, log_length)
     try:
@@ -794,6 +1080,7 @@ async def run_program(
     )
     client = Redis(connection_pool=pool)
     lone: BaseException | None = None
+    halted: RedisProgramError | None = None
     try:
         async with anyio.create_task_group() as task_group:
             program = RedisProgram(
@@ -815,6 +1102,8 @@ async def run_program(
                 task_group.cancel_scope.cancel()
                 # Its senders may run outside this task group (a server's requests).
                 program._stop_waiting()  # pyright: ignore[reportPrivateUsage]
+                # Set when the program stopped itself (and cancelled the block): raised below.
+                halted = program._halted  # pyright: ignore[reportPrivateUsage]
     except BaseExceptionGroup as group:
         # As agentfx.run_program: a lone failure (the block's own, a command's)
         # comes out bare, so callers catch what was raised.
@@ -830,6 +1119,8 @@ async def run_program(
             _raise_bare(lone)
         finally:
             del lone
+    if halted is not None:
+        raise halted
 
 
 def program(
