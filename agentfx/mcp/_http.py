@@ -76,7 +76,7 @@ from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import has_id
-from ._server import AgentServer, InFlight, request_calls, server
+from ._server import AgentServer, InFlight, request_calls, serve_runtime
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -407,7 +407,11 @@ class HttpApp(Generic[P]):
         self._authenticate = authenticate
         self._tokens = None if token_verifier is None else BearerTokens(token_verifier, cast("AuthSettings", auth))
         self._principal_from_token = principal_from_token
-        self._request_state_security = request_state_security
+        # One policy and one single-use ledger for every principal's server,
+        # made now: a state is redeemed at most once in this process, and a
+        # pending one survives its principal's server going idle.
+        self._request_state_security = _confirm.security(request_state_security)
+        self._approvals = _confirm.Approvals(ttl=self._request_state_security.ttl)
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=list(tuple(allowed_hosts) or LOOPBACK_HOSTS),
@@ -840,8 +844,8 @@ class HttpApp(Generic[P]):
         started = False
         try:
             async with self._runtime(tenant) as runtime:
-                mcp_server = server(
-                    runtime, name=self._name, version=self._version, request_state_security=self._sealing(tenant)
+                mcp_server = serve_runtime(
+                    runtime, name=self._name, version=self._version, sealing=self._sealing(tenant), approvals=self._approvals
                 )
                 # The 2026 entry checks Mcp-Param headers against the called
                 # tool's schema; without this it would list the tools (reading
@@ -874,16 +878,11 @@ class HttpApp(Generic[P]):
             if self._tenants.get(tenant.key) is tenant:
                 del self._tenants[tenant.key]
 
-    def _sealing(self, tenant: _Tenant) -> RequestStateSecurity | None:
-        given = self._request_state_security
-        if given is None:
-            # Each principal's server seals under a key of its own, made now:
-            # no state crosses principals, restarts or processes.
-            return None
+    def _sealing(self, tenant: _Tenant) -> RequestStateSecurity:
         # One policy for every principal's server (and every process given
         # it), so each state is also bound to the principal it was sealed for:
         # the SDK binds only an OAuth caller, and not an authenticate hook's.
-        return _confirm.bound(given, _principal_text(tenant.key))
+        return _confirm.bound(self._request_state_security, _principal_text(tenant.key))
 
     def _runtime(self, tenant: _Tenant) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
         served = self._served
@@ -1352,15 +1351,17 @@ def http_app(
             ``req.principal.scopes`` holds its scopes.
         request_state_security: How the ``requestState`` of a 2026-07-28
             confirmation is sealed (the SDK's ``RequestStateSecurity``), for
-            every principal's server. By default each principal's server
-            makes a key of its own, so a retry must come back to the process
+            every principal's server. By default the app makes a key of its
+            own when it is made, so a retry must come back to the process
             that asked. Several processes serving one contract pass the same
             ``RequestStateSecurity(keys=[...])``, and a retry may reach any of
             them. Every state is bound to the principal it was sealed for (by
             a digest of the principal's type and JSON encoding, beside the
             policy's own ``bind_principal``), so another principal's retry is
-            refused. Each principal's server keeps its own single-use ledger:
-            a state could be redeemed once in each process until it expires.
+            refused. The app keeps one single-use ledger for all of its
+            principals' servers: a state is redeemed at most once in each
+            process until it expires, and a pending one outlives its
+            principal's server (gone idle, say, while the person decides).
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
 

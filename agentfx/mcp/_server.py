@@ -654,7 +654,24 @@ def server(
     Dispatched Pinged
     """
     sealing = _confirm.security(request_state_security)
-    approvals = _confirm.Approvals(ttl=sealing.ttl)
+    return serve_runtime(runtime, name=name, version=version, sealing=sealing, approvals=_confirm.Approvals(ttl=sealing.ttl))
+
+
+def serve_runtime(
+    runtime: AgentRuntime[Any, Any],
+    *,
+    name: str,
+    version: str,
+    sealing: RequestStateSecurity,
+    approvals: _confirm.Approvals,
+) -> AgentServer:
+    """:func:`server`, sealing under ``sealing`` and redeeming confirmations in ``approvals``.
+
+    For an HTTP app, whose principals' servers come and go while the
+    process serves: one policy and one ledger for all of them, so a state is
+    redeemed at most once per process, and a pending one outlives its
+    principal's server.
+    """
     names = [descriptor.name for descriptor in runtime.resources.list()]
     if runtime.has_context and "context" in names:
         raise ValueError(

@@ -29,6 +29,7 @@ import agentfx
 from agentfx.app import App
 from agentfx.cli import REQUEST_STATE_KEYS
 from agentfx.mcp import HttpApp, http_app
+from agentfx.mcp import _http as http_module  # pyright: ignore[reportPrivateUsage]
 from tests.http_support import MODERN, modern, post, sdk_client, serving
 from tests.test_mcp_confirm import APPROVE, INVALID_STATE, Contract, Model, Person, User, update
 
@@ -216,3 +217,30 @@ def test_a_principal_binds_to_the_same_text_in_every_process() -> None:
     assert texts[0] == texts[1]
     token, ann, bea = texts[0]
     assert len({token, ann, bea}) == 3
+
+
+@SDK_CLIENT
+@pytest.mark.parametrize("shared", [True, False], ids=["shared key", "default key"])
+async def test_a_state_outlives_its_principals_server_and_is_still_redeemed_once(
+    monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    # A principal waiting on a person holds no request, so its server may be
+    # ended to make room for another's: the app's key and single-use ledger
+    # outlive it, so the answer is still taken, and a replay still is not.
+    monkeypatch.setattr(http_module, "MAX_PRINCIPALS", 1)
+    served = Served(RequestStateSecurity(keys=[KEY]) if shared else None)
+    with serving(lambda _url: served.asgi) as served.url:
+
+        async def another_principal_calls() -> None:
+            async with client(served, "bea") as session:
+                assert not (await session.call_tool("select", {"item": "tea"})).is_error
+            assert served.asgi.principal_count == 1
+
+        state = await ask(served, "ann", "milk")
+        await another_principal_calls()
+        approved = await answer(served, "ann", "milk", state)
+        assert isinstance(approved, types.CallToolResult) and not approved.is_error, approved
+        await another_principal_calls()
+        replayed = await answer(served, "ann", "milk", state)
+        assert isinstance(replayed, types.ErrorData) and replayed.message == INVALID_STATE
+        assert served.confirmed() == [("remove", "ann", "dispatched")]
