@@ -49,6 +49,7 @@ import msgspec
 from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from ..confirm import ConfirmationRequest
 from ..errors import AgentConfirmationRequiredError
@@ -331,6 +332,11 @@ def plan(
         except MCPError as refused:
             # The client answered with an error: nobody approved.
             _logger.info("the client refused to ask about %r: %s", request.capability, refused.error.message)
+            return False
+        except ValidationError:
+            # The client's answer is not an elicitation result at all: nobody
+            # approved. Its text would quote what the client sent.
+            _logger.warning("the client answered the confirmation of %r with something that is not an answer", request.capability)
             return False
         return approved(answer)
 

@@ -9,6 +9,7 @@ principal it was sealed for. Driven with the SDK's own client negotiating
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from agentfx.app import App
 from agentfx.cli import REQUEST_STATE_KEYS
 from agentfx.mcp import HttpApp, http_app
 from agentfx.mcp import _http as http_module  # pyright: ignore[reportPrivateUsage]
-from tests.http_support import MODERN, modern, post, sdk_client, serving
+from tests.http_support import JSON_AND_SSE, MODERN, modern, post, sdk_client, serving
 from tests.test_mcp_confirm import APPROVE, INVALID_STATE, Contract, Model, Person, User, update
 
 pytestmark = pytest.mark.anyio
@@ -244,3 +245,43 @@ async def test_a_state_outlives_its_principals_server_and_is_still_redeemed_once
         replayed = await answer(served, "ann", "milk", state)
         assert isinstance(replayed, types.ErrorData) and replayed.message == INVALID_STATE
         assert served.confirmed() == [("remove", "ann", "dispatched")]
+
+
+@pytest.mark.parametrize("answered", [{"action": "maybe"}, {"content": {"confirm": True}}], ids=str)
+async def test_an_elicitation_answered_with_something_that_is_not_an_answer_declines(answered: object) -> None:
+    # The SDK's own client checks its answer before sending it; another may not.
+    log = agentfx.audit_log(principal=lambda user: user.name)
+    app = App(Contract, init=Model(), update=update, principal=User("nobody"), audit=log)
+    initialize: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "remove", "arguments": {"item": "milk"}}}
+    with serving(lambda _url: http_app(app, authenticate=authenticate)) as url:
+        async with httpx.AsyncClient(timeout=10, headers={"Authorization": "Bearer ann"}) as http:
+            opened = await http.post(url, json=initialize, headers=JSON_AND_SSE)
+            session = {**JSON_AND_SSE, "Mcp-Session-Id": opened.headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-11-25"}
+            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            asked: list[str] = []
+            answer: dict[str, Any] = {}
+            with anyio.fail_after(10):
+                async with http.stream("POST", url, json=call, headers=session) as response:
+                    async for line in response.aiter_lines():
+                        if not line.startswith("data: "):
+                            continue
+                        message = json.loads(line.removeprefix("data: "))
+                        if message.get("method") == "elicitation/create":
+                            asked.append(message["params"]["message"])
+                            reply = {"jsonrpc": "2.0", "id": message["id"], "result": answered}
+                            await http.post(url, json=reply, headers=session)
+                        elif message.get("id") == 7:
+                            answer = message["result"]  # the last event: the stream ends after it
+    assert asked == ['Remove "milk"?']
+    assert answer["isError"] and answer["content"][0]["text"] == 'Declined: Remove "milk"?'
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("refused", "AgentAuthorizationError")]
