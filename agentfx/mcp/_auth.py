@@ -56,7 +56,8 @@ def token_identity(token: AccessToken) -> Hashable:
     from token to token of one grant (``exp``, ``iat``, ``nbf``, ``jti``,
     ``auth_time``, ``nonce``, ``at_hash``, ``c_hash``) are not part of it.
 
-    The subject is ``AccessToken.subject``, else the ``sub`` claim. A token
+    The subject is ``AccessToken.subject``, else the ``sub`` claim (an
+    empty one names nobody). A token
     that names neither, or whose claims are not JSON, proves only itself (a
     digest of the token string stands for the subject): the people signed
     in through one client are never taken for one principal because the
@@ -75,9 +76,14 @@ def token_identity(token: AccessToken) -> Hashable:
     >>> anonymous = AccessToken(token="three", client_id="app", scopes=["todos:read"])
     >>> token_identity(anonymous) == token_identity(anonymous.model_copy(update={"token": "four"}))
     False
+    >>> nobody = anonymous.model_copy(update={"subject": ""})
+    >>> token_identity(nobody) == token_identity(nobody.model_copy(update={"token": "four"}))
+    False
     """
-    client_id, issuer, subject = principal_components(token)
+    client_id, issuer, named = principal_components(token)
     claims = token.claims or {}
+    # An empty subject says no more than a missing one (``info.get("sub", "")`` in a verifier).
+    subject = named if isinstance(named, str) and named else None
     if subject is None:
         claimed = claims.get("sub")
         if isinstance(claimed, str) and claimed:
