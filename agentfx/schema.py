@@ -653,12 +653,13 @@ def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
     if not (isinstance(ref, str) and ref.startswith(_REF_PREFIX) and isinstance(defs, dict)):
         return schema
     defs = cast("dict[str, Any]", defs)
-    root: dict[str, Any] = defs[ref[len(_REF_PREFIX) :]]
+    name = ref[len(_REF_PREFIX) :]
+    # A recursive root still refers to itself, so its definition stays, and
+    # the root is a copy of it: the definition itself would then hold the
+    # ``$defs`` that hold it, a cycle no encoder can write.
+    root: dict[str, Any] = dict(defs[name]) if _mentions(defs, ref) else defs.pop(name)
     # Annotated roots carry their Meta beside the $ref; it describes the root.
     root.update((key, value) for key, value in schema.items() if key not in ("$ref", "$defs"))
-    if not _mentions(defs, ref):
-        # A recursive root still refers to itself, so its definition stays.
-        del defs[ref[len(_REF_PREFIX) :]]
     if defs:
         root["$defs"] = defs
     return root

@@ -12,6 +12,8 @@ from typing import Any, NoReturn
 import msgspec
 import pytest
 
+import agentfx
+
 from agentfx.completion import Completion, CompletionOutcome, Source, when
 from agentfx.builder import for_model
 from agentfx.contract import Definition, define, expose, projection, resource, variant
@@ -566,3 +568,26 @@ def test_descriptors_carry_title_hints_and_output_schema() -> None:
     assert (wipe.title, wipe.hints) == ("Wipe | all", Hints(read_only=False, destructive=True, idempotent=True, open_world=False))
     assert (ping.title, ping.hints) == (None, Hints(read_only=True))
     assert wipe.output_schema["properties"]["capability"] == {"type": "string", "const": "wiped"}
+
+
+
+class Thread(msgspec.Struct, frozen=True):
+    text: str
+    replies: list[Thread] = []
+
+
+class Posted(msgspec.Struct, frozen=True, tag=True):
+    text: str
+
+
+def test_a_recursive_type_is_documented_wherever_a_schema_is_declared() -> None:
+    # A resource, the context and a mapped input, each a self-referencing Struct.
+    definition = agentfx.define(
+        agentfx.expose(Posted, agentfx.variant(Posted, "Post", input=Thread, to_message=lambda t, _ctx: Posted(t.text))),
+        resources=[agentfx.resource("thread", "The thread", schema=Thread, read=lambda _model: Thread("a"))],
+        context=agentfx.projection(Thread, lambda _model: Thread("a")),
+    )
+    manifest = json.loads(json.dumps(agentfx.to_manifest(definition)))  # a tree JSON can write
+    agentfx.bind(definition, host=agentfx.Host(model=lambda: None, dispatch=lambda _message: None))
+    assert manifest["capabilities"][0]["inputSchema"]["properties"]["replies"]["items"] == {"$ref": "#/$defs/Thread"}
+    assert manifest["resources"][0]["schema"]["$defs"]["Thread"]["properties"]["text"] == {"type": "string"}

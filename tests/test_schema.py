@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, NamedTuple, NotRequired, TypedDict, 
 
 import msgspec
 import pytest
+from jsonschema import Draft202012Validator
 
 from agentfx.errors import AgentProjectionError
 from agentfx.schema import InputCodec, InvalidPayload, json_schema, project
@@ -174,6 +175,10 @@ def test_json_schema_keeps_a_recursive_root_definition() -> None:
     assert schema["type"] == "object"
     assert schema["properties"]["replies"]["items"] == {"$ref": "#/$defs/Comment"}
     assert schema["$defs"]["Comment"]["title"] == "Comment"
+    # A tree, not a cycle: the root is a copy of the definition it keeps.
+    assert json.loads(json.dumps(schema)) == schema
+    Draft202012Validator.check_schema(schema)
+    assert cast(Any, Draft202012Validator(schema)).is_valid({"text": "a", "replies": [{"text": "b", "replies": []}]})
 
 
 def test_json_schema_merges_root_metadata() -> None:
@@ -250,6 +255,9 @@ def test_input_schema_of_a_recursive_type_is_closed() -> None:
     assert schema["additionalProperties"] is False
     assert schema["properties"]["replies"]["items"] == {"$ref": "#/$defs/Comment"}
     assert schema["$defs"]["Comment"]["additionalProperties"] is False
+    assert json.loads(json.dumps(schema)) == schema
+    Draft202012Validator.check_schema(schema)
+    assert not cast(Any, Draft202012Validator(schema)).is_valid({"text": "a", "replies": [{"text": "b", "extra": 1}]})
 
 
 def test_input_schema_is_deterministic() -> None:
