@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import functools
 import types
 import typing
@@ -978,6 +979,14 @@ class _MirrorBuilder:
             return self.record(tp)
         origin = typing.get_origin(tp)
         if origin is Literal or origin is None:
+            if _is_flag(tp):
+                # msgspec decodes any combination of the members, which the
+                # schema (its members alone) would not admit: strict decoding
+                # would take what the advertised schema refuses.
+                raise TypeError(
+                    f"{getattr(tp, '__name__', tp)} is an enum.Flag, whose combinations a JSON Schema cannot list; "
+                    "take a list of an Enum instead"
+                )
             inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
             if inner is None or origin is Literal:
                 return tp
@@ -995,6 +1004,10 @@ class _MirrorBuilder:
         if origin is Union or origin is types.UnionType:
             return Union[mirrored_args]  # noqa: UP007
         return origin[mirrored_args]
+
+
+def _is_flag(tp: object) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Flag)
 
 
 def _field_spec(field: _Field) -> Any:
