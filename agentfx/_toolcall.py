@@ -94,7 +94,7 @@ def json_arguments(text: str | bytes | bytearray) -> object:
 
     Empty (or blank) arguments are no arguments, as the OpenAI Agents SDK's own
     tools read them. ``NaN``, ``Infinity``, a trailing comma and the like are
-    not JSON. A ``"\\ud800"`` escape is (RFC 8259's grammar allows it) and is
+    not JSON, nor is text nested too deeply to read. A ``"\\ud800"`` escape is (RFC 8259's grammar allows it) and is
     kept as the lone surrogate it names, so that :func:`run_call` refuses it
     as invalid Unicode, in the same words on every framework.
 
@@ -105,6 +105,9 @@ def json_arguments(text: str | bytes | bytearray) -> object:
         return {}
     try:
         decoded: object = msgspec.json.decode(text)
+    except RecursionError:
+        # Nested deeper than any decoder here reads; it must not escape the tool.
+        return UNREADABLE
     except msgspec.DecodeError:
         # msgspec refuses a lone surrogate escape with the rest; the standard
         # decoder keeps it, and refuses everything else that is not JSON.
