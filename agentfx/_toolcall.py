@@ -18,9 +18,11 @@ but not Unicode text: strict decoding takes it, the Message reaches update and
 poisons the Model (nothing that encodes it works again). :func:`run_call`
 refuses such a payload as invalid input before anything is dispatched. The
 check is here, not in the pipeline, because only these paths read JSON with
-such decoders (the in-process ``messages.dispatch`` takes the application's
-own values, and its cost is unchanged); the refusal still goes through the
-runtime, so it comes in the pipeline's order and is audited like any other.
+such decoders: the in-process ``messages.dispatch`` takes the application's
+own values, and its cost is unchanged; MCP's parser (pydantic-core) and
+A2A's (protobuf) refuse a lone surrogate before agentfx sees the call. The
+refusal still goes through the runtime, so it comes in the pipeline's order
+and is audited like any other.
 
 Private and core-side: it imports no framework and no adapter, and
 deliberately knows nothing of any framework's exceptions or result types;

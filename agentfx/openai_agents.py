@@ -17,10 +17,13 @@ The SDK's traps, and how the tools avoid them:
   decoding is the one check. Arguments that are not JSON (a trailing comma,
   ``NaN``) reach it as a stand-in that is not text, refused ``the input must
   be an object``: the raw text is never dispatched nor audited, where a
-  ``redact`` key could not hide what it holds. The schema is passed with
-  ``strict_json_schema=False``: the SDK's strict mode would rewrite it (every
-  field required), and the model would be told a different contract than the
-  runtime enforces.
+  ``redact`` key could not hide what it holds. A ``"\\ud800"`` escape (a lone
+  surrogate) would be refused ``"<field>" must be valid Unicode``, but the
+  runner itself raises ``UnicodeEncodeError`` on one before any tool runs (it
+  fingerprints every call's arguments as UTF-8); nothing is sent. The schema
+  is passed with ``strict_json_schema=False``: the SDK's strict mode would
+  rewrite it (every field required), and the model would be told a different
+  contract than the runtime enforces.
 - ``is_enabled`` reads the Model at every turn, so the model is offered only
   what is available now. A call to a tool that was hidden is the SDK's own
   affair: it aborts the run unless ``RunConfig(tool_not_found_behavior=
