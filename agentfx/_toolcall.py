@@ -110,9 +110,10 @@ def json_arguments(text: str | bytes | bytearray) -> object:
     except RecursionError:
         # Nested deeper than any decoder here reads; it must not escape the tool.
         return UNREADABLE
-    except msgspec.DecodeError:
-        # msgspec refuses a lone surrogate escape with the rest; the standard
-        # decoder keeps it, and refuses everything else that is not JSON.
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        # msgspec refuses a lone surrogate, escaped or (in a str) raw, with the
+        # rest; the standard decoder keeps it, and refuses everything else
+        # that is not JSON (bytes that are not UTF-8 included).
         try:
             return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
         except (ValueError, RecursionError):

@@ -247,7 +247,11 @@ async def test_arguments_that_are_not_json_are_refused_by_the_runtime_in_its_own
 
 @pytest.mark.parametrize(
     "arguments",
-    [pytest.param(SURROGATE_ARGUMENTS, id="json-text"), pytest.param(json.loads(SURROGATE_ARGUMENTS), id="decoded")],
+    [
+        pytest.param(SURROGATE_ARGUMENTS, id="json-text"),
+        pytest.param('{"title": "Buy \ud800 milk"}', id="raw-in-text"),
+        pytest.param(json.loads(SURROGATE_ARGUMENTS), id="decoded"),
+    ],
 )
 async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing(arguments: str | dict[str, Any]) -> None:
     # As JSON text (the adapter reads it), or already decoded by a provider's json.loads.

@@ -78,6 +78,25 @@ def test_text_that_is_not_json_reads_as_the_stand_in(text: str) -> None:
     assert json_arguments(text) is UNREADABLE
 
 
+def test_bytes_that_are_not_utf8_read_as_the_stand_in() -> None:
+    assert json_arguments(b'{"title": "a\xffb"}') is UNREADABLE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"title": "a\\ud800b"}',  # escaped
+        '{"title": "a\ud800b"}',  # raw, in a str
+        b'{"title": "a\xed\xa0\x80b"}',  # encoded as if it were a code point (the standard decoder passes it)
+    ],
+)
+def test_a_lone_surrogate_in_the_text_is_kept_for_the_check(text: str | bytes) -> None:
+    read = json_arguments(text)
+    assert read == {"title": "a\ud800b"}
+    invalid = not_unicode(read)
+    assert invalid is not None and invalid.problem == '"title" must be valid Unicode'
+
+
 @pytest.mark.parametrize("text", ["", "  ", "\n"])
 def test_blank_arguments_are_no_arguments(text: str) -> None:
     assert json_arguments(text) == {}
