@@ -1,13 +1,28 @@
-"""What the agent-framework adapters share: the install hint, one call through the runtime, tool metadata.
+"""What the agent-framework adapters share: the install hint, reading arguments, one call through the runtime, tool metadata.
 
 ``agentfx.anthropic``, ``agentfx.openai_agents``, ``agentfx.pydantic_ai`` and
 ``agentfx.langchain`` each translate a :class:`~agentfx.tools.ToolView` and a
 :class:`~agentfx.tools.ToolReply` into their framework's types. The steps that
 are the same in all of them live here once: naming the extra when the
-framework is not installed, running one call so that it never raises (a
+framework is not installed, reading arguments the framework hands over as JSON
+text (:func:`json_arguments`), running one call so that it never raises (a
 defect is logged on the adapter's own logger and answered with
 :func:`~agentfx.tools.defect_reply`), the invocation id that keeps the
 framework's call id visible, and the metadata a framework keeps beside a tool.
+
+Every framework call is answered through :func:`run_call`, so the one check
+the runtime cannot make lives there too: a string with a lone surrogate. The
+frameworks read the model's JSON with decoders that keep a ``"\\ud800"``
+escape as a lone surrogate (``json.loads``), which is a valid Python ``str``
+but not Unicode text: strict decoding takes it, the Message reaches update and
+poisons the Model (nothing that encodes it works again). :func:`run_call`
+refuses such a payload as invalid input before anything is dispatched. The
+check is here, not in the pipeline, because only these paths read JSON with
+such decoders: the in-process ``messages.dispatch`` takes the application's
+own values, and its cost is unchanged; MCP's parser (pydantic-core) and
+A2A's (protobuf) refuse a lone surrogate before agentfx sees the call. The
+refusal still goes through the runtime, so it comes in the pipeline's order
+and is audited like any other.
 
 Private and core-side: it imports no framework and no adapter, and
 deliberately knows nothing of any framework's exceptions or result types;
@@ -17,20 +32,168 @@ with each adapter.
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import TYPE_CHECKING, Any, NoReturn
+import math
+import re
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import msgspec
 
-from .errors import is_failure
+from .errors import AgentInvalidInputError, echo, is_failure
 from .invocation import Invocation, new_invocation_id
+from .schema import InvalidPayload
 from .tools import ToolReply, ToolView, defect_reply, reply
 
 if TYPE_CHECKING:
     from .errors import DispatchError
     from .runtime import AgentRuntime
 
-__all__ = ["call_invocation_id", "missing_framework", "run_call", "tool_metadata"]
+__all__ = [
+    "UNREADABLE",
+    "UnreadableInput",
+    "call_invocation_id",
+    "json_arguments",
+    "missing_framework",
+    "not_unicode",
+    "run_call",
+    "tool_metadata",
+]
+
+
+class UnreadableInput:
+    """Stands in for arguments a framework handed over as text that is not JSON.
+
+    The runtime refuses it at decoding like any input that is not an object
+    (``the input must be an object``), audited as usual. It is not text, so
+    the model's raw text never reaches the runtime, an audit sink or a log:
+    it may hold exactly the secret a ``redact`` key was meant to hide.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREADABLE"
+
+
+UNREADABLE = UnreadableInput()
+"""The one :class:`UnreadableInput`."""
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):  # 1e400: a number JSON cannot hold
+        raise ValueError("not a finite number")
+    return number
+
+
+def _no_constant(text: str) -> object:
+    raise ValueError(f"{text} is not JSON")
+
+
+def json_arguments(text: str | bytes | bytearray) -> object:
+    """The model's JSON arguments text as builtins, or :data:`UNREADABLE` when it is not JSON.
+
+    Empty (or blank) arguments are no arguments, as the OpenAI Agents SDK's own
+    tools read them. ``NaN``, ``Infinity``, a trailing comma and the like are
+    not JSON, nor is text nested too deeply to read. A ``"\\ud800"`` escape is (RFC 8259's grammar allows it) and is
+    kept as the lone surrogate it names, so that :func:`run_call` refuses it
+    as invalid Unicode, in the same words on every framework.
+
+    >>> json_arguments('{"title": "Buy milk"}'), json_arguments("  "), json_arguments('{"n": NaN}')
+    ({'title': 'Buy milk'}, {}, UNREADABLE)
+    """
+    if not text.strip():
+        return {}
+    try:
+        decoded: object = msgspec.json.decode(text)
+    except RecursionError:
+        # Nested deeper than any decoder here reads; it must not escape the tool.
+        return UNREADABLE
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        # msgspec refuses a lone surrogate, escaped or (in a str) raw, with the
+        # rest; the standard decoder keeps it, and refuses everything else
+        # that is not JSON (bytes that are not UTF-8 included).
+        try:
+            return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return UNREADABLE
+    return decoded
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# Where a value sits: (where its container sits, its key or index in it); a key that is not a string is ``None``.
+_At = tuple["_At | None", "str | int | None"]
+
+
+def _path(at: _At | None) -> str:
+    steps: list[str] = []
+    while at is not None:
+        at, step = at
+        # msgspec's notation: ``.field``, ``[0]``, and ``[...]`` under a key that is not a string.
+        steps.append(f".{step}" if isinstance(step, str) else "[...]" if step is None else f"[{step}]")
+    return "$" + "".join(reversed(steps))
+
+
+def _label(path: str) -> str:
+    # As agentfx.schema names a field: ``$.todos[0].title`` -> ``todos[0].title``.
+    return echo(path[2:] if path.startswith("$.") else path[1:])
+
+
+def not_unicode(payload: object) -> InvalidPayload | None:
+    """The first string (key or value, at any depth) of ``payload`` holding a lone surrogate, as a problem.
+
+    ``None`` when every string is Unicode text, and for a payload that is not
+    a ``dict``: the runtime refuses that anyway (``the input must be an
+    object``), the problem to fix first. The path is in msgspec's notation and
+    the problem in :mod:`agentfx.schema`'s words: it names the field, never
+    the value sent, and both are bounded like every echo.
+
+    >>> not_unicode({"title": "Buy milk"}) is None
+    True
+    >>> invalid = not_unicode({"todos": [{"title": "Buy \\ud800 milk"}]})
+    >>> invalid.path, invalid.problem
+    ('$.todos[0].title', '"todos[0].title" must be valid Unicode')
+    >>> not_unicode({"\\udc00": 1}).problem
+    "the input's field names must be valid Unicode"
+    """
+    if not isinstance(payload, dict):
+        return None
+    try:
+        # The common case, at C speed: what encodes as JSON holds no lone surrogate.
+        msgspec.json.encode(payload)
+        return None
+    except Exception:  # a lone surrogate, or a value JSON cannot hold: look
+        pass
+    # Depth first in document order (each key before its value), without
+    # recursion: a payload may be nested as deep as its decoder allowed. A
+    # container met again (a cycle) is not walked twice.
+    stack: list[tuple[object, _At | None, bool]] = [(payload, None, False)]
+    seen: set[int] = set()
+    while stack:
+        value, at, is_key = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value) is None:
+                continue
+            path = _path(at)
+            if not is_key:
+                return InvalidPayload(echo(path), None, f'"{_label(path)}" must be valid Unicode')
+            if at is None:
+                return InvalidPayload("$", None, "the input's field names must be valid Unicode")
+            return InvalidPayload(echo(path), None, f'the field names of "{_label(path)}" must be valid Unicode')
+        if not isinstance(value, dict | list | tuple) or id(cast("object", value)) in seen:
+            continue
+        seen.add(id(cast("object", value)))
+        if isinstance(value, dict):
+            for key, item in reversed(list(cast("dict[object, object]", value).items())):
+                stack.append((item, (at, key if isinstance(key, str) else None), False))
+                stack.append((key, at, True))
+        else:
+            entries = list(cast("list[object] | tuple[object, ...]", value))
+            stack.extend((entries[index], (at, index), False) for index in range(len(entries) - 1, -1, -1))
+    # Nothing but a value JSON cannot hold: the runtime's decoding says what is wrong with it.
+    return None
 
 
 def missing_framework(
@@ -84,6 +247,11 @@ async def run_call(
     text when a tool raises, so a defect (a hook or the host raised) is logged
     on ``logger`` and answered with :func:`~agentfx.tools.defect_reply`.
 
+    A payload with a lone surrogate (:func:`not_unicode`) is refused as invalid
+    input naming the field: the runtime is handed :data:`UNREADABLE` instead,
+    so the refusal keeps the pipeline's order (an unknown or unavailable
+    capability is answered as such) and its audit entry, and nothing is sent.
+
     Returns:
         The reply, and the failure value when the runtime refused the call
         (``None`` for a dispatch that reached update, and for a defect).
@@ -100,7 +268,16 @@ async def run_call(
     ('Dispatched Ping', None)
     """
     try:
-        outcome = await runtime.messages.attempt(name, payload, invocation)
+        invalid = not_unicode(payload)
+        if invalid is None:
+            outcome = await runtime.messages.attempt(name, payload, invocation)
+        else:
+            outcome = await runtime.messages.attempt(name, UNREADABLE, invocation)
+            if isinstance(outcome, AgentInvalidInputError):
+                # Refused at decoding, as every stand-in is: say what is wrong with the payload itself.
+                outcome = AgentInvalidInputError.of(
+                    outcome.capability, outcome.tag, invalid.path, problem=invalid.problem
+                )
         return reply(outcome), outcome if is_failure(outcome) else None
     except Exception:
         logger.exception("capability %r failed unexpectedly", name)

@@ -9,8 +9,9 @@ dispatch and hands it over through :func:`safe_record`, so a sink that raises
 never changes a dispatch's outcome.
 
 What the log never keeps: the Model (by no setting; no field can hold it), the
-principal without a projection (identities carry secrets), and the input unless
-``include_input=True``. Every entry the log keeps encodes to JSON: the
+principal without a projection (identities carry secrets), the input unless
+``include_input=True``, and, with ``redact`` keys set, an input that is not an
+object (``"[redacted]"`` stands for it whole). Every entry the log keeps encodes to JSON: the
 capability name is bounded (:func:`agentfx.errors.echo`), and a recorded input
 has its non-string keys written as their JSON text and its lone surrogates
 replaced.
@@ -39,7 +40,7 @@ Decision: TypeAlias = Literal["refused", "dispatched", "unknown"]
 ``unknown``: the host raised, or the invocation was aborted mid-send."""
 
 _REDACTED = "[redacted]"
-"""Replaces the value of every top-level ``redact`` key of a recorded input."""
+"""Replaces the value of every top-level ``redact`` key of a recorded input, and, with ``redact`` set, a whole input that is not an object."""
 
 _UNRECORDABLE = "[unrecordable]"
 """Stands in for a recorded input that cannot be snapshotted at all (a cycle)."""
@@ -171,12 +172,17 @@ def _snapshot(value: object, redact: frozenset[str]) -> object:
         snapshot: object = _encodable(msgspec.to_builtins(value, enc_hook=_unrecordable))
     except Exception:  # a cycle (RecursionError) or a hook-proof oddity
         return _UNRECORDABLE
-    if redact and isinstance(snapshot, dict):
-        fields = cast("dict[object, object]", snapshot)
-        for key in redact.intersection(fields):
-            fields[key] = _REDACTED
-        return fields
-    return snapshot
+    if not redact:
+        return snapshot
+    if not isinstance(snapshot, dict):
+        # Only an object has keys to redact: anything else (the text of
+        # arguments that were not JSON, a list of objects) may hold a
+        # ``redact`` key's value where no key can find it, so none of it is kept.
+        return _REDACTED
+    fields = cast("dict[object, object]", snapshot)
+    for key in redact.intersection(fields):
+        fields[key] = _REDACTED
+    return fields
 
 
 class AuditLog:
@@ -291,7 +297,10 @@ def audit_log(
             U+FFFD. Off by default: it is caller-supplied and may carry
             anything.
         redact: Top-level input keys whose values are replaced by
-            ``"[redacted]"``; nested keys of the same name are kept.
+            ``"[redacted]"``; nested keys of the same name are kept. With
+            any key set, an input that is not an object (text that was not
+            JSON, a list) is recorded as ``"[redacted]"`` whole: what it
+            holds cannot be told apart from a redacted key's value.
         clock: Returns the ``at`` timestamp of each entry.
 
     Returns:

@@ -12,7 +12,11 @@ dispatched through the runtime as ``Invocation(transport="langchain")``.
   available as a refusal.
 - **Strict input**: each tool's ``args_schema`` is the contract's JSON Schema,
   given to the model verbatim; LangChain validates nothing against a JSON
-  Schema, so the runtime's strict decoding is the one check.
+  Schema, so the runtime's strict decoding is the one check. The tool call's
+  ``args`` reach it whole, as the model sent them: LangChain would otherwise
+  spread them as keyword arguments of its own ``_arun``, which takes
+  ``config`` and ``run_manager`` for itself (a field of that name would be
+  lost, an undeclared one dispatched unseen) and fails on ``self``.
 - **Refusals** (invalid input says what to fix), a declared failure Message and
   a defect raise ``ToolException`` with the reply text, and the tools are built
   with ``handle_tool_error=True``: the model gets a ``ToolMessage`` with
@@ -36,7 +40,7 @@ steps or of audit internals, and nothing in agentfx's core imports it.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from ._toolcall import missing_framework, run_call, tool_metadata
 
@@ -88,17 +92,35 @@ def structured_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | No
     return [_tool(runtime, view, confirm) for view in tool_views(runtime)]
 
 
+class _WholeInputTool(StructuredTool):
+    """A ``StructuredTool`` whose coroutine gets the tool input whole, as its one positional argument.
+
+    ``BaseTool.arun`` turns the input into ``self._arun(*args, **kwargs)``
+    arguments here; a ``dict`` input becomes keywords, beside the ``config``
+    and ``run_manager`` LangChain adds, so the model's keys would share a
+    namespace with LangChain's own. Passed whole, whatever its keys, the input
+    meets only the runtime's strict decoding.
+    """
+
+    def _to_args_and_kwargs(
+        self, tool_input: str | dict[str, Any], tool_call_id: str | None
+    ) -> tuple[tuple[str, ...], dict[str, Any]]:
+        # LangChain annotates the positional arguments as strings (its
+        # single-string tools); ``_arun`` passes them on to the coroutine as they are.
+        return cast("tuple[str, ...]", (tool_input,)), {}
+
+
 def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | None) -> StructuredTool:
     name = view.name
 
-    async def call(**arguments: Any) -> tuple[str, dict[str, Any]]:
-        # LangChain hands the model's arguments over as keywords, unchecked.
+    async def call(arguments: object) -> tuple[str, dict[str, Any]]:
+        # The tool call's ``args`` exactly as the model sent them, unchecked.
         answer, _ = await run_call(runtime, name, arguments, Invocation(transport=TRANSPORT, confirm=confirm), _logger)
         if not answer.ok:
             raise ToolException(answer.text)
         return answer.text, answer.data
 
-    return StructuredTool(
+    return _WholeInputTool(
         name=name,
         description=view.description,
         args_schema=view.input_schema,

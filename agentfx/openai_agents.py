@@ -14,10 +14,16 @@ The SDK's traps, and how the tools avoid them:
   ``Capability "<name>" failed unexpectedly``. No exception text reaches the model.
 - The SDK takes a raw JSON Schema verbatim and validates nothing against it:
   the arguments go to the runtime as the model wrote them, and its strict
-  decoding is the one check. The schema is passed with
-  ``strict_json_schema=False``: the SDK's strict mode would rewrite it (every
-  field required), and the model would be told a different contract than the
-  runtime enforces.
+  decoding is the one check. Arguments that are not JSON (a trailing comma,
+  ``NaN``) reach it as a stand-in that is not text, refused ``the input must
+  be an object``: the raw text is never dispatched nor audited, where a
+  ``redact`` key could not hide what it holds. A ``"\\ud800"`` escape (a lone
+  surrogate) would be refused ``"<field>" must be valid Unicode``, but the
+  runner itself raises ``UnicodeEncodeError`` on one before any tool runs (it
+  fingerprints every call's arguments as UTF-8); nothing is sent. The schema
+  is passed with ``strict_json_schema=False``: the SDK's strict mode would
+  rewrite it (every field required), and the model would be told a different
+  contract than the runtime enforces.
 - ``is_enabled`` reads the Model at every turn, so the model is offered only
   what is available now. A call to a tool that was hidden is the SDK's own
   affair: it aborts the run unless ``RunConfig(tool_not_found_behavior=
@@ -51,7 +57,7 @@ import logging
 import weakref
 from typing import Any
 
-from ._toolcall import call_invocation_id, missing_framework, run_call
+from ._toolcall import call_invocation_id, json_arguments, missing_framework, run_call
 
 try:
     from agents import FunctionTool, RunContextWrapper
@@ -64,8 +70,6 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
         extra="openai-agents",
         packages=frozenset({"agents"}),
     )
-
-import msgspec
 
 from .docs import MessageDescriptor
 from .invocation import Invocation
@@ -113,7 +117,7 @@ def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, descriptor: MessageDe
         approved = ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id) is True
         invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT, confirmed=approved)
         # Never raises: an exception from a hand-built FunctionTool would abort the run.
-        answer, _ = await run_call(runtime, name, _payload(arguments), invocation, _logger)
+        answer, _ = await run_call(runtime, name, json_arguments(arguments), invocation, _logger)
         return answer.text
 
     return FunctionTool(
@@ -154,15 +158,3 @@ class _Offers:
         offered = self._offered.get(key, False)
         self._offered[key] = available
         return available or offered
-
-
-def _payload(arguments: str) -> object:
-    """The model's JSON arguments; text that is not JSON goes on as text, for the runtime to refuse."""
-    # The SDK's own tools read empty arguments as no arguments; so do these.
-    if not arguments.strip():
-        return {}
-    try:
-        payload: object = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
-        return arguments
-    return payload

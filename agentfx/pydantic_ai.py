@@ -8,8 +8,12 @@ Model, each call dispatched through the runtime as
 
 pydantic-ai takes a raw JSON Schema verbatim but does not validate arguments
 against it, so the toolset accepts whatever the model sent and lets the
-runtime decode it strictly. The outcome is carried over in pydantic-ai's own
-terms:
+runtime decode it strictly. Its arguments validator only reads JSON text, as
+every adapter does (:func:`agentfx._toolcall.json_arguments`): arguments that
+are not JSON reach the runtime as a stand-in it refuses like any other invalid
+input (``the input must be an object``), audited, instead of pydantic-core's
+decoder text and the raw arguments going back to the model. The outcome is
+carried over in pydantic-ai's own terms:
 
 - a success returns the reply text (which carries the completion's data), with
   the reply's ``data`` as the ``ToolReturn`` metadata the application can read
@@ -37,9 +41,9 @@ agentfx's core imports it.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
-from ._toolcall import call_invocation_id, missing_framework, run_call, tool_metadata
+from ._toolcall import UNREADABLE, call_invocation_id, json_arguments, missing_framework, run_call, tool_metadata
 
 try:
     from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolDefinition, ToolFailed, ToolReturn
@@ -66,9 +70,48 @@ TRANSPORT = "pydantic-ai"
 
 _logger = logging.getLogger(__name__)
 
-# Arguments pass through untouched: pydantic-ai would only check that they are
-# JSON, and the runtime's strict decoding is the one authority on the input.
-_PASS_THROUGH = SchemaValidator(core_schema.any_schema())
+# What pydantic-core makes of partial arguments while they stream in; never dispatched.
+_PARTIAL = SchemaValidator(core_schema.any_schema())
+
+
+class _Unreadable(dict[str, Any]):
+    """The validated arguments of a call whose arguments are not JSON: empty, and told apart by type.
+
+    A dict, as pydantic-ai's hooks expect validated arguments to be; a model
+    cannot make one, so :meth:`AgentfxToolset.call_tool` hands the runtime
+    :data:`~agentfx._toolcall.UNREADABLE` for it.
+    """
+
+    __slots__ = ()
+
+
+class _Arguments:
+    """The arguments validator: pass the arguments through for the runtime to decode strictly.
+
+    pydantic-ai would only check that they are JSON, and answer text that is
+    not with pydantic-core's own error, the raw arguments in it; the runtime
+    is the one authority on the input, and refuses in agentfx's words.
+    """
+
+    def validate_json(
+        self,
+        input: str | bytes | bytearray,
+        *,
+        allow_partial: bool | Literal["off", "on", "trailing-strings"] = False,
+        **kwargs: Any,
+    ) -> Any:
+        if allow_partial not in (False, "off"):
+            return _PARTIAL.validate_json(input, allow_partial=allow_partial)
+        arguments = json_arguments(input)
+        return _Unreadable() if arguments is UNREADABLE else arguments
+
+    def validate_python(
+        self, input: Any, *, allow_partial: bool | Literal["off", "on", "trailing-strings"] = False, **kwargs: Any
+    ) -> Any:
+        return input
+
+
+_ARGUMENTS = _Arguments()
 
 
 class AgentfxToolset(AbstractToolset[Any]):
@@ -123,7 +166,7 @@ class AgentfxToolset(AbstractToolset[Any]):
                 metadata=tool_metadata(view),
             ),
             max_retries=self._max_retries,
-            args_validator=_PASS_THROUGH,
+            args_validator=_ARGUMENTS,
         )
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
@@ -133,7 +176,8 @@ class AgentfxToolset(AbstractToolset[Any]):
         invocation = Invocation(
             id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT, confirmed=ctx.tool_call_approved
         )
-        answer, failure = await run_call(self._runtime, name, tool_args, invocation, _logger)
+        payload: object = UNREADABLE if type(tool_args) is _Unreadable else tool_args
+        answer, failure = await run_call(self._runtime, name, payload, invocation, _logger)
         if isinstance(failure, AgentInvalidInputError):
             raise ModelRetry(answer.text)
         if isinstance(failure, AgentConfirmationRequiredError):

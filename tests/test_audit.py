@@ -266,11 +266,28 @@ def test_recorded_input_is_a_deep_snapshot() -> None:
     assert only_entry(log).input == {"title": "Milk", "tags": ["a"], "meta": {"n": 1}}
 
 
-def test_non_dict_input_is_recorded() -> None:
-    log = audit_log(include_input=True, redact=["token"])
-    log.record(make_record(input=["token", 1]))
-    log.record(make_record(input=None))
-    assert [entry.input for entry in log.entries()] == [["token", 1], None]
+def test_non_dict_input_is_recorded_without_redact() -> None:
+    log = audit_log(include_input=True)
+    for payload in (["token", 1], None, '{"token": "t0k",}'):
+        log.record(make_record(input=payload))
+    assert [entry.input for entry in log.entries()] == [["token", 1], None, '{"token": "t0k",}']
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        '{"user": "ada", "password": "hunter2",}',  # arguments that were not JSON, as text
+        [{"password": "hunter2"}],  # a list of objects: a top-level key of none of them
+        "hunter2",
+        None,
+    ],
+)
+def test_with_redact_an_input_that_is_not_an_object_is_redacted_whole(payload: object) -> None:
+    log = audit_log(include_input=True, redact=["password"])
+    log.record(make_record(input=payload))
+    entry = only_entry(log)
+    assert entry.input == "[redacted]"
+    assert b"hunter2" not in msgspec.json.encode(entry)
 
 
 def test_unencodable_input_does_not_break_recording() -> None:

@@ -152,15 +152,88 @@ class Harness:
         return [(entry.capability, entry.outcome) for entry in self.audit.entries()]
 
 
-def harness(model: Model = INITIAL) -> Harness:
+def harness(model: Model = INITIAL, *, audit: agentfx.AuditLog | None = None) -> Harness:
     recorder: RecordingHost[Model, object, User] = RecordingHost(
         model,
         principal=User("ada"),
         responses={RequestedCreateTodo: _created, RequestedDeleteTodo: _deleted},
         update=update,
     )
-    audit = agentfx.audit_log()
+    audit = agentfx.audit_log() if audit is None else audit
     return Harness(recorder, audit, TodoAgent.bind(Contract, host=recorder.host, audit=audit))
+
+
+# Arguments a framework must not read as its own. ----------------------------------
+
+
+class ChangedSettings(msgspec.Struct, frozen=True, tag=True):
+    """A Message whose fields are named like the keywords the frameworks take for themselves."""
+
+    config: str
+    run_manager: str = ""
+    callbacks: str = ""
+    self_: str = msgspec.field(default="", name="self")
+
+
+class Renamed(msgspec.Struct, frozen=True, tag=True):
+    title: str
+
+
+@dataclass
+class KeywordHarness:
+    """A runtime whose capabilities take framework keywords as fields, the Messages it sent, and its audit."""
+
+    sent: list[object]
+    audit: agentfx.AuditLog
+    runtime: agentfx.AgentRuntime[None, None]
+
+    def outcomes(self) -> list[tuple[str, str]]:
+        return [(entry.capability, entry.outcome) for entry in self.audit.entries()]
+
+
+def keyword_harness() -> KeywordHarness:
+    contract = agentfx.define(
+        agentfx.expose(
+            ChangedSettings | Renamed,
+            agentfx.variant(ChangedSettings, "Change the settings", name="change_settings"),
+            agentfx.variant(Renamed, "Rename the list", name="rename"),
+        )
+    )
+    sent: list[object] = []
+    audit = agentfx.audit_log(include_input=True)
+    runtime = agentfx.bind(contract, host=agentfx.Host(model=lambda: None, dispatch=sent.append), audit=audit)
+    return KeywordHarness(sent, audit, runtime)
+
+
+KEYWORD_ARGS: dict[str, object] = {"config": "dark", "run_manager": "rm", "callbacks": "cb", "self": "me"}
+"""Arguments the model sends ``change_settings``: every one is a declared field."""
+
+KEYWORD_SETTINGS = ChangedSettings(config="dark", run_manager="rm", callbacks="cb", self_="me")
+"""What ``change_settings`` must dispatch for :data:`KEYWORD_ARGS`."""
+
+UNDECLARED_KEYWORDS: list[tuple[dict[str, object], str]] = [
+    ({"title": "x", key: 1}, f'Invalid input for "rename": "{key}" is not a field of this input')
+    for key in ("config", "run_manager", "callbacks", "self")
+]
+"""Arguments the model sends ``rename`` with one undeclared keyword each, and the refusal each must get."""
+
+
+# Strings that are not Unicode text. ------------------------------------------------
+
+SURROGATE_ARGUMENTS = '{"title": "Buy \\ud800 milk"}'
+"""JSON arguments naming a lone surrogate: valid JSON text, not valid Unicode once decoded."""
+
+NOT_UNICODE_TEXT = 'Invalid input for "create_todo": "title" must be valid Unicode'
+
+NOT_AN_OBJECT_TEXT = 'Invalid input for "create_todo": the input must be an object'
+"""What every adapter answers for arguments that are not JSON."""
+
+NOT_JSON_ARGUMENTS = [
+    '{"title": "Buy milk", ',  # cut off
+    '{"title": "Buy milk",}',  # a trailing comma
+    '{"title": NaN}',
+    '{"title": 1e400}',
+]
 
 
 # What each step must tell the model, whatever the framework. ---------------------

@@ -36,18 +36,25 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
+    KEYWORD_ARGS,
+    KEYWORD_SETTINGS,
+    NOT_UNICODE_TEXT,
     PINNED,
+    SURROGATE_ARGUMENTS,
+    UNDECLARED_KEYWORDS,
     SECRET,
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Harness,
+    KeywordHarness,
     Person,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
     created_data,
     harness,
+    keyword_harness,
     new_todo_id,
 )
 
@@ -73,7 +80,10 @@ class MessagesAPI:
         content = cast(list[dict[str, Any]], last["content"] if isinstance(last["content"], list) else [])
         self.results.append([block for block in content if block.get("type") == "tool_result"])
         turn = self.turns.next()
-        return httpx.Response(200, json=self._message(turn))
+        # Encoded as the API does, with escapes: a lone surrogate in a scripted input
+        # reaches the SDK as the "\ud800" a model may write, not as bytes UTF-8 forbids.
+        encoded = json.dumps(self._message(turn)).encode()
+        return httpx.Response(200, content=encoded, headers={"content-type": "application/json"})
 
     def _message(self, turn: Sequence[ToolCall] | str) -> dict[str, Any]:
         if isinstance(turn, str):
@@ -112,7 +122,7 @@ def _client(api: MessagesAPI) -> AsyncAnthropic:
     )
 
 
-async def _own_loop(h: Harness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
+async def _own_loop(h: Harness | KeywordHarness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
     """The loop an application writes: ``tool_params`` per request, ``run_tool_use`` per block."""
     messages: list[MessageParam] = [{"role": "user", "content": "Go"}]
     async with _client(api) as client:
@@ -131,7 +141,7 @@ async def _own_loop(h: Harness, api: MessagesAPI, confirm: Confirmer | None = No
     raise AssertionError("the loop did not end")
 
 
-async def _tool_runner(h: Harness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
+async def _tool_runner(h: Harness | KeywordHarness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
     async with _client(api) as client:
         runner = client.beta.messages.tool_runner(
             model="claude-test",
@@ -242,6 +252,43 @@ async def test_invalid_input_is_an_error_result_saying_what_to_fix(
     assert api.returned(1) == [(text, True)]
     assert h.recorder.dispatched == []
     assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+
+
+async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing(anyio_backend: str) -> None:
+    # The SDK reads the model's "\ud800" escape with json.loads: a lone surrogate in a str.
+    h = harness()
+    api = MessagesAPI([("create_todo", json.loads(SURROGATE_ARGUMENTS))])
+    async with _client(api) as client:
+        reply = await client.messages.create(
+            model="claude-test", max_tokens=256, messages=[{"role": "user", "content": "Go"}], tools=tool_params(h.runtime)
+        )
+    [block] = [block for block in reply.content if block.type == "tool_use"]
+    assert block.input == {"title": "Buy \ud800 milk"}
+    result = await run_tool_use(h.runtime, block)
+    assert result == {"type": "tool_result", "tool_use_id": block.id, "content": NOT_UNICODE_TEXT, "is_error": True}
+    assert h.recorder.dispatched == [] and h.recorder.model() == INITIAL
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+    # The loop ends here: the SDK cannot send that assistant turn back (its JSON
+    # encoder refuses the surrogate), whatever the tool answered.
+
+
+async def test_the_tool_runner_answers_a_lone_surrogate_as_invalid_input(anyio_backend: str) -> None:
+    h = harness()
+    api = MessagesAPI([("create_todo", json.loads(SURROGATE_ARGUMENTS))], "done")
+    assert await _tool_runner(h, api) == "done"
+    assert api.returned(1) == [(NOT_UNICODE_TEXT, True)]
+    assert h.recorder.dispatched == [] and h.recorder.model() == INITIAL
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+async def test_the_input_reaches_the_runtime_whole_whatever_its_keys(anyio_backend: str, loop: Loop) -> None:
+    h = keyword_harness()
+    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    api = MessagesAPI(calls, "done")
+    assert await loop(h, api) == "done"
+    assert api.returned(1) == [("Dispatched ChangedSettings", False), *((text, True) for _, text in UNDECLARED_KEYWORDS)]
+    assert h.sent == [KEYWORD_SETTINGS]
 
 
 @pytest.mark.parametrize("loop", LOOPS)

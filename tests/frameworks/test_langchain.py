@@ -9,6 +9,7 @@ model, answer each tool call with ``await tool.ainvoke(tool_call)``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -38,19 +39,26 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
+    KEYWORD_ARGS,
+    KEYWORD_SETTINGS,
+    NOT_UNICODE_TEXT,
     PINNED,
+    SURROGATE_ARGUMENTS,
+    UNDECLARED_KEYWORDS,
     SECRET,
     TITLED_METADATA,
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Harness,
+    KeywordHarness,
     Person,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
     created_data,
     harness,
+    keyword_harness,
     new_todo_id,
     titled_runtime,
 )
@@ -113,7 +121,7 @@ def _script(*turns: Turn) -> Iterator[AIMessage | str]:
 
 
 async def _loop(
-    h: Harness,
+    h: Harness | KeywordHarness,
     model: ScriptedChatModel,
     *,
     confirm: Confirmer | None = None,
@@ -203,6 +211,41 @@ async def test_invalid_input_is_an_error_message_saying_what_to_fix(args: dict[s
     assert (await _loop(h, model))[0] == "done"
     assert model.returned(1) == [(text, "error")]
     assert h.recorder.dispatched == []
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+
+
+async def test_the_args_reach_the_runtime_whole_whatever_their_keys() -> None:
+    # LangChain's own _arun takes ``config`` and ``run_manager`` as keywords and
+    # would fail on ``self``: none of them may be taken from the model's arguments.
+    h = keyword_harness()
+    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    model = ScriptedChatModel(messages=_script(calls, "done"))
+    assert (await _loop(h, model))[0] == "done"
+    assert model.returned(1) == [
+        ("Dispatched ChangedSettings", "success"),
+        *((text, "error") for _, text in UNDECLARED_KEYWORDS),
+    ]
+    assert h.sent == [KEYWORD_SETTINGS]
+    assert h.outcomes() == [("change_settings", "dispatched")] + [("rename", "AgentInvalidInputError")] * 4
+    assert [entry.input for entry in h.audit.entries()] == [args for _, args in calls]
+
+
+async def test_a_string_input_is_refused_not_raised() -> None:
+    h = harness()
+    create = next(tool for tool in structured_tools(h.runtime) if tool.name == "create_todo")
+    call = ToolCall(name="create_todo", args={}, id="call_1", type="tool_call")
+    assert await create.ainvoke("Buy milk") == 'Invalid input for "create_todo": the input must be an object'
+    assert (await create.ainvoke(call)).status == "error"
+    assert h.recorder.dispatched == []
+
+
+async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing() -> None:
+    # What a chat model's json.loads makes of a model's "\ud800" escape.
+    h = harness()
+    model = ScriptedChatModel(messages=_script([("create_todo", json.loads(SURROGATE_ARGUMENTS))], "done"))
+    assert (await _loop(h, model))[0] == "done"
+    assert model.returned(1) == [(NOT_UNICODE_TEXT, "error")]
+    assert h.recorder.dispatched == [] and h.recorder.model() == INITIAL
     assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
 
 

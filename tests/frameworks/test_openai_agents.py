@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
+import agentfx
 import msgspec
 import pytest
 from agents import (
@@ -29,6 +30,7 @@ from agents import (
     Usage,
 )
 from agents.items import TResponseInputItem, TResponseOutputItem
+from agents.tool_context import ToolContext
 from agents.models.interface import Model
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from agents.testing import assistant_message, function_call
@@ -45,18 +47,27 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
+    KEYWORD_ARGS,
+    KEYWORD_SETTINGS,
+    NOT_AN_OBJECT_TEXT,
+    NOT_JSON_ARGUMENTS,
+    NOT_UNICODE_TEXT,
     PINNED,
+    SURROGATE_ARGUMENTS,
+    UNDECLARED_KEYWORDS,
     SECRET,
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Asked,
     Harness,
+    KeywordHarness,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
     created_data,
     harness,
+    keyword_harness,
     new_todo_id,
 )
 
@@ -113,7 +124,7 @@ class ScriptedModel(Model):
         raise NotImplementedError
 
 
-def _agent(h: Harness, model: ScriptedModel) -> Agent[None]:
+def _agent(h: Harness | KeywordHarness, model: ScriptedModel) -> Agent[None]:
     return Agent(name="todos", model=model, tools=list(function_tools(h.runtime)))
 
 
@@ -243,6 +254,53 @@ async def test_invalid_input_is_answered_with_what_to_fix(arguments: Any, text: 
     assert model.outputs[1] == [("c1", text)]
     assert h.recorder.dispatched == []
     assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+
+
+@pytest.mark.parametrize("arguments", NOT_JSON_ARGUMENTS)
+async def test_arguments_that_are_not_json_are_refused_and_never_recorded_as_text(arguments: str) -> None:
+    for audit, recorded in [
+        (agentfx.audit_log(include_input=True), "[unrecordable: UnreadableInput]"),
+        (agentfx.audit_log(include_input=True, redact=["title"]), "[redacted]"),
+    ]:
+        h = harness(audit=audit)
+        model = ScriptedModel([function_call("create_todo", arguments, call_id="c1")], "done")
+        await Runner.run(_agent(h, model), "Add a todo", run_config=_CONFIG)
+        assert model.outputs[1] == [("c1", NOT_AN_OBJECT_TEXT)]
+        assert h.recorder.dispatched == []
+        [entry] = h.audit.entries()
+        assert (entry.outcome, entry.input) == ("AgentInvalidInputError", recorded)
+        assert "Buy milk" not in repr(h.audit.entries())
+
+
+async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing() -> None:
+    # Called as the runner calls a tool: the runner itself never gets this far (below).
+    h = harness()
+    [create] = [tool for tool in function_tools(h.runtime) if tool.name == "create_todo"]
+    ctx = ToolContext(None, tool_name="create_todo", tool_call_id="c1", tool_arguments=SURROGATE_ARGUMENTS)
+    assert await create.on_invoke_tool(ctx, SURROGATE_ARGUMENTS) == NOT_UNICODE_TEXT
+    assert h.recorder.dispatched == [] and h.recorder.model() == INITIAL
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+
+
+async def test_the_runner_aborts_on_a_lone_surrogate_before_any_tool_runs() -> None:
+    # The SDK fingerprints every call's arguments as UTF-8 before running the
+    # tools, so a "\ud800" escape ends the run with UnicodeEncodeError, outside
+    # any tool. Nothing is sent. Should the SDK stop raising, this test fails:
+    # then the run reaches the tool, which refuses the call as the test above shows.
+    h = harness()
+    model = ScriptedModel([function_call("create_todo", SURROGATE_ARGUMENTS, call_id="c1")], "done")
+    with pytest.raises(UnicodeEncodeError):
+        await Runner.run(_agent(h, model), "Add a todo", run_config=_CONFIG)
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
+async def test_the_arguments_reach_the_runtime_whole_whatever_their_keys() -> None:
+    h = keyword_harness()
+    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    model = ScriptedModel([function_call(name, args, call_id=f"c{i}") for i, (name, args) in enumerate(calls)], "done")
+    await Runner.run(_agent(h, model), "Change it", run_config=_CONFIG)
+    assert [text for _, text in model.outputs[1]] == ["Dispatched ChangedSettings", *(t for _, t in UNDECLARED_KEYWORDS)]
+    assert h.sent == [KEYWORD_SETTINGS]
 
 
 async def test_empty_arguments_are_no_arguments() -> None:

@@ -9,9 +9,11 @@ asyncio only: pydantic-ai's agent graph starts its tasks with
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
+import agentfx
 import msgspec
 import pytest
 from pydantic_ai import (
@@ -27,6 +29,7 @@ from pydantic_ai import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
 
 from agentfx.pydantic_ai import TRANSPORT, AgentfxToolset
 from examples.frameworks import pydantic_ai_agent
@@ -40,7 +43,14 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
+    KEYWORD_ARGS,
+    KEYWORD_SETTINGS,
+    NOT_AN_OBJECT_TEXT,
+    NOT_JSON_ARGUMENTS,
+    NOT_UNICODE_TEXT,
     PINNED,
+    SURROGATE_ARGUMENTS,
+    UNDECLARED_KEYWORDS,
     SECRET,
     TITLED_METADATA,
     TOOLS_WITH_SELECTION,
@@ -49,11 +59,13 @@ from tests.frameworks.app import (
     CreatedTodo,
     Asked,
     Harness,
+    KeywordHarness,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
     created_data,
     harness,
+    keyword_harness,
     new_todo_id,
     titled_runtime,
 )
@@ -79,7 +91,12 @@ class Script:
         last = messages[-1]
         self.received.append(list(last.parts) if isinstance(last, ModelRequest) else [])
         turn = self.turns.next()
-        return ModelResponse(parts=[TextPart(turn)] if isinstance(turn, str) else list(turn))
+        # Usage as a provider reports it: FunctionModel would otherwise estimate it by
+        # serializing the whole conversation, which a lone surrogate in it cannot survive.
+        return ModelResponse(
+            parts=[TextPart(turn)] if isinstance(turn, str) else list(turn),
+            usage=RequestUsage(input_tokens=1, output_tokens=1),
+        )
 
     def returns(self, turn: int) -> list[tuple[str, str]]:
         """``(content, outcome)`` of every tool result the model got at ``turn``."""
@@ -90,7 +107,7 @@ class Script:
         ]
 
 
-def _agent(h: Harness, script: Script, **kwargs: Any) -> Agent[None, str | DeferredToolRequests]:
+def _agent(h: Harness | KeywordHarness, script: Script, **kwargs: Any) -> Agent[None, str | DeferredToolRequests]:
     return Agent(
         FunctionModel(script),
         toolsets=[AgentfxToolset(h.runtime, **kwargs)],
@@ -98,7 +115,7 @@ def _agent(h: Harness, script: Script, **kwargs: Any) -> Agent[None, str | Defer
     )
 
 
-def _call(name: str, args: dict[str, Any], call_id: str) -> ToolCallPart:
+def _call(name: str, args: dict[str, Any] | str, call_id: str) -> ToolCallPart:
     return ToolCallPart(name, args, tool_call_id=call_id)
 
 
@@ -209,6 +226,53 @@ async def test_invalid_input_asks_the_model_to_retry_with_what_to_fix() -> None:
     assert outcome == "retried" and text == INVALID_TEXT
     assert [type(m) for m in h.recorder.dispatched] == [RequestedCreateTodo]
     assert h.outcomes() == [("create_todo", "AgentInvalidInputError"), ("create_todo", "completed")]
+
+
+@pytest.mark.parametrize("arguments", NOT_JSON_ARGUMENTS)
+async def test_arguments_that_are_not_json_are_refused_by_the_runtime_in_its_own_words(arguments: str) -> None:
+    for audit, recorded in [
+        (agentfx.audit_log(include_input=True), "[unrecordable: UnreadableInput]"),
+        (agentfx.audit_log(include_input=True, redact=["title"]), "[redacted]"),
+    ]:
+        h = harness(audit=audit)
+        script = Script([_call("create_todo", arguments, "c1")], [_call("create_todo", {"title": "Buy milk"}, "c2")], "done")
+        assert (await _agent(h, script).run("Add milk")).output == "done"
+        # The same words as every adapter: no decoder text, and not the arguments.
+        assert script.returns(1) == [(NOT_AN_OBJECT_TEXT, "retried")]
+        read = _everything_the_model_read(script)
+        assert "json_invalid" not in read and "Invalid JSON" not in read and arguments not in read
+        assert h.outcomes() == [("create_todo", "AgentInvalidInputError"), ("create_todo", "completed")]
+        assert h.audit.entries()[0].input == recorded
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        pytest.param(SURROGATE_ARGUMENTS, id="json-text"),
+        pytest.param('{"title": "Buy \ud800 milk"}', id="raw-in-text"),
+        pytest.param(json.loads(SURROGATE_ARGUMENTS), id="decoded"),
+    ],
+)
+async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing(arguments: str | dict[str, Any]) -> None:
+    # As JSON text (the adapter reads it), or already decoded by a provider's json.loads.
+    h = harness()
+    script = Script([_call("create_todo", arguments, "c1")], "done")
+    assert (await _agent(h, script).run("Add milk")).output == "done"
+    assert script.returns(1) == [(NOT_UNICODE_TEXT, "retried")]
+    assert h.recorder.dispatched == [] and h.recorder.model() == INITIAL
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError")]
+
+
+async def test_the_arguments_reach_the_runtime_whole_whatever_their_keys() -> None:
+    h = keyword_harness()
+    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    script = Script([_call(name, args, f"c{i}") for i, (name, args) in enumerate(calls)], "done")
+    assert (await _agent(h, script, max_retries=4).run("Change it")).output == "done"
+    assert script.returns(1) == [
+        ("Dispatched ChangedSettings", "success"),
+        *((text, "retried") for _, text in UNDECLARED_KEYWORDS),
+    ]
+    assert h.sent == [KEYWORD_SETTINGS]
 
 
 async def test_invalid_input_counts_against_max_retries() -> None:
