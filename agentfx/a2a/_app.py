@@ -28,7 +28,7 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Hashable, Iterable
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -44,7 +44,8 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
 )
 from a2a.server.tasks import TaskStore
-from a2a.types.a2a_pb2 import AgentCard, ListTasksRequest, SendMessageRequest, Task, TaskState
+from a2a.server.events import Event
+from a2a.types.a2a_pb2 import AgentCard, ListTasksRequest, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -57,7 +58,7 @@ from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
-from ._executor import PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor
+from ._executor import NOT_WAITING, PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor, terminal_refusal
 from ._store import MAX_LIVE_TASKS_PER_OWNER, MAX_TASK_BYTES, MAX_TASKS, BoundedTaskStore
 
 if TYPE_CHECKING:
@@ -331,6 +332,66 @@ class _TaskContext(SimpleRequestContextBuilder):
             else:
                 await self._tasks.admit(built.task_id, context, size)
         return built
+
+
+class _Handler(DefaultRequestHandler):
+    """The SDK's request handler, taking one answer at a time per task, and only to a task waiting for one.
+
+    The SDK queues every message sent to a task and runs them one by one,
+    each with the task as it is by then; a message answering a task that
+    is not waiting for input is refused here instead, before it is admitted
+    or queued: a finished task with the SDK's own terminal-state refusal,
+    one whose call is running (or that another answer is being handled
+    for) with :data:`NOT_WAITING`. Whatever room a follow-up was admitted
+    to the store with is given back once its request ends, unless a save
+    counted the task since (a follow-up the SDK refused after admission).
+    """
+
+    def __init__(self, *, tasks: TaskStore, **options: Any) -> None:
+        super().__init__(task_store=tasks, **options)
+        self._tasks = tasks
+        self._answering: set[str] = set()
+
+    @asynccontextmanager
+    async def _follow_up(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[None]:
+        task_id = params.message.task_id
+        if not task_id:
+            yield
+            return
+        stored = await self._tasks.get(task_id, context)
+        if stored is None:
+            # Not this caller's task: the SDK answers TaskNotFoundError.
+            yield
+            return
+        refusal = terminal_refusal(stored)
+        if refusal is not None:
+            raise refusal
+        if stored.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or task_id in self._answering:
+            raise UnsupportedOperationError(message=NOT_WAITING)
+        # Taken before any await: a concurrent answer finds it taken.
+        self._answering.add(task_id)
+        try:
+            yield
+        finally:
+            self._answering.discard(task_id)
+            if isinstance(self._tasks, BoundedTaskStore):
+                await self._tasks.release_follow_up(task_id, context, params.ByteSize())
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        # The SDK's decorators hide the signatures from the type checker.
+        base: Any = super()
+        send = cast("Callable[[SendMessageRequest, ServerCallContext], Awaitable[Message | Task]]", base.on_message_send)
+        async with self._follow_up(params, context):
+            return await send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        base: Any = super()
+        stream = cast("Callable[[SendMessageRequest, ServerCallContext], AsyncGenerator[Event]]", base.on_message_send_stream)
+        async with self._follow_up(params, context), aclosing(stream(params, context)) as events:
+            async for event in events:
+                yield event
 
 
 _ANSWER_GRACE = 1.0
@@ -625,9 +686,9 @@ def a2a_app(
         app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
     )
     executor = AgentfxExecutor(runtime)
-    handler = DefaultRequestHandler(
+    handler = _Handler(
         agent_executor=executor,
-        task_store=tasks,
+        tasks=tasks,
         agent_card=card,
         request_context_builder=_TaskContext(tasks),
         interrupted_task_timeout=PARKED_TASK_TIMEOUT,
