@@ -59,7 +59,16 @@ from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
 from ._executor import NOT_WAITING, PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor, terminal_refusal
-from ._store import MAX_LIVE_TASKS_PER_OWNER, MAX_TASK_BYTES, MAX_TASKS, BoundedTaskStore
+from ._answers import EXCHANGE_KEY, Answers, Exchange, read_envelope
+from ._store import (
+    AT_CAPACITY,
+    MAX_LIVE_TASKS_PER_OWNER,
+    MAX_TASK_BYTES,
+    MAX_TASKS,
+    OWNER_AT_CAPACITY,
+    TOO_LARGE,
+    BoundedTaskStore,
+)
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -125,6 +134,9 @@ PRINCIPALS_AT_CAPACITY = "The agent is busy: too many callers have tasks in prog
 # SDK answers it in the request's protocol version, with its id.
 _SCOPE_KEY = "agentfx.a2a.tenant"
 _REFUSED = "agentfx.a2a.refused"
+
+# The refusals agentfx words itself: the endpoint passes them as they are.
+_OWN_WORDS = frozenset({AT_CAPACITY, TOO_LARGE, OWNER_AT_CAPACITY, PRINCIPALS_AT_CAPACITY, NOT_WAITING})
 
 _LIVE = (
     TaskState.TASK_STATE_SUBMITTED,
@@ -288,6 +300,10 @@ class _ContextBuilder(ServerCallContextBuilder):
         if request.scope.get(_REFUSED):
             raise UnsupportedOperationError(message=PRINCIPALS_AT_CAPACITY)
         context = self._default.build(request)
+        exchange = request.scope.get(EXCHANGE_KEY)
+        if isinstance(exchange, Exchange):
+            exchange.context = context
+            context.state[EXCHANGE_KEY] = exchange
         tenant: _Tenant | None = request.scope.get(_SCOPE_KEY)
         if tenant is not None:
             context.user = _Owner(tenant.owner)
@@ -354,6 +370,10 @@ class _Handler(DefaultRequestHandler):
 
     @asynccontextmanager
     async def _follow_up(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[None]:
+        exchange = context.state.get(EXCHANGE_KEY)
+        if isinstance(exchange, Exchange):
+            # The message reached the handler: what fails from here is not the request's reading.
+            exchange.reached = True
         task_id = params.message.task_id
         if not task_id:
             yield
@@ -472,7 +492,7 @@ class _Guard:
         # What the SDK reads: the body again, for a POST.
         downstream = replay_body(body, receive) if scope["method"] == "POST" else receive
         if self._authenticate is None or scope["path"] == CARD_PATH:
-            await self._app(scope, downstream, send)
+            await self._answered(scope, downstream, send, body)
             return
         # The card is public, as A2A has it; every call is authenticated on
         # its own. The hook may read the body: it gets its own replay.
@@ -484,10 +504,22 @@ class _Guard:
         # its id: the context builder raises its error.
         scope = {**scope, _REFUSED: True} if tenant is None else {**scope, _SCOPE_KEY: tenant}
         try:
-            await self._app(scope, downstream, send)
+            await self._answered(scope, downstream, send, body)
         finally:
             if tenant is not None:
                 self._principals.release(tenant)
+
+    async def _answered(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
+        """The SDK's answer to a JSON-RPC request, its errors in the endpoint's words (:mod:`._answers`)."""
+        if scope["method"] != "POST" or scope["path"] != A2A_PATH:
+            await self._app(scope, receive, send)
+            return
+        envelope = read_envelope(body)
+        if isinstance(envelope, JSONResponse):
+            await envelope(scope, receive, send)
+            return
+        exchange = Exchange(envelope)
+        await self._app({**scope, EXCHANGE_KEY: exchange}, receive, Answers(send, exchange, _OWN_WORDS))
 
     async def _tenant(self, request: Request) -> _Tenant | JSONResponse | None:
         authenticate = cast("Authenticate", self._authenticate)
