@@ -45,13 +45,13 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import A2AError, TaskNotFoundError, UnsupportedOperationError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf import json_format
 from starlette.requests import Request
 
 import agentfx
-from agentfx.a2a import a2a_app, agent_card
+from agentfx.a2a import NOT_WAITING, BoundedTaskStore, a2a_app, agent_card
 from agentfx.app import App
 from agentfx.audit import AuditRecord
 from agentfx.program import Command
@@ -119,12 +119,35 @@ class Pondered(msgspec.Struct, frozen=True, tag=True):
     pass
 
 
+class Purged(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
 async def ponder(_request: object) -> bool:
     await anyio.sleep(30)
     return True
 
 
-Msg = Pinged | RequestedAdd | Added | AddFailed | RequestedStall | RequestedHang | Settled | Unlocked | Wiped | Erased | Pondered
+async def deliberate(_request: object) -> agentfx.Confirm:
+    # Slow, each time it is asked: answers sent at once all arrive while the first is handled.
+    await anyio.sleep(0.3)
+    return agentfx.Confirm("Purge everything?")
+
+
+Msg = (
+    Pinged
+    | RequestedAdd
+    | Added
+    | AddFailed
+    | RequestedStall
+    | RequestedHang
+    | Settled
+    | Unlocked
+    | Wiped
+    | Erased
+    | Pondered
+    | Purged
+)
 
 
 def update(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]]]:
@@ -185,6 +208,7 @@ CONTRACT = Agent.define(
             may_confirm=True,
         ),
         Agent.variant(Pondered, "Think it over first", name="ponder", authorize=ponder),
+        Agent.variant(Purged, "Purge everything, slowly", name="purge", authorize=deliberate, may_confirm=True),
     )
 )
 
@@ -206,10 +230,20 @@ class Served:
     records: list[AuditRecord] = field(default_factory=lambda: [])
     lock: threading.Lock = field(default_factory=threading.Lock)
     asgi: Any = None  # the app served, once it is
+    messages: list[object] = field(default_factory=lambda: [])  # every Message the host's update got
 
     def record(self, record: AuditRecord, /) -> None:
         with self.lock:
             self.records.append(record)
+
+    def received(self, message: object) -> None:
+        with self.lock:
+            self.messages.append(message)
+
+    def count(self, kind: type) -> int:
+        """How many Messages of ``kind`` the host's update has received."""
+        with self.lock:
+            return sum(isinstance(m, kind) for m in self.messages)
 
     def audited(self, task_id: str) -> list[AuditRecord]:
         with self.lock:
@@ -254,7 +288,12 @@ def counter_served(
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
         card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
         served = state(base, card)
-        app = App(CONTRACT, init=Model(), update=update, audit=served)
+
+        def counted(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]]]:
+            served.received(message)
+            return update(model, message)
+
+        app = App(CONTRACT, init=Model(), update=counted, audit=served)
         served.asgi = a2a_app(app, card, authenticate=authenticate, **options)
         with serving(served.asgi, sock):
             yield served
@@ -659,3 +698,124 @@ async def test_a_cancel_before_dispatch_cancels_the_task_and_sends_nothing(serve
     assert texts(cancelled) == ['Invocation of "ponder" was cancelled before it was dispatched']
     assert data(cancelled.status.message.parts)[0]["dispatched"] is False
     assert [(r.decision, r.outcome) for r in served.audited(started.id)] == [("refused", "AgentCancelledError")]
+
+
+# --- Follow-ups to a task that is not waiting for an answer ------------------------
+
+
+async def attempt(a2a: Caller, *parts: Any, task_id: str = "") -> Task | A2AError:
+    """The task a message is answered with, or the A2A error the client raised for its refusal."""
+    try:
+        return await a2a.send(*parts, task_id=task_id)
+    except A2AError as error:
+        return error
+
+
+def refusals_on_the_wire(a2a: Caller) -> list[dict[str, Any]]:
+    """The error answers captured so far, taken off the wire (which is validated as results only)."""
+    errors = [answer["error"] for _, answer in a2a.wire if "error" in answer]
+    a2a.wire[:] = [(request, answer) for request, answer in a2a.wire if "error" not in answer]
+    return errors
+
+
+def finished(task_id: str, state: str = "TASK_STATE_COMPLETED") -> str:
+    """The SDK's own refusal of a message to a finished task."""
+    return f"Task {task_id} is in terminal state: {state}"
+
+
+@PROTOCOLS
+async def test_of_yes_answers_sent_at_once_exactly_one_dispatches_the_call_and_the_others_are_refused(
+    served: Served, protocol: str
+) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await a2a.call("purge", {})
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        purged = served.count(Purged)
+        outcomes: list[Task | A2AError] = []
+
+        async def answer() -> None:
+            outcomes.append(await attempt(a2a, new_data_part({"confirm": True}), task_id=waiting.id))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                for _ in range(4):
+                    group.start_soon(answer)
+        errors = refusals_on_the_wire(a2a)
+        fetched = await a2a.get(waiting.id)
+    tasks = [o for o in outcomes if isinstance(o, Task)]
+    refused = [o for o in outcomes if not isinstance(o, Task)]
+    assert len(tasks) == 1 and len(refused) == 3, outcomes
+    assert tasks[0].status.state == fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    # Each other answer is told why: one is being handled, or the task has finished.
+    assert all(isinstance(r, UnsupportedOperationError) for r in refused), refused
+    assert {e["code"] for e in errors} == {-32004}
+    assert {e["message"] for e in errors} <= {NOT_WAITING, finished(waiting.id)}
+    # The host received one Purged, and the audit holds one confirmed dispatch.
+    assert served.count(Purged) - purged == 1
+    assert [(r.decision, r.outcome, r.confirmed) for r in served.audited(waiting.id)] == [
+        ("refused", "AgentConfirmationRequiredError", False),
+        ("dispatched", "dispatched", True),
+    ]
+    # The refused answers were not kept: the history is the call, the answer that ran, and the prompt.
+    assert [m.role for m in fetched.history].count(Role.ROLE_USER) == 2
+
+
+@PROTOCOLS
+async def test_an_answer_to_a_task_whose_call_is_running_is_refused_and_dispatches_nothing(
+    served: Served, protocol: str
+) -> None:
+    async with caller(served, protocol) as a2a:
+        started = await a2a.call("hang", {}, blocking=False)
+        with anyio.fail_after(10):
+            while (await a2a.get(started.id)).status.state != TaskState.TASK_STATE_WORKING:
+                await anyio.sleep(0.01)
+            refused = await attempt(a2a, new_data_part({"confirm": True}), task_id=started.id)
+        (error,) = refusals_on_the_wire(a2a)
+        still = await a2a.get(started.id)
+        cancelled = await a2a.cancel(started.id)
+    assert isinstance(refused, UnsupportedOperationError)
+    assert error["code"] == -32004 and error["message"] == NOT_WAITING
+    # The running call is untouched by it, and the answer is not in its history.
+    assert still.status.state == TaskState.TASK_STATE_WORKING
+    assert [m.role for m in still.history].count(Role.ROLE_USER) == 1
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert [(r.capability, r.confirmed) for r in served.audited(started.id)] == [("hang", False)]
+
+
+@pytest.fixture
+def bounded() -> Iterator[tuple[Served, BoundedTaskStore]]:
+    # Made outside the test's event loop: the store is the server's, used on its loop.
+    store = BoundedTaskStore(100, max_bytes=400_000)
+    with counter_served(task_store=store) as served:
+        yield served, store
+
+
+@PROTOCOLS
+async def test_answers_to_a_finished_task_are_refused_in_the_sdks_words_and_leave_the_store_at_its_size(
+    bounded: tuple[Served, BoundedTaskStore], protocol: str
+) -> None:
+    served, store = bounded
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+        size = store.bytes
+        pad = "x" * 100_000
+        # More than the byte budget together: each one refused must give its room back.
+        outcomes = [
+            await attempt(a2a, new_data_part({"confirm": True, "pad": pad}), task_id=waiting.id) for _ in range(6)
+        ]
+        errors = refusals_on_the_wire(a2a)
+        fetched = await a2a.get(waiting.id)
+        assert store.bytes == size
+        # Room for others is still there: a new task is taken.
+        other = await a2a.call("ping", {})
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert all(isinstance(o, UnsupportedOperationError) for o in outcomes), outcomes
+    assert [(e["code"], e["message"]) for e in errors] == [(-32004, finished(waiting.id))] * 6
+    assert fetched.history == done.history
+    assert other.status.state == TaskState.TASK_STATE_COMPLETED
+    assert served.count(Erased) == 1
+    assert [r.confirmed for r in served.audited(waiting.id)] == [False, True]
+    if protocol == "1.0":
+        # What the store counts is the task as kept (the 0.3 answer is a conversion of it).
+        assert size == fetched.ByteSize()
