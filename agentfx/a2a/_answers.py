@@ -59,7 +59,7 @@ __all__ = [
     "read_envelope",
 ]
 
-PARSE_ERROR = "Parse error: the body is not JSON"
+PARSE_ERROR = "Parse error: the body is not JSON, or is nested too deep to read"
 NOT_ONE_REQUEST = "Invalid Request: the body must be one JSON-RPC 2.0 request object"
 INVALID_PARAMS = "Invalid params: the params are not what the method takes"
 NOT_READABLE = "Invalid params: the message could not be read (file bytes that are not base64, data nested too deep)"
@@ -134,7 +134,7 @@ def read_envelope(body: bytes) -> Envelope | JSONResponse:
     >>> read_envelope(b'{"jsonrpc": "2.0", "id": 3, "method": "GetTask"}')
     Envelope(request_id=3, method='GetTask')
     >>> json.loads(read_envelope(b"{nope").body)["error"]
-    {'code': -32700, 'message': 'Parse error: the body is not JSON'}
+    {'code': -32700, 'message': 'Parse error: the body is not JSON, or is nested too deep to read'}
     """
     try:
         raw: object = json.loads(body)

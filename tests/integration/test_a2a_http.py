@@ -819,3 +819,122 @@ async def test_answers_to_a_finished_task_are_refused_in_the_sdks_words_and_leav
     if protocol == "1.0":
         # What the store counts is the task as kept (the 0.3 answer is a conversion of it).
         assert size == fetched.ByteSize()
+
+
+# --- What an error answer says ---------------------------------------------------------
+
+SECRET = "SECRET-VALUE-123"
+DEEP = json.loads("[" * 150 + "]" * 150)
+
+
+def rpc(method: str, params: Any, request_id: object = 1) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+
+
+def message_1_0(*parts: Any, **fields: Any) -> dict[str, Any]:
+    return {"message": {"messageId": "m", "role": "ROLE_USER", "parts": list(parts), **fields}}
+
+
+def message_0_3(*parts: Any, **fields: Any) -> dict[str, Any]:
+    return {"message": {"messageId": "m", "role": "user", "kind": "message", "parts": list(parts), **fields}}
+
+
+PARSE = (-32700, "Parse error: the body is not JSON, or is nested too deep to read")
+NOT_ONE = (-32600, "Invalid Request: the body must be one JSON-RPC 2.0 request object")
+INVALID_REQUEST = (-32600, "Invalid Request: the request is not what its method takes")
+INVALID_PARAMS = (-32602, "Invalid params: the params are not what the method takes")
+NOT_READABLE = (
+    -32602,
+    "Invalid params: the message could not be read (file bytes that are not base64, data nested too deep)",
+)
+VERSION = (-32009, "A2A version not supported: this endpoint serves A2A 1.0 and 0.3")
+VERSION_0_3 = (-32600, "Invalid Request: an A2A 0.3 method, sent with an A2A-Version header of another version")
+NOT_FOUND = (-32001, "Task not found")
+
+# name: (body, A2A-Version header, the id answered, (code, message))
+MALFORMED_BODIES: dict[str, tuple[bytes, str, object, tuple[int, str]]] = {
+    "not JSON": (b"{nope " + SECRET.encode(), "1.0", None, PARSE),
+    "not JSON, 0.3": (b"{nope " + SECRET.encode(), "0.3", None, PARSE),
+    "not UTF-8": (b'{"jsonrpc": "2.0", "id": 1, "method": "\xff\xfe"}', "1.0", None, PARSE),
+    "nested past the decoder": (b"[" * 100_000 + b"]" * 100_000, "1.0", None, PARSE),
+    "an array": (b"[]", "1.0", None, NOT_ONE),
+    "a string": (json.dumps(SECRET).encode(), "0.3", None, NOT_ONE),
+    "1.0, message a string": (rpc("SendMessage", {"message": SECRET}), "1.0", 1, INVALID_PARAMS),
+    "1.0, role wrong": (rpc("SendMessage", {"message": {"messageId": "m", "role": SECRET, "parts": []}}), "1.0", 1, INVALID_PARAMS),
+    "1.0, id an object": (rpc("GetTask", {"id": {"x": SECRET}}), "1.0", 1, INVALID_PARAMS),
+    "1.0, data too deep": (rpc("SendMessage", message_1_0({"data": {"skill": "ping", "input": DEEP}})), "1.0", 1, INVALID_PARAMS),
+    "1.0, an unknown task": (rpc("GetTask", {"id": SECRET}), "1.0", 1, NOT_FOUND),
+    "1.0, a version of the client's": (rpc("GetTask", {"id": "t"}), SECRET, 1, VERSION),
+    "1.0, sent as 0.3": (rpc("SendMessage", {"message": SECRET}), "0.3", 1, VERSION),
+    "0.3, message a string": (rpc("message/send", {"message": SECRET}), "0.3", 1, INVALID_REQUEST),
+    "0.3, part kind wrong": (rpc("message/send", message_0_3({"kind": SECRET})), "0.3", 1, INVALID_REQUEST),
+    "0.3, role wrong": (rpc("message/send", message_0_3(role=SECRET)), "0.3", 1, INVALID_REQUEST),
+    "0.3, id an object": (rpc("tasks/get", {"id": {SECRET: 1}}), "0.3", 1, INVALID_REQUEST),
+    "0.3, file bytes not base64": (
+        rpc("message/send", message_0_3({"kind": "file", "file": {"bytes": "!!!" + SECRET, "mimeType": "x"}}), "r1"),
+        "0.3",
+        "r1",
+        NOT_READABLE,
+    ),
+    "0.3, data too deep": (
+        rpc("message/send", message_0_3({"kind": "data", "data": {"skill": "ping", "input": {"a": DEEP}}})),
+        "0.3",
+        1,
+        NOT_READABLE,
+    ),
+    "0.3, an unknown task": (rpc("tasks/get", {"id": SECRET}), "0.3", 1, NOT_FOUND),
+    "0.3, sent as 1.0": (rpc("message/send", message_0_3({"kind": "text", "text": "hi"})), "1.0", 1, VERSION_0_3),
+    "0.3, a version of the client's": (rpc("tasks/get", {"id": "t"}), SECRET, 1, VERSION_0_3),
+    "an unknown method": (rpc(SECRET, {}), "1.0", 1, (-32601, "Method not found")),
+}
+
+
+def said_nothing_internal(text: str) -> bool:
+    """No decoder, validator or exception text, and nothing the client sent: the MCP endpoint's check, and more."""
+    lowered = text.lower()
+    internal = ("validation", "pydantic", "input_value", "recursion", "traceback", "padding", "expecting", "parseerror")
+    return SECRET.lower() not in lowered and not any(word in lowered for word in internal)
+
+
+def answered_error(answer: dict[str, Any]) -> tuple[object, tuple[int, str]]:
+    """An error answer's id, code and message, having checked it carries no detail."""
+    assert set(answer) == {"jsonrpc", "id", "error"} and answer["jsonrpc"] == "2.0", answer
+    error = answer["error"]
+    assert set(error) <= {"code", "message", "data"}, error
+    # 1.0's ErrorInfo keeps its reason and domain, nothing more; 0.3's data is null.
+    infos: list[dict[str, Any]] = error.get("data") or []
+    for info in infos:
+        assert set(info) == {"@type", "reason", "domain", "metadata"} and info["metadata"] == {}, info
+    return answer["id"], (error["code"], error["message"])
+
+
+@pytest.mark.parametrize("name", list(MALFORMED_BODIES))
+async def test_every_error_answer_is_the_endpoints_own_fixed_words_with_its_id(served: Served, name: str) -> None:
+    body, version, answer_id, expected = MALFORMED_BODIES[name]
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer ann", "A2A-Version": version}
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(served.base + "/a2a", content=body, headers=headers)
+    assert response.status_code == 200
+    assert said_nothing_internal(response.text), response.text
+    assert answered_error(response.json()) == (answer_id, expected)
+
+
+async def sse_answers(http: httpx.AsyncClient, served: Served, body: bytes, version: str) -> list[dict[str, Any]]:
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer ann", "A2A-Version": version}
+    async with http.stream("POST", served.base + "/a2a", content=body, headers=headers) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        text = (await response.aread()).decode()
+    assert said_nothing_internal(text), text
+    return [json.loads(line[len("data:") :]) for line in text.splitlines() if line.startswith("data:")]
+
+
+async def test_an_error_in_a_stream_is_the_endpoints_own_fixed_words_too(served: Served) -> None:
+    unreadable = message_0_3({"kind": "file", "file": {"bytes": "!!!" + SECRET, "mimeType": "x"}})
+    async with httpx.AsyncClient(timeout=10) as http:
+        (answer,) = await sse_answers(http, served, rpc("message/stream", unreadable, 5), "0.3")
+        assert answered_error(answer) == (5, NOT_READABLE)
+        # A good stream passes as the SDK sent it: its events, then the end.
+        good = rpc("SendStreamingMessage", message_1_0({"data": {"skill": "ping"}}), 6)
+        events = await sse_answers(http, served, good, "1.0")
+    assert [e["id"] for e in events] == [6] * len(events) and "error" not in events[-1]
+    assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
