@@ -25,6 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from a2a.client import ClientConfig, ClientFactory
 from a2a.compat.v0_3 import types as types_v03
+from a2a.server.agent_execution import RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue_v2 import EventQueueSource
 from a2a.helpers.proto_helpers import new_data_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
@@ -35,7 +38,9 @@ from a2a.types.a2a_pb2 import (
     StreamResponse,
     Task,
     TaskState,
+    TaskStatus,
 )
+from a2a.utils.errors import UnsupportedOperationError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf import json_format
 from starlette.applications import Starlette
@@ -740,3 +745,46 @@ async def test_a_task_parked_past_the_parked_timeout_makes_room_when_nothing_fin
     # The parked task made the room: answering it now is answering an unknown task.
     assert answer["error"]["code"] == -32001
     assert host.dispatched == [Ping()]
+
+
+class _Recorded(EventQueueSource):
+    """An event queue that only records what the executor puts on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[object] = []
+
+    async def enqueue_event(self, event: Any) -> None:
+        self.events.append(event)
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "state",
+    [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_WORKING],
+    ids=["completed", "rejected", "working"],
+)
+async def test_an_answer_that_finds_its_task_not_waiting_dispatches_nothing(state: TaskState) -> None:
+    # What the SDK hands the executor when answers to one task were queued
+    # behind another that settled it: the task as it is by then.
+    host = _host()
+    executor = agentfx.a2a.AgentfxExecutor(_runtime(host))
+    call = Message(message_id="c", role=Role.ROLE_USER, parts=[new_data_part({"skill": "ping", "input": {}})])
+    answer = Message(message_id="a", role=Role.ROLE_USER, task_id="t", parts=[new_data_part({"confirm": True})])
+    current = Task(id="t", context_id="c", status=TaskStatus(state=state), history=[call])
+    context = RequestContext(
+        ServerCallContext(), SendMessageRequest(message=answer), task_id="t", context_id="c", task=current
+    )
+    queue = _Recorded()
+    try:
+        if state == TaskState.TASK_STATE_WORKING:
+            # Raising would fail a task whose call is not this answer's: nothing is written.
+            await executor.execute(context, queue)
+        else:
+            with pytest.raises(UnsupportedOperationError) as refused:
+                await executor.execute(context, queue)
+            assert refused.value.message == f"Task t is in terminal state: {TaskState.Name(state)}"
+    finally:
+        await queue.close(immediate=True)
+    assert queue.events == [] and host.dispatched == []
