@@ -15,7 +15,10 @@ bounded request body, and an ``authenticate`` hook whose principal reaches
 that created them: the SDK's task store scopes them by owner, so another
 principal cannot read, cancel or confirm them. At most :data:`MAX_PRINCIPALS`
 principals are held at once; an idle one (no request in flight, no live
-task) is released when a new one needs its room.
+task) is released when a new one needs its room. A task takes one answer
+at a time, and only while it waits for one (the request handler refuses
+the others before they are queued); every error the endpoint answers is
+put in its own fixed words (:mod:`._answers`).
 
 It deliberately knows nothing of dispatch or task states (:mod:`._executor`)
 or of the card's contents (:mod:`._card`).
@@ -674,6 +677,11 @@ def a2a_app(
             ``max_tasks``, ``max_task_bytes`` or ``max_live_tasks_per_owner``
             with a ``task_store`` (bound that store itself), or below 1.
 
+    A follow-up to a task not waiting for input (its call running, another
+    answer to it being handled, or finished) is refused with the SDK's
+    ``UnsupportedOperationError`` and dispatches nothing. Every JSON-RPC
+    error is answered with its id and code in the endpoint's own fixed
+    words, nothing of the SDK's decoder, validator or exception text in it.
     Every POST body is bounded by :data:`MAX_REQUEST_BODY` (413 past it);
     a task left waiting for confirmation releases the SDK's running
     machinery after :data:`PARKED_TASK_TIMEOUT`, and can still be answered.
