@@ -938,3 +938,19 @@ async def test_an_error_in_a_stream_is_the_endpoints_own_fixed_words_too(served:
         events = await sse_answers(http, served, good, "1.0")
     assert [e["id"] for e in events] == [6] * len(events) and "error" not in events[-1]
     assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_streamed_answer_is_taken_once_and_refused_once_the_task_has_finished(served: Served) -> None:
+    async with caller(served, "1.0") as a2a:
+        waiting = await erase_waiting(a2a, served)
+    erased = served.count(Erased)
+    answer = message_1_0({"data": {"confirm": True}}, taskId=waiting.id)
+    async with httpx.AsyncClient(timeout=10) as http:
+        events = await sse_answers(http, served, rpc("SendStreamingMessage", answer, 8), "1.0")
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer ann", "A2A-Version": "1.0"}
+        again = await http.post(served.base + "/a2a", content=rpc("SendStreamingMessage", answer, 9), headers=headers)
+    assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    # Refused before any stream starts: a JSON answer, in the SDK's words for a finished task.
+    assert answered_error(again.json()) == (9, (-32004, finished(waiting.id)))
+    assert served.count(Erased) - erased == 1
+    assert [r.confirmed for r in served.audited(waiting.id)] == [False, True]
