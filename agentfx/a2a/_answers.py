@@ -239,10 +239,17 @@ class Answers:
         await self._send(message)
 
     async def _json(self, message: Message) -> None:
-        self._body += message.get("body", b"")
+        chunk: bytes = message.get("body", b"")
         if message.get("more_body", False):
+            self._body += chunk
             return
-        body = await self._rewritten(bytes(self._body))
+        # The SDK sends a JSON answer in one piece: it is not copied then.
+        whole = bytes(self._body) + chunk if self._body else chunk
+        body = await self._rewritten(whole)
+        if body is whole:
+            await self._send(cast("Message", self._start))
+            await self._send({"type": "http.response.body", "body": body})
+            return
         start = cast("Message", self._start)
         headers = MutableHeaders(raw=list(start.get("headers", [])))
         headers["content-length"] = str(len(body))
@@ -267,7 +274,7 @@ class Answers:
             await self._send({"type": "http.response.body", "body": bytes(out), "more_body": more})
 
     async def _event(self, event: bytes) -> bytes:
-        if b'"error"' not in event:
+        if not _may_be_error(event):
             return event
         lines = event.splitlines(keepends=True)
         data = [line for line in lines if line.startswith(b"data:")]
@@ -280,7 +287,7 @@ class Answers:
         return b"".join(b"data: " + rewritten + b"\r\n" if line is data[0] else line for line in lines)
 
     async def _rewritten(self, body: bytes) -> bytes:
-        if b'"error"' not in body:
+        if not _may_be_error(body):
             return body
         try:
             answer: object = json.loads(body)
@@ -321,6 +328,21 @@ class Answers:
         if message in self._own or message in KEPT or _TASK_FINISHED.fullmatch(message):
             return code, message
         return code, MESSAGES.get(code, _OTHER)
+
+
+def _may_be_error(body: bytes) -> bool:
+    """Whether ``body`` may be a JSON-RPC error answer, read without scanning a long result.
+
+    A key ``"result":`` or ``"error":`` cannot occur inside a JSON string
+    (its quotes would be escaped), and before the answer's own one there is
+    at most its ``jsonrpc`` and its ``id``: whichever comes first is the
+    answer's. So a success answer is told by its first few bytes.
+
+    >>> _may_be_error(b'{"jsonrpc":"2.0","id":1,"result":{"error":1}}'), _may_be_error(b'{"error":{"code":1}}')
+    (False, True)
+    """
+    result = body.find(b'"result":')
+    return body.find(b'"error":', 0, result if result >= 0 else len(body)) >= 0
 
 
 def _event_end(buffer: bytearray) -> int | None:
