@@ -49,6 +49,7 @@ from starlette.requests import Request
 import agentfx
 import agentfx.a2a
 from agentfx.a2a import SKILL_INPUT_SCHEMA_EXTENSION, a2a_app, agent_card, card_json
+from agentfx.a2a import _answers as a2a_answers
 from agentfx.a2a import _app as a2a_app_module  # pyright: ignore[reportPrivateUsage]
 from agentfx.docs import messages
 from agentfx.errors import ContractError
@@ -788,3 +789,30 @@ async def test_an_answer_that_finds_its_task_not_waiting_dispatches_nothing(stat
     finally:
         await queue.close(immediate=True)
     assert queue.events == [] and host.dispatched == []
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_error_event_split_over_sends_is_put_together_rewritten_and_the_rest_passes() -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    exchange = a2a_answers.Exchange(a2a_answers.Envelope(1, "SendStreamingMessage"))
+    answers = a2a_answers.Answers(send, exchange, frozenset())
+    error = json.dumps({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "secret internals"}})
+    ok = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"error": "a key of the result's"}})
+    stream = f": ping\r\n\r\ndata: {ok}\r\n\r\nevent: error\r\ndata: {error}\r\n\r\n".encode()
+    await answers({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    cut = stream.index(b"secret") + 3
+    await answers({"type": "http.response.body", "body": stream[:cut], "more_body": True})
+    await answers({"type": "http.response.body", "body": stream[cut:], "more_body": True})
+    await answers({"type": "http.response.body", "body": b"", "more_body": False})
+    out = b"".join(m.get("body", b"") for m in sent[1:]).decode()
+    assert "secret" not in out
+    assert out == (
+        f": ping\r\n\r\ndata: {ok}\r\n\r\nevent: error\r\n"
+        'data: {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}\r\n\r\n'
+    )
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
