@@ -46,8 +46,8 @@ from a2a.server.routes import (
     create_agent_card_routes,
     create_jsonrpc_routes,
 )
-from a2a.server.tasks import TaskStore
 from a2a.server.events import Event
+from a2a.server.tasks import TaskStore
 from a2a.types.a2a_pb2 import AgentCard, ListTasksRequest, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 from starlette.applications import Starlette
@@ -61,8 +61,8 @@ from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
-from ._executor import NOT_WAITING, PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor, terminal_refusal
 from ._answers import EXCHANGE_KEY, Answers, Exchange, read_envelope
+from ._executor import NOT_WAITING, PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor, terminal_refusal
 from ._store import (
     AT_CAPACITY,
     MAX_LIVE_TASKS_PER_OWNER,
@@ -324,7 +324,8 @@ class _TaskContext(SimpleRequestContextBuilder):
     the request's encoded size), where the SDK builds its context: the last
     step before it runs the executor, and after it answered a follow-up to a
     task it does not hold ``TaskNotFoundError``. So a full store, or an owner
-    at its bound, refuses it (a typed JSON-RPC error) with nothing dispatched.
+    at its bound, refuses it (a typed JSON-RPC error) with nothing dispatched;
+    a follow-up the SDK then refuses gives its room back (:class:`_Handler`).
     """
 
     def __init__(self, tasks: TaskStore) -> None:
