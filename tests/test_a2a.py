@@ -25,6 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from a2a.client import ClientConfig, ClientFactory
 from a2a.compat.v0_3 import types as types_v03
+from a2a.server.agent_execution import RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue_v2 import EventQueueSource
 from a2a.helpers.proto_helpers import new_data_part
 from a2a.types.a2a_pb2 import (
     AgentCard,
@@ -35,7 +38,9 @@ from a2a.types.a2a_pb2 import (
     StreamResponse,
     Task,
     TaskState,
+    TaskStatus,
 )
+from a2a.utils.errors import UnsupportedOperationError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf import json_format
 from starlette.applications import Starlette
@@ -44,6 +49,7 @@ from starlette.requests import Request
 import agentfx
 import agentfx.a2a
 from agentfx.a2a import SKILL_INPUT_SCHEMA_EXTENSION, a2a_app, agent_card, card_json
+from agentfx.a2a import _answers as a2a_answers
 from agentfx.a2a import _app as a2a_app_module  # pyright: ignore[reportPrivateUsage]
 from agentfx.docs import messages
 from agentfx.errors import ContractError
@@ -740,3 +746,73 @@ async def test_a_task_parked_past_the_parked_timeout_makes_room_when_nothing_fin
     # The parked task made the room: answering it now is answering an unknown task.
     assert answer["error"]["code"] == -32001
     assert host.dispatched == [Ping()]
+
+
+class _Recorded(EventQueueSource):
+    """An event queue that only records what the executor puts on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[object] = []
+
+    async def enqueue_event(self, event: Any) -> None:
+        self.events.append(event)
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "state",
+    [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_WORKING],
+    ids=["completed", "rejected", "working"],
+)
+async def test_an_answer_that_finds_its_task_not_waiting_dispatches_nothing(state: TaskState) -> None:
+    # What the SDK hands the executor when answers to one task were queued
+    # behind another that settled it: the task as it is by then.
+    host = _host()
+    executor = agentfx.a2a.AgentfxExecutor(_runtime(host))
+    call = Message(message_id="c", role=Role.ROLE_USER, parts=[new_data_part({"skill": "ping", "input": {}})])
+    answer = Message(message_id="a", role=Role.ROLE_USER, task_id="t", parts=[new_data_part({"confirm": True})])
+    current = Task(id="t", context_id="c", status=TaskStatus(state=state), history=[call])
+    context = RequestContext(
+        ServerCallContext(), SendMessageRequest(message=answer), task_id="t", context_id="c", task=current
+    )
+    queue = _Recorded()
+    try:
+        if state == TaskState.TASK_STATE_WORKING:
+            # Raising would fail a task whose call is not this answer's: nothing is written.
+            await executor.execute(context, queue)
+        else:
+            with pytest.raises(UnsupportedOperationError) as refused:
+                await executor.execute(context, queue)
+            assert refused.value.message == f"Task t is in terminal state: {TaskState.Name(state)}"
+    finally:
+        await queue.close(immediate=True)
+    assert queue.events == [] and host.dispatched == []
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_error_event_split_over_sends_is_put_together_rewritten_and_the_rest_passes() -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    exchange = a2a_answers.Exchange(a2a_answers.Envelope(1, "SendStreamingMessage"))
+    answers = a2a_answers.Answers(send, exchange, frozenset())
+    error = json.dumps({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "secret internals"}})
+    ok = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"error": "a key of the result's"}})
+    stream = f": ping\r\n\r\ndata: {ok}\r\n\r\nevent: error\r\ndata: {error}\r\n\r\n".encode()
+    await answers({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    cut = stream.index(b"secret") + 3
+    await answers({"type": "http.response.body", "body": stream[:cut], "more_body": True})
+    await answers({"type": "http.response.body", "body": stream[cut:], "more_body": True})
+    await answers({"type": "http.response.body", "body": b"", "more_body": False})
+    out = b"".join(m.get("body", b"") for m in sent[1:]).decode()
+    assert "secret" not in out
+    assert out == (
+        f": ping\r\n\r\ndata: {ok}\r\n\r\nevent: error\r\n"
+        'data: {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}\r\n\r\n'
+    )
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}

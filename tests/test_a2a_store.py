@@ -369,6 +369,26 @@ async def test_a_follow_up_reserves_its_request_on_its_task_until_the_next_save_
     assert d.store.bytes == size_of("w", TaskState.TASK_STATE_COMPLETED, 800) + size_of("other")
 
 
+async def test_a_follow_up_that_is_not_run_gives_its_room_back_and_one_that_ran_has_nothing_to_give() -> None:
+    d = driver(5, max_bytes=10_000)
+    await d.create("w", WAITING, pad=100)
+    kept = d.store.bytes
+    await d.store.admit_follow_up("w", ANN, 700)
+    await d.store.admit_follow_up("w", ANN, 20)
+    await d.store.release_follow_up("w", ANN, 700)  # refused after admission: never saved
+    assert d.store.bytes == kept + 20
+    await d.store.release_follow_up("w", GUS, 20)  # another owner's task of that id: there is none
+    assert d.store.bytes == kept + 20
+    await d.move("w", WAITING, pad=150)  # the other one ran: the save counts the task as it is
+    saved = d.store.bytes
+    await d.store.release_follow_up("w", ANN, 20)
+    await d.store.release_follow_up("nothing", ANN, 20)
+    assert saved == d.store.bytes == size_of("w", WAITING, 150)
+    await d.store.admit_follow_up("w", ANN, 30)
+    await d.store.release_follow_up("w", ANN, 1_000)  # never more than was reserved
+    assert d.store.bytes == saved
+
+
 async def test_a_follow_up_is_made_room_for_by_the_rule_or_refused_changing_nothing() -> None:
     done = TaskState.TASK_STATE_COMPLETED
     d = driver(10, max_bytes=size_of("w", WAITING, 100) + size_of("f", done, 100) + 100)
@@ -638,6 +658,8 @@ _OPS = st.lists(
         st.tuples(st.just("create"), _STATES, st.integers(0, 1), _BYTES, _BYTES),
         # A follow-up to a task: its request size, then the state and size it is saved with.
         st.tuples(st.just("follow"), st.integers(0, 30), _BYTES, _STATES, _BYTES),
+        # A follow-up admitted and then not run (the SDK refused it): its room is given back.
+        st.tuples(st.just("unrun"), st.integers(0, 30), _BYTES),
         st.tuples(st.just("move"), st.integers(0, 30), _STATES, _BYTES),
         st.tuples(st.just("get"), st.integers(0, 30)),
         st.tuples(st.just("tick"), st.sampled_from([1.0, 5.0, 10.0])),
@@ -683,14 +705,13 @@ async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops
                 model.owners[name] = owner
                 await d.store.save(task(name, state, pad), context)
                 model.put(name, state, size_of(name, state, pad), d.clock.now)
-        elif op[0] in ("follow", "move"):
+        elif op[0] in ("follow", "move", "unrun"):
             name = f"t{op[1] % max(created, 1)}"  # most often a task that was created
             # Only a live task the store still holds takes a message or moves on, as the SDK has it.
             if name not in model.working and name not in model.waiting:
                 continue
             context = OWNERS[model.owners[name]]
-            state, pad = op[-2], op[-1]
-            if op[0] == "follow":
+            if op[0] in ("follow", "unrun"):
                 request = op[2]
                 if max_bytes is not None and model.sizes[name] + request > max_bytes:
                     # No eviction could ever make room: its own task is never evicted for it.
@@ -710,8 +731,13 @@ async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops
                     del model.waiting[name]
                     model.waiting[name] = d.clock.now
                 assert d.store.bytes == model.total()
-            await d.store.save(task(name, state, pad), context)
-            model.put(name, state, size_of(name, state, pad), d.clock.now)
+            if op[0] == "unrun":
+                await d.store.release_follow_up(name, context, op[2])
+                model.sizes[name] -= op[2]
+            else:
+                state, pad = op[-2], op[-1]
+                await d.store.save(task(name, state, pad), context)
+                model.put(name, state, size_of(name, state, pad), d.clock.now)
         elif op[0] == "tick":
             d.clock.now += op[1]
         # After every step: the bound holds, and the store holds exactly what

@@ -31,6 +31,7 @@ from ._card import SKILL_INPUT_SCHEMA_EXTENSION as SKILL_INPUT_SCHEMA_EXTENSION
 from ._card import agent_card as agent_card
 from ._card import card_json as card_json
 from ._executor import MAX_CONFIRM_REASKS as MAX_CONFIRM_REASKS
+from ._executor import NOT_WAITING as NOT_WAITING
 from ._executor import PRINCIPAL_STATE_KEY as PRINCIPAL_STATE_KEY
 from ._executor import TRANSPORT as TRANSPORT
 from ._executor import AgentfxExecutor as AgentfxExecutor
@@ -45,6 +46,7 @@ __all__ = (
     "MAX_PRINCIPALS",
     "MAX_TASKS",
     "MAX_TASK_BYTES",
+    "NOT_WAITING",
     "PRINCIPAL_STATE_KEY",
     "SKILL_INPUT_SCHEMA_EXTENSION",
     "TRANSPORT",

@@ -15,7 +15,10 @@ bounded request body, and an ``authenticate`` hook whose principal reaches
 that created them: the SDK's task store scopes them by owner, so another
 principal cannot read, cancel or confirm them. At most :data:`MAX_PRINCIPALS`
 principals are held at once; an idle one (no request in flight, no live
-task) is released when a new one needs its room.
+task) is released when a new one needs its room. A task takes one answer
+at a time, and only while it waits for one (the request handler refuses
+the others before they are queued); every error the endpoint answers is
+put in its own fixed words (:mod:`._answers`).
 
 It deliberately knows nothing of dispatch or task states (:mod:`._executor`)
 or of the card's contents (:mod:`._card`).
@@ -28,7 +31,7 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Hashable, Iterable
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -43,8 +46,9 @@ from a2a.server.routes import (
     create_agent_card_routes,
     create_jsonrpc_routes,
 )
+from a2a.server.events import Event
 from a2a.server.tasks import TaskStore
-from a2a.types.a2a_pb2 import AgentCard, ListTasksRequest, SendMessageRequest, Task, TaskState
+from a2a.types.a2a_pb2 import AgentCard, ListTasksRequest, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -57,8 +61,17 @@ from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
-from ._executor import PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor
-from ._store import MAX_LIVE_TASKS_PER_OWNER, MAX_TASK_BYTES, MAX_TASKS, BoundedTaskStore
+from ._answers import EXCHANGE_KEY, Answers, Exchange, read_envelope
+from ._executor import NOT_WAITING, PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor, terminal_refusal
+from ._store import (
+    AT_CAPACITY,
+    MAX_LIVE_TASKS_PER_OWNER,
+    MAX_TASK_BYTES,
+    MAX_TASKS,
+    OWNER_AT_CAPACITY,
+    TOO_LARGE,
+    BoundedTaskStore,
+)
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -124,6 +137,9 @@ PRINCIPALS_AT_CAPACITY = "The agent is busy: too many callers have tasks in prog
 # SDK answers it in the request's protocol version, with its id.
 _SCOPE_KEY = "agentfx.a2a.tenant"
 _REFUSED = "agentfx.a2a.refused"
+
+# The refusals agentfx words itself: the endpoint passes them as they are.
+_OWN_WORDS = frozenset({AT_CAPACITY, TOO_LARGE, OWNER_AT_CAPACITY, PRINCIPALS_AT_CAPACITY, NOT_WAITING})
 
 _LIVE = (
     TaskState.TASK_STATE_SUBMITTED,
@@ -287,6 +303,10 @@ class _ContextBuilder(ServerCallContextBuilder):
         if request.scope.get(_REFUSED):
             raise UnsupportedOperationError(message=PRINCIPALS_AT_CAPACITY)
         context = self._default.build(request)
+        exchange = request.scope.get(EXCHANGE_KEY)
+        if isinstance(exchange, Exchange):
+            exchange.context = context
+            context.state[EXCHANGE_KEY] = exchange
         tenant: _Tenant | None = request.scope.get(_SCOPE_KEY)
         if tenant is not None:
             context.user = _Owner(tenant.owner)
@@ -304,7 +324,8 @@ class _TaskContext(SimpleRequestContextBuilder):
     the request's encoded size), where the SDK builds its context: the last
     step before it runs the executor, and after it answered a follow-up to a
     task it does not hold ``TaskNotFoundError``. So a full store, or an owner
-    at its bound, refuses it (a typed JSON-RPC error) with nothing dispatched.
+    at its bound, refuses it (a typed JSON-RPC error) with nothing dispatched;
+    a follow-up the SDK then refuses gives its room back (:class:`_Handler`).
     """
 
     def __init__(self, tasks: TaskStore) -> None:
@@ -331,6 +352,70 @@ class _TaskContext(SimpleRequestContextBuilder):
             else:
                 await self._tasks.admit(built.task_id, context, size)
         return built
+
+
+class _Handler(DefaultRequestHandler):
+    """The SDK's request handler, taking one answer at a time per task, and only to a task waiting for one.
+
+    The SDK queues every message sent to a task and runs them one by one,
+    each with the task as it is by then; a message answering a task that
+    is not waiting for input is refused here instead, before it is admitted
+    or queued: a finished task with the SDK's own terminal-state refusal,
+    one whose call is running (or that another answer is being handled
+    for) with :data:`NOT_WAITING`. Whatever room a follow-up was admitted
+    to the store with is given back once its request ends, unless a save
+    counted the task since (a follow-up the SDK refused after admission).
+    """
+
+    def __init__(self, *, tasks: TaskStore, **options: Any) -> None:
+        super().__init__(task_store=tasks, **options)
+        self._tasks = tasks
+        self._answering: set[str] = set()
+
+    @asynccontextmanager
+    async def _follow_up(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[None]:
+        exchange = context.state.get(EXCHANGE_KEY)
+        if isinstance(exchange, Exchange):
+            # The message reached the handler: what fails from here is not the request's reading.
+            exchange.reached = True
+        task_id = params.message.task_id
+        if not task_id:
+            yield
+            return
+        stored = await self._tasks.get(task_id, context)
+        if stored is None:
+            # Not this caller's task: the SDK answers TaskNotFoundError.
+            yield
+            return
+        refusal = terminal_refusal(stored)
+        if refusal is not None:
+            raise refusal
+        if stored.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or task_id in self._answering:
+            raise UnsupportedOperationError(message=NOT_WAITING)
+        # Taken before any await: a concurrent answer finds it taken.
+        self._answering.add(task_id)
+        try:
+            yield
+        finally:
+            self._answering.discard(task_id)
+            if isinstance(self._tasks, BoundedTaskStore):
+                await self._tasks.release_follow_up(task_id, context, params.ByteSize())
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        # The SDK's decorators hide the signatures from the type checker.
+        base: Any = super()
+        send = cast("Callable[[SendMessageRequest, ServerCallContext], Awaitable[Message | Task]]", base.on_message_send)
+        async with self._follow_up(params, context):
+            return await send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        base: Any = super()
+        stream = cast("Callable[[SendMessageRequest, ServerCallContext], AsyncGenerator[Event]]", base.on_message_send_stream)
+        async with self._follow_up(params, context), aclosing(stream(params, context)) as events:
+            async for event in events:
+                yield event
 
 
 _ANSWER_GRACE = 1.0
@@ -411,7 +496,7 @@ class _Guard:
         # What the SDK reads: the body again, for a POST.
         downstream = replay_body(body, receive) if scope["method"] == "POST" else receive
         if self._authenticate is None or scope["path"] == CARD_PATH:
-            await self._app(scope, downstream, send)
+            await self._answered(scope, downstream, send, body)
             return
         # The card is public, as A2A has it; every call is authenticated on
         # its own. The hook may read the body: it gets its own replay.
@@ -423,10 +508,22 @@ class _Guard:
         # its id: the context builder raises its error.
         scope = {**scope, _REFUSED: True} if tenant is None else {**scope, _SCOPE_KEY: tenant}
         try:
-            await self._app(scope, downstream, send)
+            await self._answered(scope, downstream, send, body)
         finally:
             if tenant is not None:
                 self._principals.release(tenant)
+
+    async def _answered(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
+        """The SDK's answer to a JSON-RPC request, its errors in the endpoint's words (:mod:`._answers`)."""
+        if scope["method"] != "POST" or scope["path"] != A2A_PATH:
+            await self._app(scope, receive, send)
+            return
+        envelope = read_envelope(body)
+        if isinstance(envelope, JSONResponse):
+            await envelope(scope, receive, send)
+            return
+        exchange = Exchange(envelope)
+        await self._app({**scope, EXCHANGE_KEY: exchange}, receive, Answers(send, exchange, _OWN_WORDS))
 
     async def _tenant(self, request: Request) -> _Tenant | JSONResponse | None:
         authenticate = cast("Authenticate", self._authenticate)
@@ -581,6 +678,11 @@ def a2a_app(
             ``max_tasks``, ``max_task_bytes`` or ``max_live_tasks_per_owner``
             with a ``task_store`` (bound that store itself), or below 1.
 
+    A follow-up to a task not waiting for input (its call running, another
+    answer to it being handled, or finished) is refused with the SDK's
+    ``UnsupportedOperationError`` and dispatches nothing. Every JSON-RPC
+    error is answered with its id and code in the endpoint's own fixed
+    words, nothing of the SDK's decoder, validator or exception text in it.
     Every POST body is bounded by :data:`MAX_REQUEST_BODY` (413 past it);
     a task left waiting for confirmation releases the SDK's running
     machinery after :data:`PARKED_TASK_TIMEOUT`, and can still be answered.
@@ -625,9 +727,9 @@ def a2a_app(
         app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
     )
     executor = AgentfxExecutor(runtime)
-    handler = DefaultRequestHandler(
+    handler = _Handler(
         agent_executor=executor,
-        task_store=tasks,
+        tasks=tasks,
         agent_card=card,
         request_context_builder=_TaskContext(tasks),
         interrupted_task_timeout=PARKED_TASK_TIMEOUT,

@@ -17,6 +17,8 @@ a person must confirm                     ``input-required``; ``{"confirm": true
 an answer that is not yes or no           ``input-required`` again, at most
                                           :data:`MAX_CONFIRM_REASKS` times; then ``rejected``
 a hook or the host raised                 ``failed``, ``Capability "<c>" failed unexpectedly``
+a message to a task not waiting for       nothing dispatched; a finished task is refused
+input (another answer settled it first)   with the SDK's terminal-state error
 ========================================  ===================================
 
 What the agent reads (the text, the data) comes from :mod:`agentfx.tools`,
@@ -42,6 +44,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, Role, Task, TaskState, TaskStatus
+from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import json_format, struct_pb2
 
 from ..confirm import ConfirmationRequest
@@ -51,7 +54,15 @@ from ..pipeline import DispatchResult
 from ..runtime import AgentRuntime
 from ..tools import ToolReply, defect_reply, reply
 
-__all__ = ["MAX_CONFIRM_REASKS", "PRINCIPAL_STATE_KEY", "TRANSPORT", "AgentfxExecutor", "RuntimeFor"]
+__all__ = [
+    "MAX_CONFIRM_REASKS",
+    "NOT_WAITING",
+    "PRINCIPAL_STATE_KEY",
+    "TRANSPORT",
+    "AgentfxExecutor",
+    "RuntimeFor",
+    "terminal_refusal",
+]
 
 _logger = logging.getLogger("agentfx.a2a")
 
@@ -81,6 +92,28 @@ to the request body's bound each), so this bounds a task's history to
 ``2 * MAX_CONFIRM_REASKS + 3`` messages: the call, then each prompt with the
 answer it got; the rejection is the task's status.
 """
+
+NOT_WAITING = "The task is not waiting for an answer: only a task in input-required takes one, and only one at a time"
+"""The message of the ``UnsupportedOperationError`` refusing a follow-up to a task that is not waiting for input.
+
+Its call is still running, or another answer to it is being handled: the
+follow-up dispatches nothing and changes nothing.
+"""
+
+_TERMINAL = (
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+)
+
+
+def terminal_refusal(task: Task) -> UnsupportedOperationError | None:
+    """The SDK's own refusal of a message to ``task`` if it has finished, in the SDK's words; else ``None``."""
+    if task.status.state not in _TERMINAL:
+        return None
+    return UnsupportedOperationError(message=f"Task {task.id} is in terminal state: {TaskState.Name(task.status.state)}")
+
 
 _CALL_SHAPE = 'A message to this agent carries one data part {"skill": <skill id>, "input": {...}}'
 _CONFIRM_SHAPE = 'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
@@ -200,6 +233,14 @@ class AgentfxExecutor(AgentExecutor):
     at most; the answer after that rejects the task (``No valid answer
     after <n> tries: ...``, a ``MalformedMessage`` data part) with nothing
     dispatched and nothing audited, so a task's history stays bounded.
+
+    Only an answer that finds its task in ``input-required`` is taken: the
+    SDK queues every message sent to a task and hands each over with the
+    task as it is by then, so of several answers sent at once only the
+    first can dispatch; one that finds the task finished is refused with
+    the SDK's own terminal-state ``UnsupportedOperationError``, and one that
+    finds it otherwise changes nothing. (:func:`~agentfx.a2a.a2a_app`
+    refuses such follow-ups before they are queued.)
     """
 
     def __init__(self, runtime: AgentRuntime[Any, Any] | RuntimeFor) -> None:
@@ -226,6 +267,19 @@ class AgentfxExecutor(AgentExecutor):
             if context.message is not None:
                 first.history.append(context.message)
             await event_queue.enqueue_event(first)
+        if current is not None and current.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+            # The SDK queues every message to a task and hands each over with
+            # the task as it is by then: an answer that arrives after another
+            # one settled the task is not an answer to anything. It dispatches
+            # nothing; only the one answer that found the task waiting does.
+            refusal = terminal_refusal(current)
+            if refusal is not None:
+                # Raised, the SDK answers it and leaves the finished task as it is.
+                raise refusal
+            # Raising would fail a task whose call is its own business:
+            # write nothing, and the request is answered with the task as it is.
+            _logger.warning("a follow-up to task %s found it %s: nothing was dispatched", task_id[:64], TaskState.Name(current.status.state))
+            return
         try:
             if current is None:
                 skill, payload = _call(context.message)

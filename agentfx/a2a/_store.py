@@ -246,6 +246,9 @@ class BoundedTaskStore(TaskStore):
         # since), and their sum.
         self._sizes: dict[_Key, int] = {}
         self._bytes = 0
+        # Of each record's bytes, what follow-ups reserved since its last
+        # save: what :meth:`release_follow_up` may give back.
+        self._reserved: dict[_Key, int] = {}
         # How many working or waiting tasks each owner has: :meth:`has_live`
         # answers without reading (or copying) a single task. And how many
         # rooms each owner has held, for ``max_live_per_owner``.
@@ -312,6 +315,7 @@ class BoundedTaskStore(TaskStore):
         self._waiting.pop(key, None)
         self._finished.pop(key, None)
         self._pending.pop(key, None)
+        self._reserved.pop(key, None)
         self._bytes -= self._sizes.pop(key, 0)
         return known
 
@@ -474,11 +478,44 @@ class BoundedTaskStore(TaskStore):
                     raise UnsupportedOperationError(message=AT_CAPACITY)
                 gone += victims
                 self._resize(key, self._sizes[key] + request_bytes)
+                self._reserved[key] = self._reserved.get(key, 0) + request_bytes
                 if key in self._waiting:
                     del self._waiting[key]
                     self._waiting[key] = now
             finally:
                 await self._delete(gone)
+
+    async def release_follow_up(self, task_id: str, context: ServerCallContext, request_bytes: int) -> None:
+        """Give back the room :meth:`admit_follow_up` reserved for a message that was not run.
+
+        A follow-up the SDK refuses after it was admitted (its task finished
+        meanwhile, say) is never saved, so nothing would replace its
+        reservation with the task's real size. What was reserved since the
+        task's last save is given back, ``request_bytes`` at most; after a
+        save there is nothing left to give (it counted the task as it is).
+
+        Args:
+            task_id: The task the message was sent to.
+            context: The call context, whose owner the task is.
+            request_bytes: What was admitted for the message.
+
+        >>> import asyncio
+        >>> store = BoundedTaskStore(2)
+        >>> asyncio.run(store.release_follow_up("unknown", ServerCallContext(), 10))
+        >>> store.bytes
+        0
+        """
+        key = (self._owner(context), task_id)
+        async with self._locked():
+            reserved = self._reserved.get(key, 0)
+            given = min(max(request_bytes, 0), reserved)
+            if not given:
+                return
+            if reserved == given:
+                del self._reserved[key]
+            else:
+                self._reserved[key] = reserved - given
+            self._resize(key, self._sizes[key] - given)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """Save or update a task for the context's owner, counting its bytes; a new one is made room for by the rule.

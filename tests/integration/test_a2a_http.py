@@ -45,13 +45,13 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import A2AError, TaskNotFoundError, UnsupportedOperationError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf import json_format
 from starlette.requests import Request
 
 import agentfx
-from agentfx.a2a import a2a_app, agent_card
+from agentfx.a2a import NOT_WAITING, BoundedTaskStore, a2a_app, agent_card
 from agentfx.app import App
 from agentfx.audit import AuditRecord
 from agentfx.program import Command
@@ -119,12 +119,35 @@ class Pondered(msgspec.Struct, frozen=True, tag=True):
     pass
 
 
+class Purged(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
 async def ponder(_request: object) -> bool:
     await anyio.sleep(30)
     return True
 
 
-Msg = Pinged | RequestedAdd | Added | AddFailed | RequestedStall | RequestedHang | Settled | Unlocked | Wiped | Erased | Pondered
+async def deliberate(_request: object) -> agentfx.Confirm:
+    # Slow, each time it is asked: answers sent at once all arrive while the first is handled.
+    await anyio.sleep(0.3)
+    return agentfx.Confirm("Purge everything?")
+
+
+Msg = (
+    Pinged
+    | RequestedAdd
+    | Added
+    | AddFailed
+    | RequestedStall
+    | RequestedHang
+    | Settled
+    | Unlocked
+    | Wiped
+    | Erased
+    | Pondered
+    | Purged
+)
 
 
 def update(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]]]:
@@ -185,6 +208,7 @@ CONTRACT = Agent.define(
             may_confirm=True,
         ),
         Agent.variant(Pondered, "Think it over first", name="ponder", authorize=ponder),
+        Agent.variant(Purged, "Purge everything, slowly", name="purge", authorize=deliberate, may_confirm=True),
     )
 )
 
@@ -206,10 +230,20 @@ class Served:
     records: list[AuditRecord] = field(default_factory=lambda: [])
     lock: threading.Lock = field(default_factory=threading.Lock)
     asgi: Any = None  # the app served, once it is
+    messages: list[object] = field(default_factory=lambda: [])  # every Message the host's update got
 
     def record(self, record: AuditRecord, /) -> None:
         with self.lock:
             self.records.append(record)
+
+    def received(self, message: object) -> None:
+        with self.lock:
+            self.messages.append(message)
+
+    def count(self, kind: type) -> int:
+        """How many Messages of ``kind`` the host's update has received."""
+        with self.lock:
+            return sum(isinstance(m, kind) for m in self.messages)
 
     def audited(self, task_id: str) -> list[AuditRecord]:
         with self.lock:
@@ -254,7 +288,12 @@ def counter_served(
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
         card = agent_card(CONTRACT, name="counter", description="A counter", url=f"{base}/a2a", version="1.0.0")
         served = state(base, card)
-        app = App(CONTRACT, init=Model(), update=update, audit=served)
+
+        def counted(model: Model, message: Msg) -> Model | tuple[Model, list[Command[Msg]]]:
+            served.received(message)
+            return update(model, message)
+
+        app = App(CONTRACT, init=Model(), update=counted, audit=served)
         served.asgi = a2a_app(app, card, authenticate=authenticate, **options)
         with serving(served.asgi, sock):
             yield served
@@ -659,3 +698,259 @@ async def test_a_cancel_before_dispatch_cancels_the_task_and_sends_nothing(serve
     assert texts(cancelled) == ['Invocation of "ponder" was cancelled before it was dispatched']
     assert data(cancelled.status.message.parts)[0]["dispatched"] is False
     assert [(r.decision, r.outcome) for r in served.audited(started.id)] == [("refused", "AgentCancelledError")]
+
+
+# --- Follow-ups to a task that is not waiting for an answer ------------------------
+
+
+async def attempt(a2a: Caller, *parts: Any, task_id: str = "") -> Task | A2AError:
+    """The task a message is answered with, or the A2A error the client raised for its refusal."""
+    try:
+        return await a2a.send(*parts, task_id=task_id)
+    except A2AError as error:
+        return error
+
+
+def refusals_on_the_wire(a2a: Caller) -> list[dict[str, Any]]:
+    """The error answers captured so far, taken off the wire (which is validated as results only)."""
+    errors = [answer["error"] for _, answer in a2a.wire if "error" in answer]
+    a2a.wire[:] = [(request, answer) for request, answer in a2a.wire if "error" not in answer]
+    return errors
+
+
+def finished(task_id: str, state: str = "TASK_STATE_COMPLETED") -> str:
+    """The SDK's own refusal of a message to a finished task."""
+    return f"Task {task_id} is in terminal state: {state}"
+
+
+@PROTOCOLS
+async def test_of_yes_answers_sent_at_once_exactly_one_dispatches_the_call_and_the_others_are_refused(
+    served: Served, protocol: str
+) -> None:
+    async with caller(served, protocol) as a2a:
+        waiting = await a2a.call("purge", {})
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        purged = served.count(Purged)
+        outcomes: list[Task | A2AError] = []
+
+        async def answer() -> None:
+            outcomes.append(await attempt(a2a, new_data_part({"confirm": True}), task_id=waiting.id))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                for _ in range(4):
+                    group.start_soon(answer)
+        errors = refusals_on_the_wire(a2a)
+        fetched = await a2a.get(waiting.id)
+    tasks = [o for o in outcomes if isinstance(o, Task)]
+    refused = [o for o in outcomes if not isinstance(o, Task)]
+    assert len(tasks) == 1 and len(refused) == 3, outcomes
+    assert tasks[0].status.state == fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    # Each other answer is told why: one is being handled, or the task has finished.
+    assert all(isinstance(r, UnsupportedOperationError) for r in refused), refused
+    assert {e["code"] for e in errors} == {-32004}
+    assert {e["message"] for e in errors} <= {NOT_WAITING, finished(waiting.id)}
+    # The host received one Purged, and the audit holds one confirmed dispatch.
+    assert served.count(Purged) - purged == 1
+    assert [(r.decision, r.outcome, r.confirmed) for r in served.audited(waiting.id)] == [
+        ("refused", "AgentConfirmationRequiredError", False),
+        ("dispatched", "dispatched", True),
+    ]
+    # The refused answers were not kept: the history is the call, the answer that ran, and the prompt.
+    assert [m.role for m in fetched.history].count(Role.ROLE_USER) == 2
+
+
+@PROTOCOLS
+async def test_an_answer_to_a_task_whose_call_is_running_is_refused_and_dispatches_nothing(
+    served: Served, protocol: str
+) -> None:
+    async with caller(served, protocol) as a2a:
+        started = await a2a.call("hang", {}, blocking=False)
+        with anyio.fail_after(10):
+            while (await a2a.get(started.id)).status.state != TaskState.TASK_STATE_WORKING:
+                await anyio.sleep(0.01)
+            refused = await attempt(a2a, new_data_part({"confirm": True}), task_id=started.id)
+        (error,) = refusals_on_the_wire(a2a)
+        still = await a2a.get(started.id)
+        cancelled = await a2a.cancel(started.id)
+    assert isinstance(refused, UnsupportedOperationError)
+    assert error["code"] == -32004 and error["message"] == NOT_WAITING
+    # The running call is untouched by it, and the answer is not in its history.
+    assert still.status.state == TaskState.TASK_STATE_WORKING
+    assert [m.role for m in still.history].count(Role.ROLE_USER) == 1
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert [(r.capability, r.confirmed) for r in served.audited(started.id)] == [("hang", False)]
+
+
+@pytest.fixture
+def bounded() -> Iterator[tuple[Served, BoundedTaskStore]]:
+    # Made outside the test's event loop: the store is the server's, used on its loop.
+    store = BoundedTaskStore(100, max_bytes=400_000)
+    with counter_served(task_store=store) as served:
+        yield served, store
+
+
+@PROTOCOLS
+async def test_answers_to_a_finished_task_are_refused_in_the_sdks_words_and_leave_the_store_at_its_size(
+    bounded: tuple[Served, BoundedTaskStore], protocol: str
+) -> None:
+    served, store = bounded
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+        size = store.bytes
+        pad = "x" * 100_000
+        # More than the byte budget together: each one refused must give its room back.
+        outcomes = [
+            await attempt(a2a, new_data_part({"confirm": True, "pad": pad}), task_id=waiting.id) for _ in range(6)
+        ]
+        errors = refusals_on_the_wire(a2a)
+        fetched = await a2a.get(waiting.id)
+        assert store.bytes == size
+        # Room for others is still there: a new task is taken.
+        other = await a2a.call("ping", {})
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert all(isinstance(o, UnsupportedOperationError) for o in outcomes), outcomes
+    assert [(e["code"], e["message"]) for e in errors] == [(-32004, finished(waiting.id))] * 6
+    assert fetched.history == done.history
+    assert other.status.state == TaskState.TASK_STATE_COMPLETED
+    assert served.count(Erased) == 1
+    assert [r.confirmed for r in served.audited(waiting.id)] == [False, True]
+    if protocol == "1.0":
+        # What the store counts is the task as kept (the 0.3 answer is a conversion of it).
+        assert size == fetched.ByteSize()
+
+
+# --- What an error answer says ---------------------------------------------------------
+
+SECRET = "SECRET-VALUE-123"
+DEEP = json.loads("[" * 150 + "]" * 150)
+
+
+def rpc(method: str, params: Any, request_id: object = 1) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+
+
+def message_1_0(*parts: Any, **fields: Any) -> dict[str, Any]:
+    return {"message": {"messageId": "m", "role": "ROLE_USER", "parts": list(parts), **fields}}
+
+
+def message_0_3(*parts: Any, **fields: Any) -> dict[str, Any]:
+    return {"message": {"messageId": "m", "role": "user", "kind": "message", "parts": list(parts), **fields}}
+
+
+PARSE = (-32700, "Parse error: the body is not JSON, or is nested too deep to read")
+NOT_ONE = (-32600, "Invalid Request: the body must be one JSON-RPC 2.0 request object")
+INVALID_REQUEST = (-32600, "Invalid Request: the request is not what its method takes")
+INVALID_PARAMS = (-32602, "Invalid params: the params are not what the method takes")
+NOT_READABLE = (
+    -32602,
+    "Invalid params: the message could not be read (file bytes that are not base64, data nested too deep)",
+)
+VERSION = (-32009, "A2A version not supported: this endpoint serves A2A 1.0 and 0.3")
+VERSION_0_3 = (-32600, "Invalid Request: an A2A 0.3 method, sent with an A2A-Version header of another version")
+NOT_FOUND = (-32001, "Task not found")
+
+# name: (body, A2A-Version header, the id answered, (code, message))
+MALFORMED_BODIES: dict[str, tuple[bytes, str, object, tuple[int, str]]] = {
+    "not JSON": (b"{nope " + SECRET.encode(), "1.0", None, PARSE),
+    "not JSON, 0.3": (b"{nope " + SECRET.encode(), "0.3", None, PARSE),
+    "not UTF-8": (b'{"jsonrpc": "2.0", "id": 1, "method": "\xff\xfe"}', "1.0", None, PARSE),
+    "nested past the decoder": (b"[" * 100_000 + b"]" * 100_000, "1.0", None, PARSE),
+    "an array": (b"[]", "1.0", None, NOT_ONE),
+    "a string": (json.dumps(SECRET).encode(), "0.3", None, NOT_ONE),
+    "1.0, message a string": (rpc("SendMessage", {"message": SECRET}), "1.0", 1, INVALID_PARAMS),
+    "1.0, role wrong": (rpc("SendMessage", {"message": {"messageId": "m", "role": SECRET, "parts": []}}), "1.0", 1, INVALID_PARAMS),
+    "1.0, id an object": (rpc("GetTask", {"id": {"x": SECRET}}), "1.0", 1, INVALID_PARAMS),
+    "1.0, data too deep": (rpc("SendMessage", message_1_0({"data": {"skill": "ping", "input": DEEP}})), "1.0", 1, INVALID_PARAMS),
+    "1.0, an unknown task": (rpc("GetTask", {"id": SECRET}), "1.0", 1, NOT_FOUND),
+    "1.0, a version of the client's": (rpc("GetTask", {"id": "t"}), SECRET, 1, VERSION),
+    "1.0, sent as 0.3": (rpc("SendMessage", {"message": SECRET}), "0.3", 1, VERSION),
+    "0.3, message a string": (rpc("message/send", {"message": SECRET}), "0.3", 1, INVALID_REQUEST),
+    "0.3, part kind wrong": (rpc("message/send", message_0_3({"kind": SECRET})), "0.3", 1, INVALID_REQUEST),
+    "0.3, role wrong": (rpc("message/send", message_0_3(role=SECRET)), "0.3", 1, INVALID_REQUEST),
+    "0.3, id an object": (rpc("tasks/get", {"id": {SECRET: 1}}), "0.3", 1, INVALID_REQUEST),
+    "0.3, file bytes not base64": (
+        rpc("message/send", message_0_3({"kind": "file", "file": {"bytes": "!!!" + SECRET, "mimeType": "x"}}), "r1"),
+        "0.3",
+        "r1",
+        NOT_READABLE,
+    ),
+    "0.3, data too deep": (
+        rpc("message/send", message_0_3({"kind": "data", "data": {"skill": "ping", "input": {"a": DEEP}}})),
+        "0.3",
+        1,
+        NOT_READABLE,
+    ),
+    "0.3, an unknown task": (rpc("tasks/get", {"id": SECRET}), "0.3", 1, NOT_FOUND),
+    "0.3, sent as 1.0": (rpc("message/send", message_0_3({"kind": "text", "text": "hi"})), "1.0", 1, VERSION_0_3),
+    "0.3, a version of the client's": (rpc("tasks/get", {"id": "t"}), SECRET, 1, VERSION_0_3),
+    "an unknown method": (rpc(SECRET, {}), "1.0", 1, (-32601, "Method not found")),
+}
+
+
+def said_nothing_internal(text: str) -> bool:
+    """No decoder, validator or exception text, and nothing the client sent: the MCP endpoint's check, and more."""
+    lowered = text.lower()
+    internal = ("validation", "pydantic", "input_value", "recursion", "traceback", "padding", "expecting", "parseerror")
+    return SECRET.lower() not in lowered and not any(word in lowered for word in internal)
+
+
+def answered_error(answer: dict[str, Any]) -> tuple[object, tuple[int, str]]:
+    """An error answer's id, code and message, having checked it carries no detail."""
+    assert set(answer) == {"jsonrpc", "id", "error"} and answer["jsonrpc"] == "2.0", answer
+    error = answer["error"]
+    assert set(error) <= {"code", "message", "data"}, error
+    # 1.0's ErrorInfo keeps its reason and domain, nothing more; 0.3's data is null.
+    infos: list[dict[str, Any]] = error.get("data") or []
+    for info in infos:
+        assert set(info) == {"@type", "reason", "domain", "metadata"} and info["metadata"] == {}, info
+    return answer["id"], (error["code"], error["message"])
+
+
+@pytest.mark.parametrize("name", list(MALFORMED_BODIES))
+async def test_every_error_answer_is_the_endpoints_own_fixed_words_with_its_id(served: Served, name: str) -> None:
+    body, version, answer_id, expected = MALFORMED_BODIES[name]
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer ann", "A2A-Version": version}
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(served.base + "/a2a", content=body, headers=headers)
+    assert response.status_code == 200
+    assert said_nothing_internal(response.text), response.text
+    assert answered_error(response.json()) == (answer_id, expected)
+
+
+async def sse_answers(http: httpx.AsyncClient, served: Served, body: bytes, version: str) -> list[dict[str, Any]]:
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer ann", "A2A-Version": version}
+    async with http.stream("POST", served.base + "/a2a", content=body, headers=headers) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        text = (await response.aread()).decode()
+    assert said_nothing_internal(text), text
+    return [json.loads(line[len("data:") :]) for line in text.splitlines() if line.startswith("data:")]
+
+
+async def test_an_error_in_a_stream_is_the_endpoints_own_fixed_words_too(served: Served) -> None:
+    unreadable = message_0_3({"kind": "file", "file": {"bytes": "!!!" + SECRET, "mimeType": "x"}})
+    async with httpx.AsyncClient(timeout=10) as http:
+        (answer,) = await sse_answers(http, served, rpc("message/stream", unreadable, 5), "0.3")
+        assert answered_error(answer) == (5, NOT_READABLE)
+        # A good stream passes as the SDK sent it: its events, then the end.
+        good = rpc("SendStreamingMessage", message_1_0({"data": {"skill": "ping"}}), 6)
+        events = await sse_answers(http, served, good, "1.0")
+    assert [e["id"] for e in events] == [6] * len(events) and "error" not in events[-1]
+    assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_streamed_answer_is_taken_once_and_refused_once_the_task_has_finished(served: Served) -> None:
+    async with caller(served, "1.0") as a2a:
+        waiting = await erase_waiting(a2a, served)
+    erased = served.count(Erased)
+    answer = message_1_0({"data": {"confirm": True}}, taskId=waiting.id)
+    async with httpx.AsyncClient(timeout=10) as http:
+        events = await sse_answers(http, served, rpc("SendStreamingMessage", answer, 8), "1.0")
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer ann", "A2A-Version": "1.0"}
+        again = await http.post(served.base + "/a2a", content=rpc("SendStreamingMessage", answer, 9), headers=headers)
+    assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    # Refused before any stream starts: a JSON answer, in the SDK's words for a finished task.
+    assert answered_error(again.json()) == (9, (-32004, finished(waiting.id)))
+    assert served.count(Erased) - erased == 1
+    assert [r.confirmed for r in served.audited(waiting.id)] == [False, True]
