@@ -693,7 +693,13 @@ def a2a_app(
     ``max_task_bytes`` bytes, as above.
 
     Serve it with any ASGI server, with its lifespan on, bound to loopback
-    unless you mean otherwise: ``uvicorn.run(a2a_app(app, card), host="127.0.0.1", port=8000)``.
+    unless you mean otherwise: ``uvicorn.run(a2a_app(app, card),
+    host="127.0.0.1", port=8000, timeout_graceful_shutdown=5)``. uvicorn
+    ends the lifespan, which aborts the tasks still running, only once every
+    connection has closed, and a stream or a blocking call stays open until
+    its task ends: without ``timeout_graceful_shutdown`` it would wait for
+    them. (``agentfx serve --transport a2a`` runs the lifespan around a server
+    with its own off, so every open request is answered as it stops.)
     """
     if authenticate is not None and isinstance(target, AgentRuntime):
         raise ContractError(
