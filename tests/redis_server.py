@@ -15,14 +15,15 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Generator
+from collections.abc import AsyncGenerator, Generator
 from pathlib import Path
 
 import anyio
 import anyio.abc
 import pytest
+import redis.asyncio
 
-__all__ = ["Link", "RedisServer", "anyio_backend", "redis_server", "server"]
+__all__ = ["Link", "RedisServer", "anyio_backend", "client", "redis_server", "server"]
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
@@ -170,3 +171,13 @@ class Link:
 
     def restore(self) -> None:
         self._restored.set()
+
+
+@contextlib.asynccontextmanager
+async def client(url: str) -> AsyncGenerator[redis.asyncio.Redis]:
+    """A plain redis-py client of ``url``, closed on leaving."""
+    connection = redis.asyncio.Redis.from_url(url)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        yield connection
+    finally:
+        await connection.aclose()

@@ -16,8 +16,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -31,6 +30,7 @@ from agentfx.redis._program import _fingerprint  # pyright: ignore[reportPrivate
 from tests.redis_app import Added, Message, Model, update
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
+from tests.redis_server import client
 from tests.redis_server import server as server
 
 pytestmark = pytest.mark.anyio
@@ -68,15 +68,6 @@ def running_wide(url: str, ns: str, init: Wide | None = None, **options: Any) ->
     return run_program(
         url, namespace=ns, init=Wide() if init is None else init, update=wide_update, message_type=Message, **options
     )
-
-
-@asynccontextmanager
-async def client(url: str) -> AsyncGenerator[redis.asyncio.Redis]:
-    connection = redis.asyncio.Redis.from_url(url)  # pyright: ignore[reportUnknownMemberType]
-    try:
-        yield connection
-    finally:
-        await connection.aclose()
 
 
 async def until(check: Callable[[], Awaitable[bool]], seconds: float = 5) -> None:

@@ -19,7 +19,6 @@ import anyio
 import anyio.abc
 import msgspec
 import pytest
-import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -33,6 +32,7 @@ from agentfx.redis import RedisProgram, RedisProgramError, program, run_program
 from tests.redis_app import Added, Boom, Confirmed, Message, Model, Opened, Requested, app, contract, fold, update
 from tests.redis_server import Link, RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
+from tests.redis_server import client
 from tests.redis_server import server as server
 
 LEASE = 0.3
@@ -67,15 +67,6 @@ async def writer_among(copies: list[RedisProgram[Model, Message]]) -> RedisProgr
                 assert len(holders) == 1
                 return holders[0]
             await anyio.sleep(0.01)
-
-
-@asynccontextmanager
-async def client(url: str) -> AsyncGenerator[redis.asyncio.Redis]:
-    connection = redis.asyncio.Redis.from_url(url)  # pyright: ignore[reportUnknownMemberType]
-    try:
-        yield connection
-    finally:
-        await connection.aclose()
 
 
 pytestmark = pytest.mark.anyio
