@@ -197,6 +197,86 @@ async def test_a_client_that_stops_reading_cannot_hold_the_server_up(monkeypatch
 
 
 @pytest.mark.anyio
+async def test_a_client_that_writes_without_reading_has_only_so_many_requests_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 4)
+    log = agentfx.audit_log()
+    async with serving(log) as (peer, task_group, _):
+        await peer.send(call(1, "note", {"text": "x" * 300_000}))
+        assert (await peer.receive())["id"] == 1
+        # An answer far larger than a pipe holds, which the client does not read yet...
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "app://notes"}})
+        # ... and more requests behind it: only three more are taken while it waits.
+        for request_id in range(3, 13):
+            await peer.send(call(request_id, "note", {"text": "y"}))
+        await anyio.sleep(0.3)
+        assert len(log.entries()) == 1 + 3
+        # Read, and the rest are served, each answered once.
+        answered = sorted([(await peer.receive())["id"] for _ in range(11)])
+        assert answered == list(range(2, 13))
+        assert len(log.entries()) == 1 + 10
+        task_group.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_request_frees_its_room_though_it_is_never_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
+    log = agentfx.audit_log()
+    async with serving(log) as (peer, task_group, held):
+        await peer.send(call(1, "hold", {}))
+        await peer.send(call(2, "hold", {}))
+        await until(lambda: held() == 2)
+        for request_id in (1, 2):
+            await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
+        await peer.send(call(3, "note", {"text": "after"}))
+        assert (await peer.receive())["id"] == 3
+        task_group.cancel_scope.cancel()
+    assert [(e.capability, e.outcome) for e in log.entries()] == [
+        ("hold", "AgentCancelledError"),
+        ("hold", "AgentCancelledError"),
+        ("note", "dispatched"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_once_the_client_closes_stdout_serving_stops_and_audits_what_was_pending() -> None:
+    log = agentfx.audit_log()
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    try:
+        async with app.run(audit=log) as runtime:
+            mcp_server = server(runtime)
+            peer = Peer(client_out, client_in)
+            ended = anyio.Event()
+            async with anyio.create_task_group() as task_group:
+
+                async def serve() -> None:
+                    async with stdio_transport(server_in, server_out) as (read, write):
+                        await mcp_server.run(read, write, mcp_server.create_initialization_options())
+                    ended.set()
+
+                task_group.start_soon(serve)
+                await peer.send(INITIALIZE)
+                assert (await peer.receive())["id"] == 0
+                await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                await peer.send(call(1, "hold", {}))
+                await until(lambda: runtime.host.model().held == 1)
+                os.close(client_in)
+                client_in = -1
+                # Its answer cannot be written: serving ends by itself, with
+                # stdin still open, and the call still pending is aborted.
+                await peer.send(call(2, "note", {"text": "unanswerable"}))
+                with anyio.fail_after(5):
+                    await ended.wait()
+    finally:
+        for fd in (server_in, client_out, client_in, server_out):
+            if fd >= 0:
+                os.close(fd)
+    assert [(e.capability, e.outcome) for e in log.entries()] == [("note", "dispatched"), ("hold", "AgentCancelledError")]
+
+
+@pytest.mark.anyio
 async def test_unreadable_lines_are_answered_and_never_dispatched() -> None:
     log = agentfx.audit_log()
     async with serving(log) as (peer, task_group, _):

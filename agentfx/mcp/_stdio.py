@@ -3,7 +3,11 @@
 This layer owns the stdio transport: claiming the process's stdin and stdout
 (while serving, fd 0 reads the null device and fd 1 writes to stderr, so
 nothing the application prints reaches the wire), reading the wire line by
-line, and writing each message the server sends as one line.
+line, and writing each message the server sends as one line. It reads no
+further while :data:`MAX_UNANSWERED` requests wait for their answers to be
+written, so a client that writes without reading makes it hold a bounded
+number of answers, not one per line it sent; and it stops reading once
+stdout is broken, since no answer can reach the client any more.
 
 It reads bytes, not text, because what the SDK's ``stdio_server`` leaves out
 matters to a client waiting on an answer: a line that is not valid UTF-8
@@ -28,7 +32,8 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
+from collections import Counter
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
@@ -36,6 +41,7 @@ import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -46,12 +52,19 @@ from ._server import server
 if TYPE_CHECKING:
     from ..runtime import AgentRuntime
 
-__all__ = ["DRAIN_TIMEOUT", "MAX_LINE", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
+__all__ = ["DRAIN_TIMEOUT", "MAX_LINE", "MAX_UNANSWERED", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
 
 _logger = logging.getLogger("agentfx.mcp.stdio")
 
 MAX_LINE = DEFAULT_MAX_REQUEST_BODY_SIZE
 """Bytes one line may hold (4 MiB, the SDK's limit for an HTTP request body); a longer one is answered and dropped."""
+
+MAX_UNANSWERED = 64
+"""Requests read whose answers are not written yet, past which stdin is not read until one is.
+
+Enough for any client that pipelines; a client that writes without ever
+reading makes the server hold at most this many answers, then wait.
+"""
 
 DRAIN_TIMEOUT = 2.0
 """Seconds the answers already written by the server may take to reach stdout once serving stops."""
@@ -225,17 +238,62 @@ class _Lines:
         return None if self._skipping or not self._pending else bytes(self._pending)
 
 
+class _Unanswered:
+    """The requests read whose answers have not been written, by id: at most ``limit`` of them.
+
+    The reader waits for room before it hands the server a request; the
+    writer makes room as it writes each answer. A request the client
+    cancels is never answered, so its cancellation makes the room instead.
+    An answer or cancellation naming no request waiting here changes nothing.
+    """
+
+    __slots__ = ("_count", "_ids", "_limit", "_room")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._ids: Counter[types.RequestId] = Counter()
+        self._count = 0
+        self._room = anyio.Event()
+
+    async def admit(self, request_id: types.RequestId) -> None:
+        while self._count >= self._limit:
+            # One waiter, the reader: a fresh event for each wait.
+            self._room = anyio.Event()
+            await self._room.wait()
+        self._ids[request_id] += 1
+        self._count += 1
+
+    def answered(self, request_id: types.RequestId) -> None:
+        left = self._ids.get(request_id)
+        if not left:
+            return
+        if left == 1:
+            del self._ids[request_id]
+        else:
+            self._ids[request_id] = left - 1
+        self._count -= 1
+        self._room.set()
+
+
 async def _read(
     end: _End,
     inbound: MemoryObjectSendStream[SessionMessage | Exception],
     answers: MemoryObjectSendStream[SessionMessage],
     limit: int,
+    unanswered: _Unanswered,
 ) -> None:
     lines = _Lines(limit)
 
     async def deliver(line: bytes | None) -> None:
         item = _TOO_LARGE if line is None else read_line(line)
         if isinstance(item, SessionMessage):
+            message = item.message
+            if isinstance(message, types.JSONRPCRequest):
+                await unanswered.admit(message.id)
+            elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                cancelled = cancelled_request_id_from_params(message.params)
+                if cancelled is not None:
+                    unanswered.answered(cancelled)
             await inbound.send(item)
         elif item is not None:
             await answers.send(SessionMessage(message=item))
@@ -268,7 +326,13 @@ def _frame(message: SessionMessage) -> bytes:
     return text.encode() + b"\n"
 
 
-async def _write(end: _End, outbound: MemoryObjectReceiveStream[SessionMessage], drained: anyio.Event) -> None:
+async def _write(
+    end: _End,
+    outbound: MemoryObjectReceiveStream[SessionMessage],
+    drained: anyio.Event,
+    unanswered: _Unanswered,
+    broke: Callable[[], None],
+) -> None:
     broken = False
     try:
         async with outbound:
@@ -279,8 +343,15 @@ async def _write(end: _End, outbound: MemoryObjectReceiveStream[SessionMessage],
                 try:
                     await end.write(data)
                 except OSError:
-                    # The client closed its end; what is left has nobody to read it.
+                    # The client closed its end: what is left has nobody to
+                    # read it, and nothing it still sends can be answered.
                     broken = True
+                    _logger.warning("the client closed stdout; serving stops")
+                    broke()
+                    continue
+                answer = message.message
+                if isinstance(answer, types.JSONRPCResponse | types.JSONRPCError) and answer.id is not None:
+                    unanswered.answered(answer.id)
     finally:
         drained.set()
 
@@ -291,9 +362,12 @@ async def stdio_transport(
 ) -> AsyncGenerator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
     """The server's two streams over a pair of descriptors: messages read from one, answers written to the other.
 
-    Unreadable lines are answered here and never reach the read stream. On
-    leaving the block reading stops at once; what the server already sent is
-    written within :data:`DRAIN_TIMEOUT` seconds.
+    Unreadable lines are answered here and never reach the read stream.
+    While :data:`MAX_UNANSWERED` requests wait for their answers to be
+    written, nothing more is read; once writing fails (the client closed its
+    end) nothing more is read at all, so the read stream ends. On leaving
+    the block reading stops at once; what the server already sent is written
+    within :data:`DRAIN_TIMEOUT` seconds.
 
     Args:
         read_fd: Where lines are read (stdin's, or a pipe's read end).
@@ -308,15 +382,16 @@ async def stdio_transport(
     answers = outbound.clone()
     drained = anyio.Event()
     reading = anyio.CancelScope()
+    unanswered = _Unanswered(MAX_UNANSWERED)
 
     async def read() -> None:
         with reading:
-            await _read(reading_end, inbound_send, answers, limit)
+            await _read(reading_end, inbound_send, answers, limit, unanswered)
 
     try:
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(read)
-            task_group.start_soon(_write, writing_end, outbound_receive, drained)
+            task_group.start_soon(_write, writing_end, outbound_receive, drained, unanswered, reading.cancel)
             try:
                 yield inbound, outbound
             finally:
@@ -382,7 +457,7 @@ def _flush(stream: object) -> None:
 
 
 async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx", version: str = __version__) -> None:
-    """Serve the runtime over this process's stdin and stdout until stdin closes, or until cancelled.
+    """Serve the runtime over this process's stdin and stdout until the client closes either, or until cancelled.
 
     While serving, anything the application prints goes to stderr, never onto
     the wire. Cancelling it (a SIGTERM handler, say) stops reading at once
