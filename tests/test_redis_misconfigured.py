@@ -425,3 +425,34 @@ async def test_a_follower_that_cannot_read_the_writers_models_says_so_once_and_f
 
 async def _writes(program: RedisProgram[Any, Any]) -> bool:
     return program.is_writer
+
+
+class Tagged(msgspec.Struct, frozen=True):
+    tags: frozenset[str] = frozenset({"alpha", "beta", "gamma", "delta", "epsilon"})
+    default: str = ""  # a field named like a keyword is structure all the same
+
+
+class Untagged(msgspec.Struct, frozen=True):
+    tags: frozenset[str] = frozenset({"alpha", "beta", "gamma", "delta", "epsilon"})
+
+
+def test_a_set_default_listed_in_another_order_in_another_process_is_the_same_fingerprint() -> None:
+    code = (
+        "from agentfx.redis._program import _fingerprint\n"
+        "from tests.redis_app import Message\n"
+        "from tests.test_redis_misconfigured import Tagged\n"
+        "print(_fingerprint(Tagged, Message))\n"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            timeout=60,
+        ).stdout.strip()
+        for seed in ("1", "2", "3", "4")
+    }
+    assert seen == {_fingerprint(Tagged, Message)}
+    assert _fingerprint(Tagged, Message) != _fingerprint(Untagged, Message)

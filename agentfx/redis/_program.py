@@ -195,9 +195,10 @@ class _Refused(Exception):
 def _fingerprint(model_type: object, message_type: object) -> str:
     """A digest of the Model and Message types, the same in every process that runs the same types.
 
-    Derived from msgspec's JSON schema of both, without titles, docstrings
-    and examples (which do not change what is stored); empty when msgspec
-    cannot describe a type (then nothing is checked).
+    Derived from msgspec's JSON schema of both, without titles, docstrings,
+    examples and defaults (which do not change what is stored, and a set
+    default is listed in an order that differs from process to process);
+    empty when msgspec cannot describe a type (then nothing is checked).
 
     >>> _fingerprint(int, str) == _fingerprint(int, str) != _fingerprint(str, str)
     True
@@ -210,15 +211,24 @@ def _fingerprint(model_type: object, message_type: object) -> str:
     return hashlib.sha256(described).hexdigest()[:16]
 
 
-def _structure(node: object) -> object:
-    # A schema's "title" and "description" are strings and its "examples" a
-    # list; a property of those names maps to a schema (a dict) and is kept.
+_NOT_STRUCTURE = frozenset(("title", "description", "examples", "default"))
+"""Schema keywords that say nothing of what a stored value holds."""
+
+_NAMING = frozenset(("properties", "$defs", "patternProperties", "dependentSchemas"))
+"""Schema keywords whose keys are names (of properties, definitions), each mapping to a schema."""
+
+
+def _structure(node: object, *, names: bool = False) -> object:
+    # Keywords are dropped from a schema, never from a mapping of names: a
+    # property may be called "default" or "title".
     if isinstance(node, dict):
+        schema = cast("dict[str, object]", node)
+        if names:
+            return {key: _structure(value) for key, value in schema.items()}
         return {
-            key: _structure(value)
-            for key, value in cast("dict[str, object]", node).items()
-            if not (key in ("title", "description") and isinstance(value, str))
-            and not (key == "examples" and isinstance(value, list))
+            key: _structure(value, names=key in _NAMING)
+            for key, value in schema.items()
+            if key not in _NOT_STRUCTURE
         }
     if isinstance(node, list):
         return [_structure(value) for value in cast("list[object]", node)]
