@@ -62,6 +62,7 @@ __all__ = [
     "FIELD",
     "INVALID_STATE",
     "Approvals",
+    "Ledgers",
     "Plan",
     "bound",
     "can_elicit",
@@ -79,7 +80,7 @@ INVALID_STATE = "Invalid or expired requestState"
 """The SDK's frozen message for a refused ``requestState``; a replay is refused with the same words."""
 
 APPROVALS_CAPACITY = 10_000
-"""How many redeemed confirmations a server remembers within their lifetime; beyond it a retry is refused."""
+"""How many redeemed confirmations one ledger (a server's, or a principal's in an HTTP app) remembers within their lifetime; beyond it a retry is refused."""
 
 _STATE_VERSION = 1
 
@@ -240,6 +241,64 @@ class Approvals:
             return None
         self._redeemed[decoded.nonce] = self._clock() + self._ttl
         return decoded.prompt
+
+
+class Ledgers:
+    """One :class:`Approvals` per principal, for an app whose principals' servers come and go.
+
+    A principal's ledger outlives its server, so a state it redeemed is
+    refused to the server made for it next; each principal has a ledger of
+    its own, so one principal filling its ledger refuses only its own
+    retries. A ledger is let go once no server holds it and it remembers
+    nothing (each of its states has expired): the ledgers kept are the
+    principals served now and those whose states are still in time.
+
+    >>> ledgers = Ledgers(ttl=60.0)
+    >>> ann = ledgers.hold("ann")
+    >>> ann is ledgers.hold("ann"), ann is ledgers.hold("bea")
+    (True, False)
+    >>> ledgers.release("ann"); ledgers.release("ann"); ledgers.release("bea")
+    >>> len(ledgers)
+    0
+    """
+
+    __slots__ = ("_capacity", "_clock", "_held", "_ledgers", "_ttl")
+
+    def __init__(
+        self, *, ttl: float, capacity: int = APPROVALS_CAPACITY, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._ttl = ttl
+        self._capacity = capacity
+        self._clock = clock
+        self._ledgers: dict[str, Approvals] = {}
+        self._held: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._ledgers)
+
+    def hold(self, principal: str) -> Approvals:
+        """``principal``'s ledger, for a server made for it; :meth:`release` it when that server ends."""
+        self._forget_idle()
+        ledger = self._ledgers.get(principal)
+        if ledger is None:
+            ledger = self._ledgers[principal] = Approvals(ttl=self._ttl, capacity=self._capacity, clock=self._clock)
+        self._held[principal] = self._held.get(principal, 0) + 1
+        return ledger
+
+    def release(self, principal: str) -> None:
+        """A server made for ``principal`` ended."""
+        held = self._held.get(principal, 0) - 1
+        if held > 0:
+            self._held[principal] = held
+            return
+        self._held.pop(principal, None)
+        self._forget_idle()
+
+    def _forget_idle(self) -> None:
+        # Held by no server and remembering nothing: nothing a new one could refuse.
+        idle = [name for name, ledger in self._ledgers.items() if name not in self._held and not len(ledger)]
+        for name in idle:
+            del self._ledgers[name]
 
 
 @dataclass(slots=True)

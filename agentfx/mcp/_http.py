@@ -407,11 +407,12 @@ class HttpApp(Generic[P]):
         self._authenticate = authenticate
         self._tokens = None if token_verifier is None else BearerTokens(token_verifier, cast("AuthSettings", auth))
         self._principal_from_token = principal_from_token
-        # One policy and one single-use ledger for every principal's server,
-        # made now: a state is redeemed at most once in this process, and a
-        # pending one survives its principal's server going idle.
+        # One policy for every principal's server, made now, and a
+        # single-use ledger per principal that outlives its servers: a state
+        # is redeemed at most once in this process, a pending one survives its
+        # principal's server going idle, and no principal can fill another's.
         self._request_state_security = _confirm.security(request_state_security)
-        self._approvals = _confirm.Approvals(ttl=self._request_state_security.ttl)
+        self._approvals = _confirm.Ledgers(ttl=self._request_state_security.ttl)
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=list(tuple(allowed_hosts) or LOOPBACK_HOSTS),
@@ -842,10 +843,13 @@ class HttpApp(Generic[P]):
 
     async def _run_tenant(self, tenant: _Tenant, *, task_status: TaskStatus[None]) -> None:
         started = False
+        principal: str | None = None
         try:
+            principal = _principal_text(tenant.key)
+            approvals = self._approvals.hold(principal)
             async with self._runtime(tenant) as runtime:
                 mcp_server = serve_runtime(
-                    runtime, name=self._name, version=self._version, sealing=self._sealing(tenant), approvals=self._approvals
+                    runtime, name=self._name, version=self._version, sealing=self._sealing(principal), approvals=approvals
                 )
                 # The 2026 entry checks Mcp-Param headers against the called
                 # tool's schema; without this it would list the tools (reading
@@ -874,15 +878,17 @@ class HttpApp(Generic[P]):
             # Once started, one principal's failing runtime must not take the others down.
             _logger.exception("the runtime of a principal ended with an error")
         finally:
+            if principal is not None:
+                self._approvals.release(principal)
             tenant.done.set()
             if self._tenants.get(tenant.key) is tenant:
                 del self._tenants[tenant.key]
 
-    def _sealing(self, tenant: _Tenant) -> RequestStateSecurity:
+    def _sealing(self, principal: str) -> RequestStateSecurity:
         # One policy for every principal's server (and every process given
         # it), so each state is also bound to the principal it was sealed for:
         # the SDK binds only an OAuth caller, and not an authenticate hook's.
-        return _confirm.bound(self._request_state_security, _principal_text(tenant.key))
+        return _confirm.bound(self._request_state_security, principal)
 
     def _runtime(self, tenant: _Tenant) -> AbstractAsyncContextManager[AgentRuntime[Any, Any]]:
         served = self._served
@@ -1358,10 +1364,13 @@ def http_app(
             them. Every state is bound to the principal it was sealed for (by
             a digest of the principal's type and JSON encoding, beside the
             policy's own ``bind_principal``), so another principal's retry is
-            refused. The app keeps one single-use ledger for all of its
-            principals' servers: a state is redeemed at most once in each
-            process until it expires, and a pending one outlives its
-            principal's server (gone idle, say, while the person decides).
+            refused. The app keeps a single-use ledger per principal that
+            outlives the principal's servers: a state is redeemed at most
+            once in each process until it expires, a pending one outlives
+            its principal's server (gone idle, say, while the person
+            decides), and a principal that fills its ledger
+            (:data:`~agentfx.mcp._confirm.APPROVALS_CAPACITY` states in their
+            lifetime) has only its own retries refused.
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
 

@@ -285,3 +285,18 @@ async def test_an_elicitation_answered_with_something_that_is_not_an_answer_decl
     assert asked == ['Remove "milk"?']
     assert answer["isError"] and answer["content"][0]["text"] == 'Declined: Remove "milk"?'
     assert [(e.decision, e.outcome) for e in log.entries()] == [("refused", "AgentAuthorizationError")]
+
+
+@SDK_CLIENT
+async def test_a_principal_that_fills_its_ledger_has_only_its_own_retries_refused() -> None:
+    served = Served(None)
+    served.asgi._approvals._capacity = 1  # pyright: ignore[reportPrivateUsage]  # for APPROVALS_CAPACITY
+    with serving(lambda _url: served.asgi) as served.url:
+        approved = await answer(served, "ann", "milk", await ask(served, "ann", "milk"))
+        assert isinstance(approved, types.CallToolResult) and not approved.is_error
+        refused = await answer(served, "ann", "tea", await ask(served, "ann", "tea"))
+        assert isinstance(refused, types.ErrorData) and refused.message == INVALID_STATE
+        # Another principal's ledger is its own.
+        approved = await answer(served, "bea", "tea", await ask(served, "bea", "tea"))
+        assert isinstance(approved, types.CallToolResult) and not approved.is_error, approved
+    assert served.confirmed() == [("remove", "ann", "dispatched"), ("remove", "bea", "dispatched")]
