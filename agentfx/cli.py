@@ -543,6 +543,8 @@ class _FirstLoad:
     async def _started(self, init: Any, update: Any) -> AsyncGenerator[Any]:
         from redis.exceptions import RedisError
 
+        from .redis import RedisProgramError
+
         loaded = False
         try:
             async with self._factory(init, update) as program:
@@ -552,6 +554,13 @@ class _FirstLoad:
             if loaded:
                 raise
             raise _CannotStart(_redis_failure(self._parts, exc)) from None
+        except RedisProgramError as exc:
+            if loaded:
+                raise
+            # What the namespace holds cannot be served (a key of the wrong
+            # kind, a Model these types cannot read): its message says which
+            # key and what to do.
+            raise _CannotStart(f"cannot start: {exc}") from None
 
     def __repr__(self) -> str:
         return repr(self._factory)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentfx.cli import main
-from tests.redis_server import REDIS_SERVER
+from tests.redis_server import REDIS_SERVER, redis_server
 from tests.redis_server import anyio_backend as anyio_backend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,6 +175,17 @@ def test_a_server_that_is_not_redis_cannot_start() -> None:
     assert code == 3
     assert err.startswith(f"agentfx: cannot start: 127.0.0.1:{port} does not answer as Redis does (")
     assert err.count("\n") == 1 and "pw-not-shown" not in err
+
+
+def test_a_namespace_holding_a_key_of_the_wrong_kind_cannot_start_in_one_line_naming_it() -> None:
+    with redis_server() as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=2) as sock:
+            sock.sendall(b"SET wrong:model hello\r\n")
+            assert sock.recv(16) == b"+OK\r\n"
+        code, err = run("serve", TARGET, "--redis", f"redis://127.0.0.1:{server.port}/0", "--namespace", "wrong")
+    assert code == 3
+    assert err.startswith("agentfx: cannot start: ") and "wrong:model" in err
+    assert err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
