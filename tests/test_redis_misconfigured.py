@@ -247,6 +247,32 @@ async def test_hdel_of_the_fingerprint_lets_new_types_take_the_model_over(server
         assert await raw.hget(f"{ns}:model", "types") == _fingerprint(Wide, Message).encode()
 
 
+async def test_a_fingerprint_stored_while_this_process_writes_stops_its_writes_in_the_script(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    ns = namespace()
+    failures: list[RedisProgramError] = []
+    async with client(server.url) as raw, running(server.url, ns, apply_timeout=30.0) as copy:
+        program: RedisProgram[Model, Message] = copy
+        await program.send(Added(key="a"))
+        assert program.is_writer
+        # Another deploy's types wrote meanwhile (a lease lost and retaken, say).
+        await raw.hset(f"{ns}:model", "types", "0123456789abcdef")
+        with anyio.fail_after(5):
+            try:
+                await program.send(Added(key="refused"))
+            except RedisProgramError as failure:
+                failures.append(failure)
+        assert failures and f"{ns}:inbox" in str(failures[0])
+        await until(lambda: _not_held_by(raw, ns, program.token))
+        assert program.model == Model(keys=("a",), total=1)
+        # Its own fingerprint back: the queued Message is applied, once.
+        await raw.hset(f"{ns}:model", "types", _fingerprint(Model, Message))
+        await until(lambda: _version_at_least(program, 2))
+        assert program.model == Model(keys=("a", "refused"), total=2)
+    assert any("another fingerprint was stored while this process wrote" in r.getMessage() for r in caplog.records)
+
+
 def test_the_fingerprint_is_the_same_in_another_process_and_follows_only_what_is_stored() -> None:
     code = (
         "from agentfx.redis._program import _fingerprint\n"

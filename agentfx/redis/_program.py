@@ -141,7 +141,7 @@ for k = 0, tonumber(ARGV[5]) - 1 do
 end
 if model then redis.call('HSET', KEYS[2], 'model', model) end
 redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid)
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'types', ARGV[6]) end
+if ARGV[6] ~= '' and not types then redis.call('HSET', KEYS[2], 'types', ARGV[6]) end
 redis.call('XTRIM', KEYS[4], 'MINID', last)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return logid
