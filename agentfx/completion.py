@@ -50,11 +50,36 @@ _DEFAULT_TIMEOUT = 30.0
 
 
 def _seconds(timeout: float | timedelta) -> float:
-    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+    """``timeout`` in seconds, refusing what is not a positive, finite duration.
+
+    >>> _seconds(timedelta(milliseconds=50))
+    0.05
+    >>> _seconds("10")
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: A completion timeout must be seconds (an int or a float) or a datetime.timedelta; it is a str
+    """
+    value = cast(object, timeout)
+    # ``float("10")`` would quietly accept a string, and a bool is an int to Python.
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise ContractError(
+            "A completion timeout must be seconds (an int or a float) or a datetime.timedelta; "
+            f"it is {_kind(value)}"
+        )
     # Waiting always has a deadline: an infinite (or NaN) one would be none at all.
     if not 0 < seconds < math.inf:
-        raise ContractError(f"A completion timeout must be a positive, finite duration, got {seconds:g}s")
+        shown = f"{seconds:g}s" if math.isfinite(seconds) else f"{seconds:g}"
+        raise ContractError(f"A completion timeout must be a positive, finite duration, got {shown}")
     return seconds
+
+
+def _kind(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class CallInfo(msgspec.Struct, Generic[Sent], frozen=True):

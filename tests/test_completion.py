@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import AsyncGenerator, Callable, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any
+from decimal import Decimal
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -226,12 +228,36 @@ async def test_timeouts_accept_timedelta_and_render_with_g(anyio_backend: str) -
     assert "within 0.05s." in error.message
 
 
-@pytest.mark.parametrize("timeout", [0, -1, timedelta(0), math.inf, math.nan])
-def test_a_timeout_must_be_positive_and_finite(timeout: float | timedelta) -> None:
-    with pytest.raises(ContractError, match="positive, finite"):
+@pytest.mark.parametrize(
+    ("timeout", "shown"),
+    [(0, "0s"), (-1, "-1s"), (-0.5, "-0.5s"), (timedelta(0), "0s"), (timedelta(seconds=-3), "-3s"),
+     (math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan")],
+)
+def test_a_timeout_must_be_positive_and_finite(timeout: float | timedelta, shown: str) -> None:
+    message = f"^A completion timeout must be a positive, finite duration, got {re.escape(shown)}$"
+    with pytest.raises(ContractError, match=message):
         Completion(success=Created, timeout=timeout)
-    with pytest.raises(ContractError, match="positive, finite"):
+    with pytest.raises(ContractError, match=message):
         when(projection=lambda m: m, predicate=lambda v, r: True, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    ("timeout", "kind"),
+    [("10", "a str"), (True, "a bool"), (False, "a bool"), (None, "a NoneType"), ([10], "a list"),
+     (Decimal(10), "a Decimal")],
+)
+def test_a_timeout_that_is_not_seconds_or_a_timedelta_is_refused(timeout: object, kind: str) -> None:
+    # float("10") and float(True) would both pass for a duration; neither is one.
+    message = f"A completion timeout must be seconds (an int or a float) or a datetime.timedelta; it is {kind}"
+    with pytest.raises(ContractError, match=f"^{re.escape(message)}$"):
+        Completion(success=Created, timeout=cast(Any, timeout))
+    with pytest.raises(ContractError, match=f"^{re.escape(message)}$"):
+        when(projection=lambda m: m, predicate=lambda v, r: True, timeout=cast(Any, timeout))
+
+
+def test_a_whole_number_of_seconds_is_a_timeout() -> None:
+    assert Completion(success=Created, timeout=10).timeout == 10.0
+    assert isinstance(Completion(success=Created, timeout=10).timeout, float)
 
 
 def test_declarations_can_be_built_with_explicit_type_arguments() -> None:
