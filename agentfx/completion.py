@@ -181,6 +181,7 @@ class Completion(Generic[Req, Res, Sent]):
             raise ContractError('Give a completion either "correlate" or "correlate_key", not both')
         check_synchronous(correlate, "correlate")
         if correlate_key is not None:
+            _check_pair(correlate_key)
             check_synchronous(correlate_key[0], "correlate_key")
             check_synchronous(correlate_key[1], "correlate_key")
         object.__setattr__(self, "success", _classes(success, "success"))
@@ -200,6 +201,27 @@ class Source(Generic[V]):
 
     get: Callable[[], V]
     subscribe: Callable[[Callable[[], None]], Unsubscribe]
+
+
+def _check_pair(correlate_key: object) -> None:
+    """Refuse a ``correlate_key`` that is not the pair ``(request_key, result_key)``.
+
+    >>> _check_pair(lambda result: result)
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: A completion's "correlate_key" must be a pair (request_key, result_key); it is a function. Write correlate_key=(lambda request, call: ..., lambda result: ...), each returning a hashable key
+    """
+    if isinstance(correlate_key, tuple) and len(cast("tuple[object, ...]", correlate_key)) == 2:
+        return
+    it = (
+        f"a tuple of {len(cast('tuple[object, ...]', correlate_key))}"
+        if isinstance(correlate_key, tuple)
+        else _kind(correlate_key)
+    )
+    raise ContractError(
+        f'A completion\'s "correlate_key" must be a pair (request_key, result_key); it is {it}. '
+        "Write correlate_key=(lambda request, call: ..., lambda result: ...), each returning a hashable key"
+    )
 
 
 @dataclass(frozen=True)

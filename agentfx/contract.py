@@ -288,9 +288,7 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
     if completion.correlate is not None:
         _check_hook(where, "correlate", completion.correlate, ("request", "result", "call"), synchronous=True)
     if completion.correlate_key is not None:
-        keys = cast(object, completion.correlate_key)
-        if not (isinstance(keys, tuple) and len(cast("tuple[object, ...]", keys)) == 2):
-            raise ContractError(f'{where}: "correlate_key" must be a pair (request_key, result_key), got {keys!r}')
+        # ``Completion`` itself refused anything but a pair.
         request_key, result_key = completion.correlate_key
         _check_hook(where, "correlate_key[0]", request_key, ("request", "call"), synchronous=True)
         _check_hook(where, "correlate_key[1]", result_key, ("result",), synchronous=True)

@@ -265,6 +265,26 @@ def test_declarations_can_be_built_with_explicit_type_arguments() -> None:
     assert Source[int](get=lambda: 1, subscribe=lambda listener: lambda: None).get() == 1
 
 
+@pytest.mark.parametrize(
+    ("keys", "it"),
+    [
+        (result_key, "a function"),
+        ((request_key,), "a tuple of 1"),
+        ((request_key, result_key, result_key), "a tuple of 3"),
+        ([request_key, result_key], "a list"),
+        ("request", "a str"),
+    ],
+)
+def test_a_correlate_key_that_is_not_a_pair_says_how_to_write_one(keys: object, it: str) -> None:
+    # A lone key function used to fail inside the constructor with "not subscriptable".
+    message = (
+        f'A completion\'s "correlate_key" must be a pair (request_key, result_key); it is {it}. '
+        "Write correlate_key=(lambda request, call: ..., lambda result: ...), each returning a hashable key"
+    )
+    with pytest.raises(ContractError, match=f"^{re.escape(message)}$"):
+        Completion(success=Created, correlate_key=cast(Any, keys))
+
+
 def test_correlate_and_correlate_key_are_exclusive() -> None:
     with pytest.raises(ContractError, match='either "correlate" or "correlate_key"'):
         Completion(success=Created, correlate=by_request, correlate_key=(request_key, result_key))

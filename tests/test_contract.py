@@ -817,12 +817,6 @@ class _NoArguments:
             id="result_key-two",
         ),
         pytest.param(
-            _completed(Completion(success=DeletedTodo, correlate_key=cast(Any, (_anything, _anything, _anything)))),
-            'Cannot expose "requested_delete_todo": "correlate_key" must be a pair (request_key, result_key), got '
-            f"({_anything!r}, {_anything!r}, {_anything!r})",
-            id="correlate_key-triple",
-        ),
-        pytest.param(
             _completed(agentfx.when(projection=_identity, predicate=_loose(_value))),
             'Cannot expose "requested_delete_todo": "predicate" must take two arguments (value, request); it takes (value)',
             id="predicate-one",
