@@ -106,7 +106,7 @@ def truth(answer: object, role: str) -> bool:
     """A hook's answer as a bool, refusing an awaitable one.
 
     A coroutine is truthy, so an ``async`` hook that slipped past
-    :func:`check_synchronous` (a callable object, a lambda returning one)
+    :func:`check_synchronous` (a lambda or a plain function returning one)
     would pass every check without running; it is a defect instead.
     """
     if answer is True or answer is False:
@@ -123,10 +123,39 @@ def check_synchronous(hook: object, role: str) -> None:
     """Refuse a coroutine function where a plain answer is needed.
 
     A coroutine object is truthy: an ``async`` predicate would pass every check
-    without ever running, so it is refused where it is declared.
+    without ever running, so it is refused where it is declared, and so is a
+    callable object whose ``__call__`` is ``async def``. (A plain function that
+    returns an awaitable cannot be seen here; :func:`truth` refuses its answer.)
+
+    >>> class Gate:
+    ...     async def __call__(self, model: object) -> bool:
+    ...         return True
+    >>> check_synchronous(Gate(), "available")
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: "available" must answer synchronously; its __call__ is a coroutine function
+    """
+    why = asynchronous(hook)
+    if why is not None:
+        raise ContractError(f'"{role}" must answer synchronously; {why}')
+
+
+def asynchronous(hook: object) -> str | None:
+    """Why ``hook`` answers with an awaitable, as the end of a sentence, or ``None`` if it visibly does not.
+
+    >>> async def later() -> bool:
+    ...     return True
+    >>> asynchronous(later), asynchronous(len)
+    ('it is a coroutine function', None)
     """
     if inspect.iscoroutinefunction(hook):
-        raise ContractError(f'"{role}" must answer synchronously; it is a coroutine function')
+        return "it is a coroutine function"
+    # ``iscoroutinefunction`` looks through functions, methods and partials, but not
+    # through an instance to its class's ``__call__``.
+    if not inspect.isroutine(hook) and not isinstance(hook, type):
+        if inspect.iscoroutinefunction(getattr(type(hook), "__call__", None)):
+            return "its __call__ is a coroutine function"
+    return None
 
 
 # No slots on the generic declarations: ``Completion[Req, Res](...)`` sets ``__orig_class__``,

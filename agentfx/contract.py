@@ -22,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast, overload
 
 import msgspec
 
-from .completion import Completion, Source, StateCompletion, check_synchronous
+from .completion import Completion, Source, StateCompletion, asynchronous
 from .confirm import Confirm
 from .errors import ContractError, Refusal
 from .hints import Hints
@@ -330,8 +330,9 @@ def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, 
     wanted = _COUNTS[len(takes)] + (f" ({', '.join(takes)})" if takes else "")
     if not callable(hook):
         raise ContractError(f'{where}: "{role}" must be a function taking {wanted}; it is {_kind(hook)}')
-    if synchronous and inspect.iscoroutinefunction(hook):
-        raise ContractError(f'{where}: "{role}" must answer synchronously; it is a coroutine function')
+    why = asynchronous(hook) if synchronous else None
+    if why is not None:
+        raise ContractError(f'{where}: "{role}" must answer synchronously; {why}')
     try:
         signature = inspect.signature(hook)
     except (TypeError, ValueError):
@@ -378,7 +379,6 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         codec: InputCodec[Any] = InputCodec(input_type)
     except TypeError as exc:
         raise ContractError(f'Cannot expose "{tag}": {exc}') from None
-    check_synchronous(v.available, "available")
     where = f'Cannot expose "{tag}"'
     if v.available is not None:
         _check_hook(where, "available", v.available, ("the Model",), synchronous=True)

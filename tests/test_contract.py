@@ -527,7 +527,7 @@ def _anything(*_: Any) -> Any:
 
 def test_asynchronous_predicates_are_refused_where_they_are_declared() -> None:
     # A coroutine object is truthy: an async `available` would let every call through.
-    with raises('"available" must answer synchronously; it is a coroutine function'):
+    with raises('Cannot expose "RequestedCreateTodo": "available" must answer synchronously; it is a coroutine function'):
         agentfx.expose(Message, agentfx.variant(RequestedCreateTodo, "Create", available=_async_yes))
     with raises('"correlate" must answer synchronously; it is a coroutine function'):
         Completion(success=DeletedTodo, correlate=_async_yes)
@@ -565,17 +565,43 @@ def test_a_struct_input_the_codec_cannot_take_is_refused_with_the_reason() -> No
 
 
 class _AsyncGate:
-    """A callable object whose ``__call__`` is async: no definition-time check can see it."""
+    """A callable object whose ``__call__`` is async: its class shows it, so definition refuses it."""
 
     async def __call__(self, *_: object) -> bool:
         return False
+
+
+def test_a_callable_object_with_an_async_call_is_refused_where_it_is_declared() -> None:
+    gate: Any = _AsyncGate()
+    why = "must answer synchronously; its __call__ is a coroutine function"
+    with raises(f'Cannot expose "ClearedSelection": "available" {why}'):
+        agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear", available=gate))
+    with raises(f'Cannot expose "RequestedDeleteTodo": "to_message" {why}'):
+        agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", input=DeleteInput, to_message=gate))
+    with raises(f'"correlate" {why}'):
+        Completion(success=DeletedTodo, correlate=gate)
+    with raises(f'"correlate_key" {why}'):
+        Completion(success=DeletedTodo, correlate_key=(gate, _identity))
+    with raises(f'"predicate" {why}'):
+        agentfx.when(projection=_identity, predicate=gate)
+    with raises(f'Cannot define the resource "todos": "read" {why}'):
+        agentfx.resource("todos", "The todos", schema=int, read=gate)
+    with raises(f'Cannot define the context projection: "read" {why}'):
+        agentfx.projection(int, gate)
+    # authorize may be async: an async __call__ is an async authorize, and allowed.
+    assert agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear", authorize=gate)).capabilities
+
+
+def _later(model: Any) -> Any:
+    """A plain function that returns a coroutine: nothing before the call can tell."""
+    return _yes(model)
 
 
 @pytest.mark.anyio
 async def test_an_awaitable_answer_from_available_is_a_defect_not_a_pass() -> None:
     from agentfx.testing.recording import RecordingHost
 
-    gate: Any = _AsyncGate()
+    gate: Any = _later
     contract = agentfx.define(agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear", available=gate)))
     recorder: RecordingHost[object, Any, None] = RecordingHost(object())
     runtime = agentfx.bind(contract, host=recorder.host)
