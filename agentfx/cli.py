@@ -140,7 +140,7 @@ def load(target: str) -> object:
     Raises:
         UsageError: The target is malformed or a file path (the message
             suggests the dotted form), the module or attribute cannot be
-            found, or the module raised on import.
+            found, or the module raised (or called sys.exit) on import.
 
     >>> load("agentfx.docs:to_manifest").__name__
     'to_manifest'
@@ -163,8 +163,9 @@ def load(target: str) -> object:
         raise UsageError(
             f'Cannot import "{module_name}": it needs the module "{missing}", which is not installed'
         ) from None
-    except Exception as exc:
-        # The user's own module is broken: its traceback is what they need.
+    except (Exception, SystemExit) as exc:
+        # The user's own module is broken: its traceback is what they need. A module
+        # that calls sys.exit on import is one too, not the CLI's own exit status.
         raise _import_failed(module_name, exc) from None
     for part in attribute.split("."):
         try:

@@ -350,6 +350,16 @@ def test_a_module_that_raises_on_import_shows_its_traceback_and_exits_2(tmp_path
     )
 
 
+@pytest.mark.parametrize("status", ["0", "7", "'bye'"])
+def test_a_module_that_exits_on_import_is_a_load_failure_not_its_exit_status(tmp_path: Path, status: str) -> None:
+    # Its own status would read as success (0) or as another of the CLI's codes (1: drifted).
+    (tmp_path / "exits.py").write_text(f"import sys\n\nsys.exit({status})\n")
+    done = agentfx_("manifest", "exits:x", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f'File "{tmp_path / "exits.py"}", line 3, in <module>' in done.stderr
+    assert done.stderr.endswith('agentfx: Cannot import "exits": it raised SystemExit (traceback above)\n')
+
+
 def test_a_module_with_a_syntax_error_points_at_it_and_exits_2(tmp_path: Path) -> None:
     (tmp_path / "typo.py").write_text("def f(:\n    pass\n")
     done = agentfx_("manifest", "typo:f", cwd=tmp_path)
