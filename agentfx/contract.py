@@ -372,6 +372,7 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
     if v.to_message is not None and v.input is None:
         raise ContractError(f'Cannot expose "{tag}": "to_message" was provided without "input"')
     name = check_name(tag, v.name if v.name is not None else default_name(tag))
+    _check_description(f'Cannot expose "{tag}"', v.description, "what the capability does")
     input_type = v.input_type
     if not (isinstance(cast(object, input_type), type) and issubclass(input_type, msgspec.Struct)):
         raise ContractError(f'Cannot expose "{tag}": its input must be a msgspec Struct type')
@@ -406,6 +407,18 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         hints=hints,
         may_confirm=v.may_confirm,
     )
+
+
+def _check_description(where: str, description: object, says: str) -> None:
+    """Refuse a blank description: it is all an agent is told about a tool or a resource.
+
+    >>> _check_description('Cannot expose "A"', " ", "what the capability does")
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: Cannot expose "A": its description must be a non-empty string telling the agent what the capability does
+    """
+    if not (isinstance(description, str) and description.strip()):
+        raise ContractError(f"{where}: its description must be a non-empty string telling the agent {says}")
 
 
 def _check_presentation(tag: str, title: object, hints: object) -> tuple[str | None, Hints | None]:
@@ -680,6 +693,7 @@ class Declarations(Generic[M, P]):
         >>> todos.encode(Model(todos=["milk"]))
         ['milk']
         """
+        _check_description(f'Cannot define the resource "{name}"', description, "what it holds")
         _check_schema(schema, f'Cannot define the resource "{name}"')
         _check_hook(f'Cannot define the resource "{name}"', "read", read, ("the Model",), synchronous=True)
         return Resource(name, description, schema, read)

@@ -409,6 +409,12 @@ def test_duplicate_resource_names_are_refused() -> None:
         agentfx.define(messages=agentfx.expose(Message), resources=[todos, again])
 
 
+@pytest.mark.parametrize("description", ["", "   ", 3, None])
+def test_a_blank_or_non_string_resource_description_is_refused(description: Any) -> None:
+    with raises('Cannot define the resource "todos": its description must be a non-empty string telling the agent what it holds'):
+        agentfx.resource("todos", description, schema=list[Todo], read=lambda m: m.todos)
+
+
 def test_the_resource_list_is_copied() -> None:
     todos = TodoAgent.resource("todos", "The todos", schema=list[Todo], read=lambda m: m.todos)
     selected = TodoAgent.resource("selected", "The selection", schema=str | None, read=lambda m: m.selected)
@@ -669,6 +675,19 @@ def test_hints_that_say_nothing_are_no_hints() -> None:
 def test_a_blank_or_non_string_title_is_refused(title: Any) -> None:
     with pytest.raises(ContractError, match=re.escape('Cannot expose "ClearedSelection": its title must be a non-empty string')):
         agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear", title=title))
+
+
+@pytest.mark.parametrize("description", ["", "  \n", 3, None])
+def test_a_blank_or_non_string_description_is_refused(description: Any) -> None:
+    # The description is all an agent is told about the tool (DESIGN §9's ToolView).
+    message = 'Cannot expose "ClearedSelection": its description must be a non-empty string telling the agent what the capability does'
+    with raises(message):
+        agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, description))
+    with raises(message):
+        agentfx.expose(ClearedSelection, TodoAgent.variant(ClearedSelection, description))
+    with raises(message):
+        action = Action("clear", description, DeleteInput, lambda i, ctx: ClearedSelection(), message=ClearedSelection)
+        agentfx.expose(ClearedSelection, agentfx.action(action))
 
 
 def test_hints_must_be_hints() -> None:
