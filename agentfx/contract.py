@@ -421,6 +421,27 @@ def _check_description(where: str, description: object, says: str) -> None:
         raise ContractError(f"{where}: its description must be a non-empty string telling the agent {says}")
 
 
+def _check_resource_name(name: object) -> str:
+    """Refuse a resource name a client cannot address: it is listed as ``app://<name>``.
+
+    >>> _check_resource_name("todo list")
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: Cannot define the resource "todo list": it is not a valid resource name. Use 1-128 characters of [a-zA-Z0-9_-].
+    """
+    if not isinstance(name, str):
+        raise ContractError(f"A resource's name must be a string, got {name!r}")
+    # The capability-name rule, reworded for a resource.
+    try:
+        check_name(name, name)
+    except ContractError:
+        raise ContractError(
+            f'Cannot define the resource "{name}": it is not a valid resource name. '
+            "Use 1-128 characters of [a-zA-Z0-9_-]."
+        ) from None
+    return name
+
+
 def _check_presentation(tag: str, title: object, hints: object) -> tuple[str | None, Hints | None]:
     """The title and hints as a capability keeps them: a blank title is a mistake, unsaid hints are none."""
     if title is not None and not (isinstance(title, str) and title.strip()):
@@ -693,6 +714,7 @@ class Declarations(Generic[M, P]):
         >>> todos.encode(Model(todos=["milk"]))
         ['milk']
         """
+        _check_resource_name(name)
         _check_description(f'Cannot define the resource "{name}"', description, "what it holds")
         _check_schema(schema, f'Cannot define the resource "{name}"')
         _check_hook(f'Cannot define the resource "{name}"', "read", read, ("the Model",), synchronous=True)

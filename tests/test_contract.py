@@ -409,6 +409,25 @@ def test_duplicate_resource_names_are_refused() -> None:
         agentfx.define(messages=agentfx.expose(Message), resources=[todos, again])
 
 
+@pytest.mark.parametrize("name", ["", "has space", "todos/open", "app://todos", "ü", "x" * 129])
+def test_a_resource_name_a_client_cannot_address_is_refused(name: str) -> None:
+    # Listed as app://<name>: the capability-name alphabet keeps that one URI segment.
+    with raises(
+        f'Cannot define the resource "{name}": it is not a valid resource name. Use 1-128 characters of [a-zA-Z0-9_-].'
+    ):
+        agentfx.resource(name, "The todos", schema=list[Todo], read=lambda m: m.todos)
+
+
+def test_a_resource_name_must_be_a_string() -> None:
+    with raises("A resource's name must be a string, got 3"):
+        agentfx.resource(cast(Any, 3), "The todos", schema=list[Todo], read=lambda m: m.todos)
+
+
+@pytest.mark.parametrize("name", ["todos", "open-todos", "Todos_2", "x" * 128])
+def test_a_valid_resource_name_is_kept(name: str) -> None:
+    assert agentfx.resource(name, "The todos", schema=list[Todo], read=lambda m: m.todos).name == name
+
+
 @pytest.mark.parametrize("description", ["", "   ", 3, None])
 def test_a_blank_or_non_string_resource_description_is_refused(description: Any) -> None:
     with raises('Cannot define the resource "todos": its description must be a non-empty string telling the agent what it holds'):
