@@ -334,7 +334,9 @@ def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, 
     if why is not None:
         raise ContractError(f'{where}: "{role}" must answer synchronously; {why}')
     try:
-        signature = inspect.signature(hook)
+        # What will be called, not what a functools.wraps decorator wraps:
+        # the wrapper may take other arguments than the function it calls.
+        signature = inspect.signature(hook, follow_wrapped=False)
     except (TypeError, ValueError):
         return  # Nothing to read (some builtins and C callables): calling it will tell.
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import typing
@@ -1005,8 +1006,20 @@ def _three(a: Any, b: Any, c: Any) -> bool:
     return True
 
 
+def _with_flags(model: Any, flags: Any) -> bool:
+    return True
+
+
+def _flagged(check: Callable[[Any, Any], bool]) -> Callable[[Any], bool]:
+    # A decorator that supplies an argument: what is called takes one.
+    @functools.wraps(check)
+    def with_flags(model: Any) -> bool:
+        return check(model, {"beta": True})
+
+    return with_flags
+
+
 def test_hooks_that_can_take_their_arguments_are_accepted_as_they_are_and_not_called() -> None:
-    import functools
     import operator
 
     gate = _Gate()
@@ -1018,6 +1031,7 @@ def test_hooks_that_can_take_their_arguments_are_accepted_as_they_are_and_not_ca
         _anything,  # *args
         operator.attrgetter("todos"),  # no signature to read: calling it will tell
         bool,
+        _flagged(_with_flags),  # judged by the wrapper, not by what it wraps
     ]
     for hook in hooks:
         exposed = agentfx.expose(
