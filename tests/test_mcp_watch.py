@@ -13,12 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.shared.message import SessionMessage
+
 import agentfx
 from agentfx.mcp import server
 from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, AgentServer
-from agentfx.mcp._watch import Burst, ListWatch, Watcher
+from agentfx.mcp._watch import NOTICE_WAIT, Burst, ListWatch, Watcher
 from agentfx.testing import RecordingHost
 from tests.mcp_app import ADMIN, Model, User, definition
+from tests.mcp_wire import INITIALIZE
 
 pytestmark = pytest.mark.anyio
 
@@ -140,6 +144,60 @@ async def test_a_2026_connection_listens_only_while_its_listen_stream_is_open() 
         assert recording.listener_count == 0
 
 
+class Unread:
+    """A 2025-11-25 client spoken by hand that, past its first listing, reads nothing the server writes."""
+
+    def __init__(self, streams: Any) -> None:
+        self.read, self.write = streams
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.write.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message)))
+
+    async def answer(self) -> None:
+        with anyio.fail_after(5):
+            while True:
+                item = await self.read.receive()
+                assert isinstance(item, SessionMessage)
+                if isinstance(item.message, types.JSONRPCResponse):
+                    return
+
+
+async def test_a_connection_that_stops_reading_holds_up_no_other_connections_news() -> None:
+    recording, mcp_server, watcher = recorded()
+    heard = Heard()
+    # The healthy client comes first, so its connection hosts the watcher.
+    async with mcp.Client(mcp_server, mode="legacy", message_handler=heard.handler) as healthy:
+        await healthy.list_tools()
+        async with create_client_server_memory_streams() as (client_streams, served):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(mcp_server.run, *served, mcp_server.create_initialization_options())
+                stuck = Unread(client_streams)
+                await stuck.send(INITIALIZE)
+                await stuck.answer()
+                await stuck.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                await stuck.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+                await stuck.answer()
+                assert watcher.listening == 2
+                # From here on nothing is read: the first announcement fills
+                # the stream's buffer, the next one blocks.
+                for changes, item in enumerate(["milk", None, "milk", None], start=1):
+                    selected(recording, item)
+                    # Well inside NOTICE_WAIT: nobody waits for the stuck client.
+                    with anyio.fail_after(NOTICE_WAIT / 4):
+                        await heard.until(changes)
+                await anyio.wait_all_tasks_blocked()
+                # The watcher's task, and one (not one per burst) still telling the stuck client.
+                assert watcher.tasks == 2
+                task_group.cancel_scope.cancel()  # it goes away mid-notice
+        await anyio.wait_all_tasks_blocked()
+        assert (watcher.listening, watcher.tasks) == (1, 1), "nothing of the closed connection is left"
+        selected(recording, "milk")
+        await heard.until(5)
+    assert (recording.listener_count, watcher.listening) == (0, 0)
+    await anyio.wait_all_tasks_blocked()
+    assert watcher.tasks == 0
+
+
 # --- the watcher alone -----------------------------------------------------------------
 
 
@@ -234,6 +292,55 @@ async def test_the_watcher_runs_only_while_a_host_is_lent_and_stops_with_the_las
         assert client.heard == ["watch"]
         watcher.leave(client)
     assert (watcher.subscribed, runtime.listeners, watcher.tasks) == (False, [], 0)
+
+
+class Blocked:
+    """A listener whose notices wait until released, recording the names each was given."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ...] | None] = []
+        self.release = anyio.Event()
+        self.cancelled = 0
+
+    async def notice(self, burst: Burst) -> None:
+        self.seen.append(burst.names())
+        try:
+            await self.release.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled += 1
+            raise
+
+
+async def test_a_busy_listener_is_told_only_the_newest_burst_once_done_and_holds_up_nobody() -> None:
+    runtime = Runtime()
+    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+    blocked, client = Blocked(), Client(runtime)
+    client.watch.listed(())
+    async with watcher.hosting():
+        watcher.join(blocked)
+        watcher.join(client)
+        for count, names in enumerate([("a",), ("b",), ("a", "b")], start=1):
+            runtime.change(names)
+            await anyio.wait_all_tasks_blocked()
+            assert client.heard == ["watch"] * count, "the others are told on time"
+        assert (blocked.seen, watcher.tasks) == ([("a",)], 2), "one task for it, not one per burst"
+        blocked.release.set()
+        await anyio.wait_all_tasks_blocked()
+        # The bursts it missed while busy come as one, the newest.
+        assert (blocked.seen, watcher.tasks) == ([("a",), ("a", "b")], 1)
+        # Leaving mid-notice cancels it: no task outlives its listener.
+        blocked.release = anyio.Event()
+        runtime.change(("b",))
+        await anyio.wait_all_tasks_blocked()
+        assert (len(blocked.seen), watcher.tasks) == (3, 2)
+        watcher.leave(blocked)
+        await anyio.wait_all_tasks_blocked()
+        assert (blocked.cancelled, watcher.tasks) == (1, 1)
+        runtime.change(("a",))
+        await anyio.wait_all_tasks_blocked()
+        assert len(blocked.seen) == 3 and client.heard == ["watch"] * 5
+        watcher.leave(client)
+    assert watcher.tasks == 0
 
 
 async def test_a_subscription_the_host_refuses_is_logged_and_holds_nothing(caplog: pytest.LogCaptureFixture) -> None:
