@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import ToolsListChanged
 
 import agentfx
 from agentfx.mcp import server
@@ -142,6 +143,61 @@ async def test_a_2026_connection_listens_only_while_its_listen_stream_is_open() 
             while watcher.listening:
                 await anyio.sleep(0.01)
         assert recording.listener_count == 0
+
+
+def names(result: types.ListToolsResult) -> set[str]:
+    return {tool.name for tool in result.tools}
+
+
+async def no_change(subscription: Any) -> object:
+    """The next event of a listen stream within a few debounce windows, or ``None``."""
+    event: object = None
+    with anyio.move_on_after(LIST_CHANGED_DEBOUNCE * 10):
+        event = await subscription.__anext__()
+    return event
+
+
+@pytest.mark.parametrize("first_stream", [True, False], ids=["reopened", "listed-first"])
+async def test_a_reopened_2026_listen_stream_compares_with_what_its_client_refetched(first_stream: bool) -> None:
+    # While no stream is open the client hears nothing, so the baseline it
+    # was given before is stale; opening a stream (after which the client
+    # re-lists) is where the comparison starts again.
+    recording, mcp_server, watcher = recorded()
+    async with mcp.Client(mcp_server, mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        if first_stream:
+            async with client.listen(tools_list_changed=True):
+                assert "clear" not in names(await client.list_tools())
+        else:
+            assert "clear" not in names(await client.list_tools())
+        with anyio.fail_after(5):
+            while watcher.listening:  # the stream's end reaches the server a moment later
+                await anyio.sleep(0.01)
+        selected(recording, "milk")  # heard by nobody
+        await anyio.sleep(LIST_CHANGED_DEBOUNCE * 2)
+        async with client.listen(tools_list_changed=True) as subscription:
+            assert "clear" in names(await client.list_tools())
+            selected(recording, None)  # back to what the first baseline was
+            with anyio.fail_after(5):
+                assert isinstance(await subscription.__anext__(), ToolsListChanged)
+            assert "clear" not in names(await client.list_tools())
+            # Told once: the baseline is now what it was told.
+            selected(recording, None)
+            assert await no_change(subscription) is None
+
+
+async def test_a_second_listen_stream_keeps_the_baseline_its_first_one_keeps_current() -> None:
+    # A listing while a stream is open (the client SDK's own, say) moves
+    # nothing: a change inside the window is still announced.
+    recording, mcp_server, _ = recorded()
+    async with mcp.Client(mcp_server, mode="auto") as client:
+        async with client.listen(tools_list_changed=True) as first:
+            selected(recording, "milk")
+            assert "clear" in names(await client.list_tools())  # inside the window
+            async with client.listen(tools_list_changed=True) as second:
+                with anyio.fail_after(5):
+                    assert isinstance(await first.__anext__(), ToolsListChanged)
+                    assert isinstance(await second.__anext__(), ToolsListChanged)
 
 
 class Unread:

@@ -106,13 +106,16 @@ class ListWatch:
     """What one connection's client was last told of the tool list, and telling it of a difference, once.
 
     The client's first listing is where the comparison starts: before it there
-    is nothing to contradict, so nothing is sent. Later listings change
-    nothing. A client SDK lists on its own (to validate a result, say), so a
-    listing says nothing about what the client's code was shown; comparing
-    against it would swallow the very change that listing happened to see.
-    Whichever check sees a difference (:meth:`check` after a call, or
-    :meth:`update` with a burst's names) makes the names it saw the
-    baseline, so a change is announced once.
+    is nothing to contradict, so nothing is sent. Later listings, while the
+    client hears of changes, change nothing: a client SDK lists on its own
+    (to validate a result, say), so such a listing says nothing about what
+    the client's code was shown, and comparing against it would swallow the
+    very change that listing happened to see. While the client hears nothing
+    (no stream can carry a notification), no announcement can keep the
+    baseline current, so what it is shown then, or can fetch when it starts
+    hearing again, is the baseline (:meth:`reset`). Whichever check sees a
+    difference (:meth:`check` after a call, or :meth:`update` with a burst's
+    names) makes the names it saw the baseline, so a change is announced once.
 
     Args:
         read: The names available right now, in declaration order.
@@ -132,9 +135,21 @@ class ListWatch:
         return self._last
 
     def listed(self, names: Sequence[str]) -> None:
-        """The client has just been shown ``names``; only the first listing counts."""
+        """The client, hearing of changes, has just been shown ``names``; only the first listing counts."""
         if self._last is None:
             self._last = tuple(names)
+
+    def reset(self, names: Sequence[str]) -> None:
+        """The client, hearing of no change, has just been shown (or can fetch) ``names``: compare against them from now on.
+
+        >>> async def announce() -> None: ...
+        >>> watch = ListWatch(lambda: ("b",), announce)
+        >>> watch.listed(("a",)); watch.listed(("b",)); watch.last
+        ('a',)
+        >>> watch.reset(("b",)); watch.last
+        ('b',)
+        """
+        self._last = tuple(names)
 
     async def check(self, announce: Callable[[], Awaitable[object]] | None = None) -> None:
         """Read the names now and announce a difference (through ``announce`` when given)."""
