@@ -399,6 +399,41 @@ async def test_a_busy_listener_is_told_only_the_newest_burst_once_done_and_holds
     assert watcher.tasks == 0
 
 
+async def test_a_burst_waiting_for_a_busy_listener_is_told_after_its_host_goes() -> None:
+    runtime = Runtime()
+    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+    blocked = Blocked()
+
+    async def host(done: anyio.Event) -> None:
+        async with watcher.hosting():
+            await done.wait()
+
+    oldest, other = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(host, oldest)
+        await anyio.wait_all_tasks_blocked()
+        group.start_soon(host, other)
+        await anyio.wait_all_tasks_blocked()
+        watcher.join(blocked)
+        runtime.change(("a",))
+        await anyio.wait_all_tasks_blocked()
+        runtime.change(("b",))  # waits for the notice in flight
+        await anyio.wait_all_tasks_blocked()
+        assert blocked.seen == [("a",)]
+        # The host running the watcher (and the notice) goes: the notice is
+        # cancelled, the waiting burst is not lost.
+        oldest.set()
+        await anyio.wait_all_tasks_blocked()
+        assert (blocked.cancelled, blocked.seen, watcher.tasks) == (1, [("a",), ("b",)], 2)
+        blocked.release.set()
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 1
+        watcher.leave(blocked)
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 0
+        other.set()
+
+
 async def test_a_subscription_the_host_refuses_is_logged_and_holds_nothing(caplog: pytest.LogCaptureFixture) -> None:
     def refuse(_listener: Callable[[], None]) -> Callable[[], None]:
         raise RuntimeError("host down")

@@ -384,11 +384,6 @@ class Watcher:
                 # The listeners' tasks live under this one: when it ends (nobody
                 # listens, or its host went) they end with it, never outliving it.
                 async with anyio.create_task_group() as telling:
-                    # A burst that waited for a listener busy when the previous
-                    # host went is told now.
-                    for listener, slot in list(self._listeners.items()):
-                        if slot.pending is not None and slot.scope is None:
-                            self._start(telling, listener, slot, slot.pending)
                     while True:
                         dirty = self._dirty
                         if dirty is None:
@@ -436,6 +431,10 @@ class Watcher:
         finally:
             slot.scope = None
             self._tasks -= 1
+            if slot.pending is not None and self._listeners.get(listener) is slot and self._dirty is not None:
+                # Cancelled with a burst still waiting (its host went, and the
+                # watcher's task moved): the next burst, wherever it runs, tells it.
+                self._dirty.set()
 
 
 class _Slot:
