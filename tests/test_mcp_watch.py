@@ -453,7 +453,7 @@ NAMES = st.sampled_from([(), ("a",), ("a", "b"), ("b",)])
 # Each step: what happens, to which connection, and (for a change) the names now available.
 STEPS = st.lists(
     st.tuples(
-        st.sampled_from(["list", "join", "leave", "call", "change", "settle"]),
+        st.sampled_from(["list", "reset", "join", "leave", "call", "change", "settle"]),
         st.integers(0, CLIENTS - 1),
         NAMES,
     ),
@@ -471,7 +471,9 @@ def test_each_listening_connection_hears_each_change_once_and_no_other_hears_it(
     A change is announced to a connection when the names at its burst (or at
     a call's check) differ from what that connection was last told; one it
     already heard of (a call's check came first) is not told again, and a
-    connection that left, or never listed, is told nothing.
+    connection that left, or never listed, is told nothing. A later listing
+    moves nothing; a reset (a listing while it heard nothing) is the new
+    baseline.
     """
 
     async def main() -> tuple[list[list[str]], list[list[str]]]:
@@ -494,6 +496,10 @@ def test_each_listening_connection_hears_each_change_once_and_no_other_hears_it(
                 if step == "list":
                     clients[i].watch.listed(runtime.names)
                     baselines[i] = baselines[i] if baselines[i] is not None else runtime.names
+                elif step == "reset":
+                    # Shown while it heard nothing: compared against from now on.
+                    clients[i].watch.reset(runtime.names)
+                    baselines[i] = runtime.names
                 elif step == "join":
                     watcher.join(clients[i])
                     joined[i] = True
