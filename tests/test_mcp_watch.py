@@ -13,12 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import ToolsListChanged
+
 import agentfx
 from agentfx.mcp import server
 from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, AgentServer
-from agentfx.mcp._watch import Burst, ListWatch, Watcher
+from agentfx.mcp._watch import NOTICE_WAIT, Burst, ListWatch, Watcher
 from agentfx.testing import RecordingHost
 from tests.mcp_app import ADMIN, Model, User, definition
+from tests.mcp_wire import INITIALIZE
 
 pytestmark = pytest.mark.anyio
 
@@ -140,6 +145,115 @@ async def test_a_2026_connection_listens_only_while_its_listen_stream_is_open() 
         assert recording.listener_count == 0
 
 
+def names(result: types.ListToolsResult) -> set[str]:
+    return {tool.name for tool in result.tools}
+
+
+async def no_change(subscription: Any) -> object:
+    """The next event of a listen stream within a few debounce windows, or ``None``."""
+    event: object = None
+    with anyio.move_on_after(LIST_CHANGED_DEBOUNCE * 10):
+        event = await subscription.__anext__()
+    return event
+
+
+@pytest.mark.parametrize("first_stream", [True, False], ids=["reopened", "listed-first"])
+async def test_a_reopened_2026_listen_stream_compares_with_what_its_client_refetched(first_stream: bool) -> None:
+    # While no stream is open the client hears nothing, so the baseline it
+    # was given before is stale; opening a stream (after which the client
+    # re-lists) is where the comparison starts again.
+    recording, mcp_server, watcher = recorded()
+    async with mcp.Client(mcp_server, mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        if first_stream:
+            async with client.listen(tools_list_changed=True):
+                assert "clear" not in names(await client.list_tools())
+        else:
+            assert "clear" not in names(await client.list_tools())
+        with anyio.fail_after(5):
+            while watcher.listening:  # the stream's end reaches the server a moment later
+                await anyio.sleep(0.01)
+        selected(recording, "milk")  # heard by nobody
+        await anyio.sleep(LIST_CHANGED_DEBOUNCE * 2)
+        async with client.listen(tools_list_changed=True) as subscription:
+            assert "clear" in names(await client.list_tools())
+            selected(recording, None)  # back to what the first baseline was
+            with anyio.fail_after(5):
+                assert isinstance(await subscription.__anext__(), ToolsListChanged)
+            assert "clear" not in names(await client.list_tools())
+            # Told once: the baseline is now what it was told.
+            selected(recording, None)
+            assert await no_change(subscription) is None
+
+
+async def test_a_second_listen_stream_keeps_the_baseline_its_first_one_keeps_current() -> None:
+    # A listing while a stream is open (the client SDK's own, say) moves
+    # nothing: a change inside the window is still announced.
+    recording, mcp_server, _ = recorded()
+    async with mcp.Client(mcp_server, mode="auto") as client:
+        async with client.listen(tools_list_changed=True) as first:
+            selected(recording, "milk")
+            assert "clear" in names(await client.list_tools())  # inside the window
+            async with client.listen(tools_list_changed=True) as second:
+                with anyio.fail_after(5):
+                    assert isinstance(await first.__anext__(), ToolsListChanged)
+                    assert isinstance(await second.__anext__(), ToolsListChanged)
+
+
+class Unread:
+    """A 2025-11-25 client spoken by hand that, past its first listing, reads nothing the server writes."""
+
+    def __init__(self, streams: Any) -> None:
+        self.read, self.write = streams
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.write.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message)))
+
+    async def answer(self) -> None:
+        with anyio.fail_after(5):
+            while True:
+                item = await self.read.receive()
+                assert isinstance(item, SessionMessage)
+                if isinstance(item.message, types.JSONRPCResponse):
+                    return
+
+
+async def test_a_connection_that_stops_reading_holds_up_no_other_connections_news() -> None:
+    recording, mcp_server, watcher = recorded()
+    heard = Heard()
+    # The healthy client comes first, so its connection hosts the watcher.
+    async with mcp.Client(mcp_server, mode="legacy", message_handler=heard.handler) as healthy:
+        await healthy.list_tools()
+        async with create_client_server_memory_streams() as (client_streams, served):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(mcp_server.run, *served, mcp_server.create_initialization_options())
+                stuck = Unread(client_streams)
+                await stuck.send(INITIALIZE)
+                await stuck.answer()
+                await stuck.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                await stuck.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+                await stuck.answer()
+                assert watcher.listening == 2
+                # From here on nothing is read: the first announcement fills
+                # the stream's buffer, the next one blocks.
+                for changes, item in enumerate(["milk", None, "milk", None], start=1):
+                    selected(recording, item)
+                    # Well inside NOTICE_WAIT: nobody waits for the stuck client.
+                    with anyio.fail_after(NOTICE_WAIT / 4):
+                        await heard.until(changes)
+                await anyio.wait_all_tasks_blocked()
+                # The watcher's task, and one (not one per burst) still telling the stuck client.
+                assert watcher.tasks == 2
+                task_group.cancel_scope.cancel()  # it goes away mid-notice
+        await anyio.wait_all_tasks_blocked()
+        assert (watcher.listening, watcher.tasks) == (1, 1), "nothing of the closed connection is left"
+        selected(recording, "milk")
+        await heard.until(5)
+    assert (recording.listener_count, watcher.listening) == (0, 0)
+    await anyio.wait_all_tasks_blocked()
+    assert watcher.tasks == 0
+
+
 # --- the watcher alone -----------------------------------------------------------------
 
 
@@ -236,6 +350,90 @@ async def test_the_watcher_runs_only_while_a_host_is_lent_and_stops_with_the_las
     assert (watcher.subscribed, runtime.listeners, watcher.tasks) == (False, [], 0)
 
 
+class Blocked:
+    """A listener whose notices wait until released, recording the names each was given."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ...] | None] = []
+        self.release = anyio.Event()
+        self.cancelled = 0
+
+    async def notice(self, burst: Burst) -> None:
+        self.seen.append(burst.names())
+        try:
+            await self.release.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled += 1
+            raise
+
+
+async def test_a_busy_listener_is_told_only_the_newest_burst_once_done_and_holds_up_nobody() -> None:
+    runtime = Runtime()
+    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+    blocked, client = Blocked(), Client(runtime)
+    client.watch.listed(())
+    async with watcher.hosting():
+        watcher.join(blocked)
+        watcher.join(client)
+        for count, names in enumerate([("a",), ("b",), ("a", "b")], start=1):
+            runtime.change(names)
+            await anyio.wait_all_tasks_blocked()
+            assert client.heard == ["watch"] * count, "the others are told on time"
+        assert (blocked.seen, watcher.tasks) == ([("a",)], 2), "one task for it, not one per burst"
+        blocked.release.set()
+        await anyio.wait_all_tasks_blocked()
+        # The bursts it missed while busy come as one, the newest.
+        assert (blocked.seen, watcher.tasks) == ([("a",), ("a", "b")], 1)
+        # Leaving mid-notice cancels it: no task outlives its listener.
+        blocked.release = anyio.Event()
+        runtime.change(("b",))
+        await anyio.wait_all_tasks_blocked()
+        assert (len(blocked.seen), watcher.tasks) == (3, 2)
+        watcher.leave(blocked)
+        await anyio.wait_all_tasks_blocked()
+        assert (blocked.cancelled, watcher.tasks) == (1, 1)
+        runtime.change(("a",))
+        await anyio.wait_all_tasks_blocked()
+        assert len(blocked.seen) == 3 and client.heard == ["watch"] * 5
+        watcher.leave(client)
+    assert watcher.tasks == 0
+
+
+async def test_a_burst_waiting_for_a_busy_listener_is_told_after_its_host_goes() -> None:
+    runtime = Runtime()
+    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+    blocked = Blocked()
+
+    async def host(done: anyio.Event) -> None:
+        async with watcher.hosting():
+            await done.wait()
+
+    oldest, other = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(host, oldest)
+        await anyio.wait_all_tasks_blocked()
+        group.start_soon(host, other)
+        await anyio.wait_all_tasks_blocked()
+        watcher.join(blocked)
+        runtime.change(("a",))
+        await anyio.wait_all_tasks_blocked()
+        runtime.change(("b",))  # waits for the notice in flight
+        await anyio.wait_all_tasks_blocked()
+        assert blocked.seen == [("a",)]
+        # The host running the watcher (and the notice) goes: the notice is
+        # cancelled, the waiting burst is not lost.
+        oldest.set()
+        await anyio.wait_all_tasks_blocked()
+        assert (blocked.cancelled, blocked.seen, watcher.tasks) == (1, [("a",), ("b",)], 2)
+        blocked.release.set()
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 1
+        watcher.leave(blocked)
+        await anyio.wait_all_tasks_blocked()
+        assert watcher.tasks == 0
+        other.set()
+
+
 async def test_a_subscription_the_host_refuses_is_logged_and_holds_nothing(caplog: pytest.LogCaptureFixture) -> None:
     def refuse(_listener: Callable[[], None]) -> Callable[[], None]:
         raise RuntimeError("host down")
@@ -255,7 +453,7 @@ NAMES = st.sampled_from([(), ("a",), ("a", "b"), ("b",)])
 # Each step: what happens, to which connection, and (for a change) the names now available.
 STEPS = st.lists(
     st.tuples(
-        st.sampled_from(["list", "join", "leave", "call", "change", "settle"]),
+        st.sampled_from(["list", "reset", "join", "leave", "call", "change", "settle"]),
         st.integers(0, CLIENTS - 1),
         NAMES,
     ),
@@ -273,7 +471,9 @@ def test_each_listening_connection_hears_each_change_once_and_no_other_hears_it(
     A change is announced to a connection when the names at its burst (or at
     a call's check) differ from what that connection was last told; one it
     already heard of (a call's check came first) is not told again, and a
-    connection that left, or never listed, is told nothing.
+    connection that left, or never listed, is told nothing. A later listing
+    moves nothing; a reset (a listing while it heard nothing) is the new
+    baseline.
     """
 
     async def main() -> tuple[list[list[str]], list[list[str]]]:
@@ -296,6 +496,10 @@ def test_each_listening_connection_hears_each_change_once_and_no_other_hears_it(
                 if step == "list":
                     clients[i].watch.listed(runtime.names)
                     baselines[i] = baselines[i] if baselines[i] is not None else runtime.names
+                elif step == "reset":
+                    # Shown while it heard nothing: compared against from now on.
+                    clients[i].watch.reset(runtime.names)
+                    baselines[i] = runtime.names
                 elif step == "join":
                     watcher.join(clients[i])
                     joined[i] = True

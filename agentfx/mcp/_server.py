@@ -207,7 +207,10 @@ class Connection:
     or it listed tools (or subscribed to a resource) and the transport can
     carry a message the server starts (always on stdio and in-process; on
     HTTP while the session's GET stream is open). Otherwise a Model change
-    costs it nothing, and its baseline stays what its client was last shown.
+    costs it nothing, and its baseline stays what its client was last shown:
+    a listing answered (or a tools listen stream opened) while it hears
+    nothing becomes the baseline, since no announcement could have kept the
+    old one current.
     What it needs only once it listens (listen streams, subscribed values) is
     made then.
     """
@@ -216,7 +219,6 @@ class Connection:
         "_bus",
         "_closed",
         "_handler",
-        "_joined",
         "_resource_session",
         "_resource_uris",
         "_resources",
@@ -258,7 +260,9 @@ class Connection:
         # an error): an HTTP session is kept only once it was.
         self.handshaken = False
         # What the client was shown of the tool list: made by its first
-        # listing (or tools listen stream), before which nothing is compared.
+        # listing (or tools listen stream), before which nothing is compared;
+        # taken again by a listing (or tools listen stream) while the client
+        # heard of no change.
         self._tools: ListWatch | None = None
 
     def reading(self, stream: ReadStream[SessionMessage | Exception]) -> ReadStream[SessionMessage | Exception]:
@@ -302,6 +306,16 @@ class Connection:
         # The watcher keeps who listens; joining or leaving twice changes nothing.
         (watcher.join if wanted else watcher.leave)(self)
 
+    def _hears_tool_changes(self) -> bool:
+        """Whether a tool list change from elsewhere would reach the client now (so the watcher keeps its baseline current)."""
+        if self._watcher is None:
+            # Nothing from elsewhere is ever announced; a call's own check,
+            # which can always reach its client, is all that moves the baseline.
+            return True
+        if any(stream.tools for stream in self._streams or ()):
+            return True
+        return self._standalone > 0 and self._session is not None
+
     async def notice(self, burst: Burst) -> None:
         """A burst of Model changes: compare what the client was told and announce the differences."""
         if self._tools is not None:
@@ -312,9 +326,12 @@ class Connection:
     # --- the tool list ----------------------------------------------------------------
 
     def listed(self, ctx: ServerRequestContext[Connection], names: Sequence[str]) -> None:
+        # Whether the client heard of changes up to this listing: if not, no
+        # announcement kept its baseline current, and this listing is it.
+        hearing = self._hears_tool_changes()
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             self._session = ctx.session
-        self._shown(names)
+        self._shown(names, hearing=hearing)
         self._refresh()
 
     async def after_call(self, ctx: ServerRequestContext[Connection]) -> None:
@@ -334,10 +351,13 @@ class Connection:
         if self._tools is not None:
             await self._tools.check(announce)
 
-    def _shown(self, names: Sequence[str]) -> None:
+    def _shown(self, names: Sequence[str], *, hearing: bool) -> None:
         if self._tools is None:
             self._tools = ListWatch(self.available_names, self._announce)
-        self._tools.listed(names)
+        if hearing:
+            self._tools.listed(names)
+        else:
+            self._tools.reset(names)
 
     async def _publish_tools_changed(self) -> None:
         bus = self._bus
@@ -411,11 +431,12 @@ class Connection:
     ) -> types.SubscriptionsListenResult:
         """One listen stream, served by the SDK's handler; agentfx counts what it sends and watches its resources."""
         wanted = params.notifications
-        if wanted.tools_list_changed and self._tools is None:
-            # Opening the stream is this era's way of having listed: differences
-            # from here on are news to the client.
+        if wanted.tools_list_changed and not self._hears_tool_changes():
+            # Opening the stream is this era's way of having listed (the client
+            # re-lists once it is open): differences from here on are news to
+            # the client, whatever it was shown while it heard nothing.
             try:
-                self._shown(self.available_names())
+                self._shown(self.available_names(), hearing=False)
             except Exception:
                 _logger.exception("listing the available capabilities failed")
         stream = _ListenStream(tools=bool(wanted.tools_list_changed))

@@ -7,8 +7,12 @@ connection listens it holds one subscription to the runtime and one task; the
 first Model change of a burst opens a window of :data:`LIST_CHANGED_DEBOUNCE`
 seconds, after which the available names (and each subscribed resource) are
 read once and every listening connection compares them with what it last
-told its client. A connection that is not listening is not in the fan-out:
-a Model change costs it nothing. Each connection keeps its own baseline
+told its client. Each listening connection is told in a task of its own
+(under the watcher's), and the watcher never waits for one: a connection
+still being told of an earlier burst is told of the newest one when it is
+done, so a client that reads nothing holds up nobody else's news and piles
+up at most one burst. A connection that is not listening is not in the
+fan-out: a Model change costs it nothing. Each connection keeps its own baseline
 (:class:`ListWatch`) and its own subscribed values (:class:`ResourceWatch`),
 so what one client was told never decides what another is.
 
@@ -38,7 +42,7 @@ LIST_CHANGED_DEBOUNCE = 0.05
 """Seconds a burst of Model changes is collected before the available set (and subscribed resources) are compared once."""
 
 NOTICE_WAIT = 10.0
-"""At most this long one connection's announcements of a burst may take; a client that reads nothing is skipped, not waited for."""
+"""At most this long one connection's announcements of a burst may take; a client that reads nothing is given up on, and nobody else waits for it."""
 
 
 class _Unreadable(Exception):
@@ -102,13 +106,16 @@ class ListWatch:
     """What one connection's client was last told of the tool list, and telling it of a difference, once.
 
     The client's first listing is where the comparison starts: before it there
-    is nothing to contradict, so nothing is sent. Later listings change
-    nothing. A client SDK lists on its own (to validate a result, say), so a
-    listing says nothing about what the client's code was shown; comparing
-    against it would swallow the very change that listing happened to see.
-    Whichever check sees a difference (:meth:`check` after a call, or
-    :meth:`update` with a burst's names) makes the names it saw the
-    baseline, so a change is announced once.
+    is nothing to contradict, so nothing is sent. Later listings, while the
+    client hears of changes, change nothing: a client SDK lists on its own
+    (to validate a result, say), so such a listing says nothing about what
+    the client's code was shown, and comparing against it would swallow the
+    very change that listing happened to see. While the client hears nothing
+    (no stream can carry a notification), no announcement can keep the
+    baseline current, so what it is shown then, or can fetch when it starts
+    hearing again, is the baseline (:meth:`reset`). Whichever check sees a
+    difference (:meth:`check` after a call, or :meth:`update` with a burst's
+    names) makes the names it saw the baseline, so a change is announced once.
 
     Args:
         read: The names available right now, in declaration order.
@@ -128,9 +135,21 @@ class ListWatch:
         return self._last
 
     def listed(self, names: Sequence[str]) -> None:
-        """The client has just been shown ``names``; only the first listing counts."""
+        """The client, hearing of changes, has just been shown ``names``; only the first listing counts."""
         if self._last is None:
             self._last = tuple(names)
+
+    def reset(self, names: Sequence[str]) -> None:
+        """The client, hearing of no change, has just been shown (or can fetch) ``names``: compare against them from now on.
+
+        >>> async def announce() -> None: ...
+        >>> watch = ListWatch(lambda: ("b",), announce)
+        >>> watch.listed(("a",)); watch.listed(("b",)); watch.last
+        ('a',)
+        >>> watch.reset(("b",)); watch.last
+        ('b',)
+        """
+        self._last = tuple(names)
 
     async def check(self, announce: Callable[[], Awaitable[object]] | None = None) -> None:
         """Read the names now and announce a difference (through ``announce`` when given)."""
@@ -241,6 +260,11 @@ class Watcher:
     waits. When the task's host goes while connections of another still
     listen, the task moves there.
 
+    Each burst is told to each listener in a task of its own, at most one per
+    listener at a time and each bounded by :data:`NOTICE_WAIT`; a burst that
+    finds its listener still busy replaces whichever one waited for it. A
+    listener that leaves mid-notice has its task cancelled.
+
     Args:
         subscribe: ``subscribe(listener)`` calls ``listener()`` on every Model
             change and returns the function that stops it (the runtime's).
@@ -261,7 +285,7 @@ class Watcher:
         self._names = names
         self._resource = resource
         self._delay = delay
-        self._listeners: dict[Listener, None] = {}
+        self._listeners: dict[Listener, _Slot] = {}
         self._unsubscribe: Callable[[], None] | None = None
         self._hosts: list[TaskGroup] = []
         self._host: TaskGroup | None = None
@@ -281,19 +305,22 @@ class Watcher:
 
     @property
     def tasks(self) -> int:
-        """The watcher's tasks alive right now (one while someone listens and a host is lent, else none)."""
+        """The watcher's tasks alive right now: one while someone listens and a host is lent, and one per listener being told of a burst."""
         return self._tasks
 
     def join(self, listener: Listener) -> None:
         """``listener`` is told of every burst from now on (joining twice is joining once)."""
         if listener not in self._listeners:
-            self._listeners[listener] = None
+            self._listeners[listener] = _Slot()
             self._settle()
 
     def leave(self, listener: Listener) -> None:
         """``listener`` is told of nothing more; the last one stops the watcher."""
-        if listener in self._listeners:
-            del self._listeners[listener]
+        slot = self._listeners.pop(listener, None)
+        if slot is not None:
+            if slot.scope is not None:
+                # A connection that closes mid-notice is told no more of it.
+                slot.scope.cancel()
             self._settle()
 
     @asynccontextmanager
@@ -354,34 +381,67 @@ class Watcher:
         self._tasks += 1
         try:
             with scope:
-                while True:
-                    dirty = self._dirty
-                    if dirty is None:
-                        return
-                    await dirty.wait()
-                    await anyio.sleep(self._delay)
-                    # A change after this reset starts the next window, so none is lost.
-                    self._dirty = anyio.Event()
-                    await self._fan_out()
+                # The listeners' tasks live under this one: when it ends (nobody
+                # listens, or its host went) they end with it, never outliving it.
+                async with anyio.create_task_group() as telling:
+                    while True:
+                        dirty = self._dirty
+                        if dirty is None:
+                            return
+                        await dirty.wait()
+                        await anyio.sleep(self._delay)
+                        # A change after this reset starts the next window, so none is lost.
+                        self._dirty = anyio.Event()
+                        self._fan_out(telling)
         finally:
             self._tasks -= 1
 
-    async def _fan_out(self) -> None:
+    def _fan_out(self, telling: TaskGroup) -> None:
+        # Never waits on a listener: one client that reads nothing must not
+        # hold up the others' news, this burst's or the next one's. A listener
+        # still being told of an earlier burst is told of the newest one when
+        # it is done (the one it waits for is replaced, never queued behind).
         burst = Burst(self._names, self._resource)
-        listeners = list(self._listeners)
-        if len(listeners) == 1:
-            await self._notice(listeners[0], burst)
-            return
-        # One client that reads nothing must not hold up the others' news.
-        async with anyio.create_task_group() as task_group:
-            for listener in listeners:
-                task_group.start_soon(self._notice, listener, burst)
+        for listener, slot in list(self._listeners.items()):
+            if slot.scope is not None:
+                slot.pending = burst
+            else:
+                self._start(telling, listener, slot, burst)
 
-    async def _notice(self, listener: Listener, burst: Burst) -> None:
-        if listener not in self._listeners:
-            return  # it left while an earlier one was being told
-        with anyio.move_on_after(NOTICE_WAIT):
-            try:
-                await listener.notice(burst)
-            except Exception:
-                _logger.exception("announcing a Model change failed")
+    def _start(self, telling: TaskGroup, listener: Listener, slot: _Slot, burst: Burst) -> None:
+        slot.pending = None
+        # Taken now, not when the task first runs: a burst coming before it
+        # does must wait for it, not start a second one.
+        slot.scope = anyio.CancelScope()
+        telling.start_soon(self._tell, listener, slot, burst)
+
+    async def _tell(self, listener: Listener, slot: _Slot, burst: Burst | None) -> None:
+        self._tasks += 1
+        scope = slot.scope
+        assert scope is not None
+        try:
+            with scope:
+                while burst is not None and self._listeners.get(listener) is slot:
+                    with anyio.move_on_after(NOTICE_WAIT):
+                        try:
+                            await listener.notice(burst)
+                        except Exception:
+                            _logger.exception("announcing a Model change failed")
+                    burst, slot.pending = slot.pending, None
+        finally:
+            slot.scope = None
+            self._tasks -= 1
+            if slot.pending is not None and self._listeners.get(listener) is slot and self._dirty is not None:
+                # Cancelled with a burst still waiting (its host went, and the
+                # watcher's task moved): the next burst, wherever it runs, tells it.
+                self._dirty.set()
+
+
+class _Slot:
+    """One listener's place in the fan-out: the task telling it (while one does) and the newest burst waiting for it."""
+
+    __slots__ = ("pending", "scope")
+
+    def __init__(self) -> None:
+        self.scope: anyio.CancelScope | None = None
+        self.pending: Burst | None = None

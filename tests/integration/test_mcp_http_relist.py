@@ -1,0 +1,56 @@
+"""Over HTTP (2025-11-25): what a session's client fetched while its GET stream was closed is what later changes are measured from."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+import agentfx
+from agentfx.mcp import http_app
+from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
+from agentfx.runtime import AgentRuntime
+from agentfx.testing import RecordingHost
+from tests.http_support import open_session
+from tests.integration.test_mcp_http import LIST, get_stream, in_process, list_changes, result
+from tests.mcp_app import ADMIN, Model, User, definition
+
+pytestmark = pytest.mark.anyio
+
+
+def names(listing: Any) -> set[str]:
+    return {tool["name"] for tool in listing["tools"]}
+
+
+@pytest.mark.parametrize("relisted", [True, False], ids=["relisted", "not-relisted"])
+async def test_a_reconnected_get_stream_compares_with_what_the_client_last_fetched(relisted: bool) -> None:
+    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
+    runtime = agentfx.bind(definition, host=recording.host)
+
+    @asynccontextmanager
+    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
+        yield runtime
+
+    asgi = http_app(make_runtime)
+    async with in_process(asgi) as http:
+        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        async with get_stream(asgi, session):
+            assert "clear" not in names(await result(http, session, LIST))
+        await anyio.sleep(0)
+        assert recording.listener_count == 0, "no stream: nobody hears"
+        recording.set_model(Model(items=("milk",), selected="milk"))  # heard by nobody
+        if relisted:
+            # The client fetches the list while it hears nothing: that is what it now believes.
+            assert "clear" in names(await result(http, session, LIST))
+        async with get_stream(asgi, session) as stream:
+            recording.set_model(Model(items=("milk",)))  # back to the set first listed
+            await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
+            if relisted:
+                with anyio.fail_after(5):
+                    while list_changes(stream) < 1:
+                        await anyio.sleep(0.01)
+            # Not re-listed, the client still believes the first set: no news.
+            assert list_changes(stream) == (1 if relisted else 0)
