@@ -238,11 +238,15 @@ class AuditLog:
                 principal = None
             else:
                 try:
-                    principal = project(record.principal)
+                    projected = project(record.principal)
                 except Exception:
                     _logger.exception(
                         "audit principal projection raised; entry recorded without a principal"
                     )
+                else:
+                    # Snapshotted as the input is: the entry encodes, and
+                    # later changes to the caller's principal cannot reach it.
+                    principal = _snapshot(projected, frozenset())
         invocation = record.invocation
         self._entries.append(
             AuditEntry(
@@ -290,7 +294,8 @@ def audit_log(
             record; one that never resolved (a defect before step 6, a
             resolver that raised) records ``None`` without calling the
             projection; a projection that raises records the entry without a
-            principal.
+            principal. What it returns is kept as a snapshot, as the input is
+            (builtin types that always encode, later changes not seen).
         include_input: Record the caller's input, refusals included, as a deep
             snapshot in builtin types that always encodes: non-string keys
             become their JSON text (``1`` -> ``"1"``), lone surrogates become

@@ -302,6 +302,27 @@ def test_unencodable_input_does_not_break_recording() -> None:
     assert b"hunter2" not in msgspec.json.encode(entry)
 
 
+def test_the_projected_principal_is_a_snapshot_that_always_encodes() -> None:
+    class Identity:
+        def __repr__(self) -> str:
+            return "Identity(token='hunter2')"
+
+    roles = ["reader"]
+    principals: dict[str, object] = {"ann": {"name": "ann", "roles": roles}, "opaque": Identity(), "odd": "a\udc80"}
+    log = audit_log(principal=lambda name: principals[name])
+    for name in principals:
+        log.record(make_record(principal=name))
+    roles.append("admin")  # a later change to the caller's principal
+    entries = log.entries()
+    assert [entry.principal for entry in entries] == [
+        {"name": "ann", "roles": ["reader"]},
+        "[unrecordable: Identity]",
+        "a\ufffd",
+    ]
+    encoded = msgspec.json.encode(entries)
+    assert b"hunter2" not in encoded
+
+
 def test_cyclic_input_records_a_placeholder() -> None:
     cyclic: list[object] = []
     cyclic.append(cyclic)
