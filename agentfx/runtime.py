@@ -89,7 +89,9 @@ def bind(
 
     Raises:
         ContractError: A Message completion without ``host.observe``, or a
-            Model state completion without ``host.subscribe``.
+            Model state completion without ``host.subscribe``; an ``audit``
+            without a ``record`` method, or a ``tracer`` without
+            ``start_as_current_span``.
 
     >>> import msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
@@ -103,6 +105,15 @@ def bind(
     ['ping']
     """
     _check_host(definition, host)
+    # Each would fail every dispatch, so they are refused here, once.
+    if audit is not None and not callable(getattr(audit, "record", None)):
+        raise ContractError(
+            f"bind(audit=...) takes an AuditSink, an object with a record(AuditRecord) method; got {type(audit).__name__}"
+        )
+    if tracer is not None and not callable(getattr(tracer, "start_as_current_span", None)):
+        raise ContractError(
+            f"bind(tracer=...) takes an OpenTelemetry Tracer (trace.get_tracer(...)); got {type(tracer).__name__}"
+        )
     return AgentRuntime(definition, host, audit, tracer)
 
 

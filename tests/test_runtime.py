@@ -12,6 +12,7 @@ import anyio
 import anyio.lowlevel
 import msgspec
 import pytest
+from opentelemetry import trace
 from returns.future import FutureResult
 from returns.result import Failure, Result, Success
 
@@ -290,6 +291,22 @@ def test_a_source_state_completion_needs_no_subscribe() -> None:
 def test_a_contract_without_completions_binds_to_a_minimal_host() -> None:
     rec = recorder()
     agentfx.bind(_completing(), host=minimal(rec))
+
+
+def test_bind_refuses_an_audit_or_a_tracer_that_every_dispatch_would_fail_on() -> None:
+    rec = recorder()
+    sent: list[object] = []
+    with pytest.raises(agentfx.ContractError) as audit:
+        agentfx.bind(_completing(), host=minimal(rec), audit=sent.append)  # pyright: ignore[reportArgumentType]
+    assert str(audit.value) == (
+        "bind(audit=...) takes an AuditSink, an object with a record(AuditRecord) method; "
+        "got builtin_function_or_method"
+    )
+    with pytest.raises(agentfx.ContractError) as tracer:
+        agentfx.bind(_completing(), host=minimal(rec), tracer=object())
+    assert str(tracer.value) == "bind(tracer=...) takes an OpenTelemetry Tracer (trace.get_tracer(...)); got object"
+    # What they are for passes.
+    agentfx.bind(_completing(), host=minimal(rec), audit=agentfx.audit_log(), tracer=trace.get_tracer("tests"))
 
 
 # Async host.dispatch and aborts mid-send
