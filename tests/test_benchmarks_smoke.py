@@ -117,6 +117,18 @@ def test_only_runs_the_named_scenario(tmp_path: Path, capsys: pytest.CaptureFixt
     capsys.readouterr()
 
 
+def test_on_trio_the_framework_adapters_run_on_asyncio(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The frameworks' own tool loops start asyncio tasks; the rest runs on trio.
+    output = tmp_path / "trio.json"
+
+    assert main(["--smoke", "--backend", "trio", "--only", "frameworks", "--only", "refusals", "--output", str(output)]) == 0
+
+    assert {r.scenario for r in _record(output).rows} == {"framework adapters", "refusal paths"}
+    progress = capsys.readouterr().err
+    assert "running frameworks (on asyncio: frameworks needs it) ..." in progress
+    assert "running refusals ..." in progress
+
+
 def test_the_module_runs_as_a_command(tmp_path: Path) -> None:
     output = tmp_path / "command.json"
 
