@@ -210,7 +210,8 @@ async def test_a_client_that_writes_without_reading_has_only_so_many_requests_se
         # ... and more requests behind it: only three more are taken while it waits.
         for request_id in range(3, 13):
             await peer.send(call(request_id, "note", {"text": "y"}))
-        await anyio.sleep(0.3)
+        await until(lambda: len(log.entries()) == 1 + 3)
+        await anyio.sleep(0.3)  # and no more, however long it waits
         assert len(log.entries()) == 1 + 3
         # Read, and the rest are served, each answered once.
         answered = sorted([(await peer.receive())["id"] for _ in range(11)])
@@ -230,9 +231,15 @@ async def test_a_cancelled_request_frees_its_room_though_it_is_never_answered(mo
         for request_id in (1, 2):
             await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
         await peer.send(call(3, "note", {"text": "after"}))
-        assert (await peer.receive())["id"] == 3
+        # A cancelled call may still be answered, when its abort outran the
+        # cancellation of its request: either way its room is free.
+        answered = [(await peer.receive())["id"]]
+        while answered[-1] != 3:
+            answered.append((await peer.receive())["id"])
+        assert set(answered) <= {1, 2, 3}
         task_group.cancel_scope.cancel()
-    assert [(e.capability, e.outcome) for e in log.entries()] == [
+    # The second abort may be recorded after the note: the order of the two is not the point.
+    assert sorted((e.capability, e.outcome) for e in log.entries()) == [
         ("hold", "AgentCancelledError"),
         ("hold", "AgentCancelledError"),
         ("note", "dispatched"),
