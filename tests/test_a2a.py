@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import msgspec
@@ -540,6 +540,7 @@ _CALL: st.SearchStrategy[dict[str, object]] = st.fixed_dictionaries(
 )
 # Mostly calls shaped right, so the property sees dispatches as well as refusals.
 _CALLS: st.SearchStrategy[object] = st.one_of(_JSON, _CALL.map(lambda call: {**call, "extra": None}), _CALL, _CALL)
+_CALL_SHAPE_TEXT = 'A message to this agent carries one data part {"skill": <skill id>, "input": {...}}'
 _KNOWN_TAGS = {
     "MalformedMessage",
     "AgentUnknownCapabilityError",
@@ -586,6 +587,10 @@ def test_any_data_part_is_either_one_call_or_a_clean_rejection(data: object) -> 
     assert dispatched == []
     failure = json_format.MessageToDict(parts[1].data)
     assert failure["_tag"] in _KNOWN_TAGS
+    assert parts[2].media_type == "application/json" and json.loads(parts[2].text) == failure
+    if not isinstance(data, dict) or not isinstance(cast("dict[str, object]", data).get("skill"), str):
+        # A skill that is not a string is no call: not an unknown capability.
+        assert failure == {"_tag": "MalformedMessage", "message": _CALL_SHAPE_TEXT}
     assert parts[0].text.startswith(failure["message"])
     assert "Traceback" not in parts[0].text and "msgspec" not in parts[0].text.lower()
 

@@ -161,14 +161,17 @@ def _data_object(message: Message | None, shape: str) -> dict[str, object]:
     return cast("dict[str, object]", _integral(cast("dict[str, object]", value)))
 
 
-def _call(message: Message | None) -> tuple[object, object]:
+def _call(message: Message | None) -> tuple[str, object]:
     """The skill and the input a message names."""
     data = _data_object(message, _CALL_SHAPE)
-    if "skill" not in data or not set(data) <= {"skill", "input"}:
+    skill = data.get("skill")
+    # A skill id is a string: anything else is not a call at all (nothing to
+    # name in the refusal, nothing to audit), not a call to an unknown skill.
+    if not isinstance(skill, str) or not set(data) <= {"skill", "input"}:
         raise _Malformed(_CALL_SHAPE)
     # An absent input is the payload-free call; the pipeline decides what any
     # other input means, and says so in its own words.
-    return data["skill"], data.get("input", {})
+    return skill, data.get("input", {})
 
 
 def _answer(message: Message | None) -> bool:
@@ -195,8 +198,19 @@ def _answers_before(task: Task, answer: Message | None) -> int:
     return max(len(users) - 1, 0)
 
 
-def _data_part(data: dict[str, Any]) -> Part:
-    return Part(data=json_format.ParseDict(data, struct_pb2.Value()), media_type="application/json")
+def _data_parts(data: dict[str, Any]) -> list[Part]:
+    """``data`` as a data part, then as a text part holding its exact compact JSON.
+
+    A data part is a ``google.protobuf.Value``, which holds every number as a
+    double: ``7`` goes out as ``7.0`` and an integer past 2**53 is rounded.
+    The text part (media type ``application/json``) is the same value
+    exactly, as :func:`agentfx.tools.reply` gives it to every adapter (MCP's
+    structured content); the data part stays for clients that read one.
+    """
+    return [
+        Part(data=json_format.ParseDict(data, struct_pb2.Value()), media_type="application/json"),
+        Part(text=msgspec.json.encode(data).decode(), media_type="application/json"),
+    ]
 
 
 def _text_part(text: str) -> Part:
@@ -220,7 +234,9 @@ class AgentfxExecutor(AgentExecutor):
     state the module docstring lists, with a status message whose text part
     is the reply text (:func:`agentfx.tools.reply`) and, for anything but
     a success, whose data part is the encoded failure; a dispatch's reply
-    data is the task's one artifact. Nothing raised by a hook or the host
+    data is the task's one artifact. Every data part is followed by a text
+    part (media type ``application/json``) holding the same value as exact
+    JSON: the data part carries numbers as doubles. Nothing raised by a hook or the host
     reaches the client: it is logged here, and the task fails with
     ``Capability "<c>" failed unexpectedly``.
 
@@ -298,7 +314,7 @@ class AgentfxExecutor(AgentExecutor):
             # ends rather than grow with every slip.
             text = _GAVE_UP if waiting else exc.text
             data = {"_tag": MALFORMED_TAG, "message": text}
-            await updater.reject(updater.new_agent_message([_text_part(text), _data_part(data)]))
+            await updater.reject(updater.new_agent_message([_text_part(text), *_data_parts(data)]))
             return
         running = _Running()
         self._running[task_id] = running
@@ -314,7 +330,7 @@ class AgentfxExecutor(AgentExecutor):
         self,
         context: RequestContext,
         task_id: str,
-        skill: object,
+        skill: str,
         payload: object,
         running: _Running,
         confirmation: bool | None,
@@ -325,15 +341,14 @@ class AgentfxExecutor(AgentExecutor):
             invocation = _confirmed(invocation)
         elif confirmation is False:
             invocation = _declining(invocation)
-        name = skill if isinstance(skill, str) else ""
         try:
             runtime = self._runtime_for(context)
-            outcome = await runtime.messages.attempt(cast("str", skill), payload, invocation)
+            outcome = await runtime.messages.attempt(skill, payload, invocation)
         except Exception:
             # A hook, the host or runtime_for raised: the application's bug,
             # for its log; the client learns only that the call failed.
-            _logger.exception("capability %r failed unexpectedly", name[:128])
-            return TaskState.TASK_STATE_FAILED, defect_reply(name[:128]), False
+            _logger.exception("capability %r failed unexpectedly", skill[:128])
+            return TaskState.TASK_STATE_FAILED, defect_reply(skill[:128]), False
         answer = reply(outcome)
         if isinstance(outcome, DispatchResult):
             failed = outcome.completion is not None and outcome.completion.status == "failed"
@@ -350,13 +365,13 @@ class AgentfxExecutor(AgentExecutor):
     async def _settle(self, updater: TaskUpdater, answer: tuple[TaskState, ToolReply, bool]) -> None:
         state, tool_reply, artifact = answer
         if artifact:
-            await updater.add_artifact([_data_part(tool_reply.data)], artifact_id="result", name="result", last_chunk=True)
+            await updater.add_artifact(_data_parts(tool_reply.data), artifact_id="result", name="result", last_chunk=True)
             message = updater.new_agent_message([_text_part(tool_reply.text)])
         else:
             text = tool_reply.text
             if state == TaskState.TASK_STATE_INPUT_REQUIRED:
                 text = f"{text}\n{_CONFIRM_SHAPE}"
-            message = updater.new_agent_message([_text_part(text), _data_part(tool_reply.data)])
+            message = updater.new_agent_message([_text_part(text), *_data_parts(tool_reply.data)])
         await updater.update_status(state, message)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

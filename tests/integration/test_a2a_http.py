@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 import jsonschema
+import mcp
 import msgspec
 import pytest
 import uvicorn
@@ -54,6 +55,7 @@ import agentfx
 from agentfx.a2a import NOT_WAITING, BoundedTaskStore, a2a_app, agent_card
 from agentfx.app import App
 from agentfx.audit import AuditRecord
+from agentfx.mcp import server as mcp_server
 from agentfx.program import Command
 
 pytestmark = pytest.mark.anyio
@@ -305,6 +307,13 @@ def served() -> Iterator[Served]:
         yield state
 
 
+@pytest.fixture
+def fresh() -> Iterator[Served]:
+    """A server of its own, its Model at ``init``: built outside the test's event loop, as ``served`` is."""
+    with counter_served() as state:
+        yield state
+
+
 # --- Clients ---------------------------------------------------------------------
 
 
@@ -405,12 +414,32 @@ async def caller(served: Served, protocol: str, token: str = "ann") -> AsyncGene
     assert {request["method"] for request, _ in wire} <= expected[protocol]
 
 
+def _exact_json(parts: Any) -> set[int]:
+    """The index of each text part that follows a data part: its exact JSON."""
+    return {i + 1 for i, part in enumerate(parts) if part.HasField("data")}
+
+
 def texts(task: Task) -> list[str]:
-    return [part.text for part in task.status.message.parts if part.HasField("text")]
+    parts = task.status.message.parts
+    exact = _exact_json(parts)
+    return [part.text for i, part in enumerate(parts) if part.HasField("text") and i not in exact]
+
+
+def exact(parts: Any) -> list[Any]:
+    """The exact JSON values a list of parts carries, one per data part."""
+    values: list[Any] = []
+    for i in sorted(_exact_json(parts)):
+        assert i < len(parts) and parts[i].HasField("text"), "a data part without its exact JSON"
+        values.append(json.loads(parts[i].text))
+    return values
 
 
 def data(parts: Any) -> list[Any]:
-    return [json_format.MessageToDict(part.data) for part in parts if part.HasField("data")]
+    values = [json_format.MessageToDict(part.data) for part in parts if part.HasField("data")]
+    # Each data part is followed by the same value as exact JSON (equal, as
+    # Python compares 7 and 7.0, for the small numbers these tests use).
+    assert exact(parts) == values
+    return values
 
 
 def artifact(task: Task) -> Any:
@@ -449,6 +478,32 @@ async def test_a_completion_that_succeeds_carries_the_completion_message(served:
         json.dumps(reply)
     )
     assert [r.outcome for r in served.audited(task.id)] == ["completed"]
+
+
+@PROTOCOLS
+async def test_the_artifact_carries_the_reply_exactly_as_mcp_structured_content(fresh: Served, protocol: str) -> None:
+    # 2**53 and 1 arrive exactly (a data part's numbers are doubles); their
+    # sum, the total the app computes, is no double's.
+    big = 2**53
+    async with caller(fresh, protocol) as a2a:
+        await a2a.call("add", {"amount": big})
+        task = await a2a.call("add", {"amount": 1})
+    app = App(CONTRACT, init=Model(), update=update)
+    async with app.program() as program, mcp.Client(mcp_server(app.bind(program, principal=ADMIN))) as client:
+        await client.call_tool("add", {"amount": big})
+        result = await client.call_tool("add", {"amount": 1})
+    expected = result.structured_content
+    assert expected is not None and expected["completion"]["message"]["total"] == big + 1
+    (only,) = task.artifacts
+    as_data, as_json = only.parts
+    assert as_json.text == msgspec.json.encode(expected).decode()
+    assert as_json.media_type == ("application/json" if protocol == "1.0" else "")  # 0.3 text has none
+    value = msgspec.json.decode(as_json.text)
+    assert msgspec.convert(value["completion"]["message"], Added, strict=True) == Added(amount=1, total=big + 1)
+    # The data part stays, its numbers doubles: the reason for the exact one.
+    rounded = json_format.MessageToDict(as_data.data)["completion"]["message"]
+    assert rounded == {"type": "Added", "amount": 1.0, "total": float(big + 1)}
+    assert rounded["total"] != value["completion"]["message"]["total"]
 
 
 @PROTOCOLS
@@ -522,6 +577,11 @@ MALFORMED = [
     pytest.param([new_data_part(["ping"])], id="not-an-object"),
     pytest.param([new_data_part({"name": "ping", "input": {}})], id="no-skill"),
     pytest.param([new_data_part({"skill": "ping", "input": {}, "extra": 1})], id="extra-key"),
+    # A skill id is a string: anything else is no call at all, not an unknown skill.
+    *(
+        pytest.param([new_data_part({"skill": skill, "input": {}})], id=f"skill-{kind}")
+        for kind, skill in [("null", None), ("bool", True), ("number", 5), ("list", ["ping"]), ("object", {"name": "ping"})]
+    ),
 ]
 
 
