@@ -20,7 +20,7 @@ from mcp.shared.subscriptions import ToolsListChanged
 import agentfx
 from agentfx.mcp import server
 from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE, AgentServer
-from agentfx.mcp._watch import NOTICE_WAIT, Burst, ListWatch, Watcher
+from agentfx.mcp._watch import NOTICE_WAIT, Burst, ListWatch, ResourceWatch, Watcher
 from agentfx.testing import RecordingHost
 from tests.mcp_app import ADMIN, Model, User, definition
 from tests.mcp_wire import INITIALIZE
@@ -531,3 +531,21 @@ def test_each_listening_connection_hears_each_change_once_and_no_other_hears_it(
     for backend in ("asyncio", "trio"):
         heard, expected = anyio.run(main, backend=backend)
         assert heard == expected, backend
+
+
+async def test_a_resource_watch_reset_is_what_a_change_is_measured_from() -> None:
+    value = b"[]"
+    announced: list[str] = []
+
+    async def announce(uri: str) -> None:
+        announced.append(uri)
+
+    watch = ResourceWatch(lambda _uri: value, announce)
+    watch.subscribe("app://items")  # subscribed at "[]"
+    watch.reset("app://items", b'["x"]')  # served while nothing could be announced
+    await watch.check()
+    assert announced == ["app://items"], "back to the subscribed value, but not to what was last served"
+    await watch.check()
+    assert announced == ["app://items"], "told once"
+    watch.reset("app://other", b"1")
+    assert watch.subscribed == {"app://items"} and watch.last("app://other") is None, "an unsubscribed URI is not kept"

@@ -169,12 +169,13 @@ def _abort(controller: AbortController, shield: anyio.CancelScope | None, reason
 
 
 class _ListenStream:
-    """One open ``subscriptions/listen`` stream: whether it wants tool list changes, and how many it was sent."""
+    """One open ``subscriptions/listen`` stream: whether it wants tool list changes (and which resources), and how many it was sent."""
 
-    __slots__ = ("moved", "open", "sent", "tools")
+    __slots__ = ("moved", "open", "sent", "tools", "uris")
 
-    def __init__(self, tools: bool) -> None:
+    def __init__(self, tools: bool, uris: Sequence[str] = ()) -> None:
         self.tools = tools
+        self.uris = frozenset(uris)
         self.sent = 0
         self.open = True
         self.moved = anyio.Event()
@@ -316,6 +317,14 @@ class Connection:
             return True
         return self._standalone > 0 and self._session is not None
 
+    def _hears_resource_changes(self, uri: str) -> bool:
+        """Whether a change of the resource at ``uri`` would reach the client now (so the watcher keeps its value current)."""
+        if self._watcher is None:
+            return True  # nothing is ever announced, and nothing is subscribed
+        if any(uri in stream.uris for stream in self._streams or ()):
+            return True
+        return self._standalone > 0 and self._resource_uris is not None and uri in self._resource_uris
+
     async def notice(self, burst: Burst) -> None:
         """A burst of Model changes: compare what the client was told and announce the differences."""
         if self._tools is not None:
@@ -407,6 +416,18 @@ class Connection:
             self._watched_resources().subscribe(uri)
         self._refresh()
 
+    def served(self, uri: str, result: types.ReadResourceResult) -> None:
+        """The client was just served ``result`` for ``uri``: while it hears nothing of ``uri``, changes are measured from it.
+
+        No announcement could have kept the subscribed value current while
+        nothing could carry one: once the client hears again, a change back
+        to the value it subscribed at is news to a client that re-read in
+        between. A read while it hears changes nothing, as a listing does not.
+        """
+        watch = self._resources
+        if watch is not None and not self._hears_resource_changes(uri):
+            watch.reset(uri, _encoding(result))
+
     def unsubscribe_resource(self, uri: str) -> None:
         uris = self._resource_uris
         if uris is not None and uri in uris:
@@ -439,8 +460,8 @@ class Connection:
                 self._shown(self.available_names(), hearing=False)
             except Exception:
                 _logger.exception("listing the available capabilities failed")
-        stream = _ListenStream(tools=bool(wanted.tools_list_changed))
         uris = [uri for uri in dict.fromkeys(wanted.resource_subscriptions or ()) if self.knows(uri)]
+        stream = _ListenStream(tools=bool(wanted.tools_list_changed), uris=uris)
         session = copy.copy(ctx.session)
         send = ctx.session.send_notification
 
@@ -809,7 +830,11 @@ def serve_runtime(
             raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
         if not is_successful(read):
             raise _wire.unknown_resource(params.uri)
-        return read.unwrap()
+        result = read.unwrap()
+        # What the client is shown now is, while it hears nothing of the URI,
+        # what its subscription is measured from (the value just read: no second read).
+        ctx.lifespan_context.served(params.uri, result)
+        return result
 
     async def subscribe_resource(
         ctx: ServerRequestContext[Connection], params: types.SubscribeRequestParams
@@ -965,9 +990,12 @@ def _available_names(runtime: AgentRuntime[Any, Any]) -> list[str]:
 def _encoded(runtime: AgentRuntime[Any, Any], uri: str) -> bytes | None:
     """The JSON encoding of the resource at ``uri``, or ``None`` when it names none; raises what a projection raises."""
     read = _read(runtime, uri)
-    if not is_successful(read):
-        return None
-    contents = read.unwrap().contents[0]
+    return _encoding(read.unwrap()) if is_successful(read) else None
+
+
+def _encoding(result: types.ReadResourceResult) -> bytes | None:
+    """The JSON encoding a read served (what a subscription compares)."""
+    contents = result.contents[0]
     return contents.text.encode() if isinstance(contents, types.TextResourceContents) else None
 
 

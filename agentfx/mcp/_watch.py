@@ -179,6 +179,9 @@ class ResourceWatch:
     A resource's value is its JSON encoding, read when it is first subscribed
     and again after each burst of Model changes; only a different encoding is
     announced, so a Model change the projection does not show is no news.
+    While the client hears nothing of a URI (no stream can carry the
+    notification), no announcement can keep its value current, so what a read
+    serves it then is the value changes are measured from (:meth:`reset`).
     Subscriptions are counted (a URI may be subscribed on several streams) and
     only URIs naming a resource of the contract are kept, so the watch is
     bounded by the contract.
@@ -207,6 +210,24 @@ class ResourceWatch:
         if count == 0:
             self._last[uri] = self._value(uri, self._read)
         self._subscribers[uri] = count + 1
+
+    def reset(self, uri: str, value: bytes | None) -> None:
+        """The client, hearing of no change to ``uri``, has just been served ``value``: compare against it from now on.
+
+        A URI nobody subscribes to is not kept, so this changes nothing for it.
+
+        >>> async def announce(uri: str) -> None: ...
+        >>> watch = ResourceWatch(lambda uri: b"[]", announce)
+        >>> watch.subscribe("app://items"); watch.reset("app://items", b'["x"]')
+        >>> watch.reset("app://other", b"1"); watch.last("app://items"), watch.last("app://other")
+        (b'["x"]', None)
+        """
+        if uri in self._subscribers:
+            self._last[uri] = value
+
+    def last(self, uri: str) -> bytes | None:
+        """The encoded value changes to ``uri`` are measured from (``None`` when unsubscribed, or it names nothing)."""
+        return self._last.get(uri)
 
     def unsubscribe(self, uri: str) -> None:
         """Count one subscriber fewer; the last one forgets the URI."""

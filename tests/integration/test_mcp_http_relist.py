@@ -54,3 +54,55 @@ async def test_a_reconnected_get_stream_compares_with_what_the_client_last_fetch
                         await anyio.sleep(0.01)
             # Not re-listed, the client still believes the first set: no news.
             assert list_changes(stream) == (1 if relisted else 0)
+
+
+ITEMS = "app://items"
+
+
+def read_items(request_id: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "resources/read", "params": {"uri": ITEMS}}
+
+
+def resource_updates(messages: list[dict[str, Any]]) -> int:
+    return sum(
+        message.get("method") == "notifications/resources/updated" and message["params"]["uri"] == ITEMS
+        for message in messages
+    )
+
+
+@pytest.mark.parametrize("reread", [True, False], ids=["reread", "not-reread"])
+async def test_a_reconnected_get_stream_measures_a_subscription_from_what_the_client_last_read(reread: bool) -> None:
+    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
+    runtime = agentfx.bind(definition, host=recording.host)
+
+    @asynccontextmanager
+    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
+        yield runtime
+
+    asgi = http_app(make_runtime)
+    async with in_process(asgi) as http:
+        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        async with get_stream(asgi, session):
+            subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
+            await result(http, session, subscribe)  # subscribed at "[]"
+            assert (await result(http, session, read_items(2)))["contents"][0]["text"] == "[]"
+        await anyio.sleep(0)
+        assert recording.listener_count == 0, "no stream: nobody hears"
+        recording.set_model(Model(items=("milk",)))  # heard by nobody
+        if reread:
+            # The client reads while it hears nothing: that is what it now holds.
+            assert (await result(http, session, read_items(3)))["contents"][0]["text"] == '["milk"]'
+        async with get_stream(asgi, session) as stream:
+            recording.set_model(Model())  # back to the value first subscribed at
+            await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
+            if reread:
+                with anyio.fail_after(5):
+                    while resource_updates(stream) < 1:
+                        await anyio.sleep(0.01)
+            # Not re-read, the client still holds "[]": no news.
+            assert resource_updates(stream) == (1 if reread else 0)
+            if reread:
+                # The change was told once: a Model change the resource does not show is no news.
+                recording.set_model(Model(selected="nothing"))
+                await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
+                assert resource_updates(stream) == 1
