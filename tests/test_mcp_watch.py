@@ -549,3 +549,22 @@ async def test_a_resource_watch_reset_is_what_a_change_is_measured_from() -> Non
     assert announced == ["app://items"], "told once"
     watch.reset("app://other", b"1")
     assert watch.subscribed == {"app://items"} and watch.last("app://other") is None, "an unsubscribed URI is not kept"
+
+
+async def test_a_resumed_resource_is_measured_from_its_next_read_until_a_burst_compares_it() -> None:
+    values = [b"[]"]
+    announced: list[str] = []
+
+    async def announce(uri: str) -> None:
+        announced.append(uri)
+
+    watch = ResourceWatch(lambda _uri: values[-1], announce)
+    watch.subscribe("app://items")  # at "[]"
+    values.append(b'["x"]')  # changed while nothing heard
+    watch.resume(["app://items", "app://other"])
+    assert watch.resuming("app://items") and not watch.resuming("app://other"), "only subscribed URIs are kept"
+    await watch.check()
+    assert announced == ["app://items"] and not watch.resuming("app://items"), "compared: no longer resuming"
+    watch.resume(["app://items"])
+    watch.unsubscribe("app://items")
+    assert not watch.resuming("app://items"), "the last unsubscriber forgets it"

@@ -284,6 +284,10 @@ class Connection:
     def stream_opened(self) -> None:
         """A stream for messages the server starts opened (an HTTP session's GET stream)."""
         self._standalone += 1
+        if self._standalone == 1 and self._resources is not None and self._resource_uris:
+            # Its subscriptions were heard by nobody until now (a Model change
+            # cost them nothing): the next read of each is what the client holds.
+            self._resources.resume(self._resource_uris)
         self._refresh()
 
     def stream_closed(self) -> None:
@@ -422,10 +426,13 @@ class Connection:
         No announcement could have kept the subscribed value current while
         nothing could carry one: once the client hears again, a change back
         to the value it subscribed at is news to a client that re-read in
-        between. A read while it hears changes nothing, as a listing does not.
+        between. So is its first read once it hears again, before a burst
+        compared the URI (what changed meanwhile was never announced, and the
+        client now holds it); other reads while it hears change nothing, as a
+        listing does not.
         """
         watch = self._resources
-        if watch is not None and not self._hears_resource_changes(uri):
+        if watch is not None and (not self._hears_resource_changes(uri) or watch.resuming(uri)):
             watch.reset(uri, _encoding(result))
 
     def unsubscribe_resource(self, uri: str) -> None:

@@ -24,7 +24,7 @@ announcement sends is the listener's business.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -181,7 +181,9 @@ class ResourceWatch:
     announced, so a Model change the projection does not show is no news.
     While the client hears nothing of a URI (no stream can carry the
     notification), no announcement can keep its value current, so what a read
-    serves it then is the value changes are measured from (:meth:`reset`).
+    serves it then is the value changes are measured from (:meth:`reset`),
+    and so is its first read once it hears again (:meth:`resume`), until a
+    burst compares it.
     Subscriptions are counted (a URI may be subscribed on several streams) and
     only URIs naming a resource of the contract are kept, so the watch is
     bounded by the contract.
@@ -191,13 +193,16 @@ class ResourceWatch:
         announce: Sends ``notifications/resources/updated`` for a URI.
     """
 
-    __slots__ = ("_announce", "_last", "_read", "_subscribers")
+    __slots__ = ("_announce", "_last", "_read", "_resumed", "_subscribers")
 
     def __init__(self, read: Callable[[str], bytes | None], announce: Callable[[str], Awaitable[object]]) -> None:
         self._read = read
         self._announce = announce
         self._subscribers: dict[str, int] = {}
         self._last: dict[str, bytes | None] = {}
+        # Subscribed URIs the client hears again after hearing nothing, and
+        # that no burst has compared since: their next read is the baseline.
+        self._resumed: set[str] = set()
 
     @property
     def subscribed(self) -> frozenset[str]:
@@ -224,6 +229,20 @@ class ResourceWatch:
         """
         if uri in self._subscribers:
             self._last[uri] = value
+        self._resumed.discard(uri)
+
+    def resume(self, uris: Iterable[str]) -> None:
+        """The client hears again of ``uris`` after hearing nothing: the next read of one, before a burst compares it, is its baseline.
+
+        Whatever changed while it heard nothing was never announced; a client
+        that reads on hearing again holds that value, and telling it of the
+        difference afterwards would be no news.
+        """
+        self._resumed.update(uri for uri in uris if uri in self._subscribers)
+
+    def resuming(self, uri: str) -> bool:
+        """Whether ``uri`` is heard again and no burst has compared it since."""
+        return uri in self._resumed
 
     def last(self, uri: str) -> bytes | None:
         """The encoded value changes to ``uri`` are measured from (``None`` when unsubscribed, or it names nothing)."""
@@ -235,6 +254,7 @@ class ResourceWatch:
         if count <= 1:
             self._subscribers.pop(uri, None)
             self._last.pop(uri, None)
+            self._resumed.discard(uri)
         else:
             self._subscribers[uri] = count - 1
 
@@ -242,6 +262,8 @@ class ResourceWatch:
         """Read every subscribed resource (through ``read``, a burst's, when given) and announce those whose encoding changed."""
         for uri in list(self._subscribers):
             value = self._value(uri, read or self._read)
+            # Compared now: what the client is shown from here on is told.
+            self._resumed.discard(uri)
             if uri not in self._subscribers or value == self._last.get(uri):
                 continue
             self._last[uri] = value

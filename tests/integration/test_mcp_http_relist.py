@@ -106,3 +106,40 @@ async def test_a_reconnected_get_stream_measures_a_subscription_from_what_the_cl
                 recording.set_model(Model(selected="nothing"))
                 await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
                 assert resource_updates(stream) == 1
+
+
+@pytest.mark.parametrize("reread", [True, False], ids=["reread", "not-reread"])
+async def test_a_read_on_reconnecting_is_what_a_subscription_is_measured_from(reread: bool) -> None:
+    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
+    runtime = agentfx.bind(definition, host=recording.host)
+
+    @asynccontextmanager
+    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
+        yield runtime
+
+    asgi = http_app(make_runtime)
+    async with in_process(asgi) as http:
+        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
+        await result(http, session, subscribe)  # subscribed at "[]", with no stream
+        recording.set_model(Model(items=("milk",)))  # heard by nobody
+        async with get_stream(asgi, session) as stream:
+            if reread:
+                # Reading on hearing again: the client holds what changed meanwhile.
+                assert (await result(http, session, read_items(2)))["contents"][0]["text"] == '["milk"]'
+            recording.set_model(Model(items=("milk",), selected="milk"))  # the resource does not show it
+            await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
+            if not reread:
+                # The change made while it heard nothing is news to a client that did not read.
+                with anyio.fail_after(5):
+                    while resource_updates(stream) < 1:
+                        await anyio.sleep(0.01)
+            assert resource_updates(stream) == (0 if reread else 1)
+            # Reads once compared are a client's own business again: a later change is told.
+            assert (await result(http, session, read_items(3)))["contents"][0]["text"] == '["milk"]'
+            recording.set_model(Model(items=("milk", "eggs")))
+            with anyio.fail_after(5):
+                while resource_updates(stream) < (1 if reread else 2):
+                    await anyio.sleep(0.01)
+            await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
+            assert resource_updates(stream) == (1 if reread else 2)
