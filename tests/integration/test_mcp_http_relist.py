@@ -7,10 +7,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 import agentfx
-from agentfx.mcp import http_app
+from agentfx.mcp import HttpApp, http_app
 from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
 from agentfx.runtime import AgentRuntime
 from agentfx.testing import RecordingHost
@@ -21,12 +22,9 @@ from tests.mcp_app import ADMIN, Model, User, definition
 pytestmark = pytest.mark.anyio
 
 
-def names(listing: Any) -> set[str]:
-    return {tool["name"] for tool in listing["tools"]}
-
-
-@pytest.mark.parametrize("relisted", [True, False], ids=["relisted", "not-relisted"])
-async def test_a_reconnected_get_stream_compares_with_what_the_client_last_fetched(relisted: bool) -> None:
+@asynccontextmanager
+async def one_session() -> AsyncGenerator[tuple[RecordingHost[Model, Any, User], HttpApp[Any], httpx.AsyncClient, str]]:
+    """One 2025-11-25 session, in process, on a runtime whose Model the test sets; its GET stream closed."""
     recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
     runtime = agentfx.bind(definition, host=recording.host)
 
@@ -36,7 +34,16 @@ async def test_a_reconnected_get_stream_compares_with_what_the_client_last_fetch
 
     asgi = http_app(make_runtime)
     async with in_process(asgi) as http:
-        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+        yield recording, asgi, http, await open_session(http, "http://127.0.0.1/mcp", "anyone")
+
+
+def names(listing: Any) -> set[str]:
+    return {tool["name"] for tool in listing["tools"]}
+
+
+@pytest.mark.parametrize("relisted", [True, False], ids=["relisted", "not-relisted"])
+async def test_a_reconnected_get_stream_compares_with_what_the_client_last_fetched(relisted: bool) -> None:
+    async with one_session() as (recording, asgi, http, session):
         async with get_stream(asgi, session):
             assert "clear" not in names(await result(http, session, LIST))
         await anyio.sleep(0)
@@ -72,16 +79,7 @@ def resource_updates(messages: list[dict[str, Any]]) -> int:
 
 @pytest.mark.parametrize("reread", [True, False], ids=["reread", "not-reread"])
 async def test_a_reconnected_get_stream_measures_a_subscription_from_what_the_client_last_read(reread: bool) -> None:
-    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
-    runtime = agentfx.bind(definition, host=recording.host)
-
-    @asynccontextmanager
-    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
-        yield runtime
-
-    asgi = http_app(make_runtime)
-    async with in_process(asgi) as http:
-        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+    async with one_session() as (recording, asgi, http, session):
         async with get_stream(asgi, session):
             subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
             await result(http, session, subscribe)  # subscribed at "[]"
@@ -110,16 +108,7 @@ async def test_a_reconnected_get_stream_measures_a_subscription_from_what_the_cl
 
 @pytest.mark.parametrize("reread", [True, False], ids=["reread", "not-reread"])
 async def test_a_read_on_reconnecting_is_what_a_subscription_is_measured_from(reread: bool) -> None:
-    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
-    runtime = agentfx.bind(definition, host=recording.host)
-
-    @asynccontextmanager
-    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
-        yield runtime
-
-    asgi = http_app(make_runtime)
-    async with in_process(asgi) as http:
-        session = await open_session(http, "http://127.0.0.1/mcp", "anyone")
+    async with one_session() as (recording, asgi, http, session):
         subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
         await result(http, session, subscribe)  # subscribed at "[]", with no stream
         recording.set_model(Model(items=("milk",)))  # heard by nobody
