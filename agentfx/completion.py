@@ -9,8 +9,10 @@ handed a decoded request, the dispatched Message and the host's listener hooks.
 from __future__ import annotations
 
 import asyncio
+import decimal
 import inspect
 import math
+import numbers
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -57,17 +59,18 @@ def _seconds(timeout: float | timedelta) -> float:
     >>> _seconds("10")
     Traceback (most recent call last):
     ...
-    agentfx.ContractError: A completion timeout must be seconds (an int or a float) or a datetime.timedelta; it is a str
+    agentfx.ContractError: A completion timeout must be seconds (a real number: an int or a float) or a datetime.timedelta; it is a str
     """
     value = cast(object, timeout)
     # ``float("10")`` would quietly accept a string, and a bool is an int to Python.
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
+    elif not isinstance(value, bool) and isinstance(value, numbers.Real | decimal.Decimal):
+        # Any real number (a Fraction, a Decimal, a NumPy integer) is seconds.
         seconds = float(value)
     else:
         raise ContractError(
-            "A completion timeout must be seconds (an int or a float) or a datetime.timedelta; "
+            "A completion timeout must be seconds (a real number: an int or a float) or a datetime.timedelta; "
             f"it is {_kind(value)}"
         )
     # Waiting always has a deadline: an infinite (or NaN) one would be none at all.

@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, Callable, Hashable, Iterable, Mappin
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any, cast
 
 import anyio
@@ -243,12 +244,13 @@ def test_a_timeout_must_be_positive_and_finite(timeout: float | timedelta, shown
 
 @pytest.mark.parametrize(
     ("timeout", "kind"),
-    [("10", "a str"), (True, "a bool"), (False, "a bool"), (None, "a NoneType"), ([10], "a list"),
-     (Decimal(10), "a Decimal")],
+    [("10", "a str"), (True, "a bool"), (False, "a bool"), (None, "a NoneType"), ([10], "a list"), (10j, "a complex")],
 )
 def test_a_timeout_that_is_not_seconds_or_a_timedelta_is_refused(timeout: object, kind: str) -> None:
     # float("10") and float(True) would both pass for a duration; neither is one.
-    message = f"A completion timeout must be seconds (an int or a float) or a datetime.timedelta; it is {kind}"
+    message = (
+        f"A completion timeout must be seconds (a real number: an int or a float) or a datetime.timedelta; it is {kind}"
+    )
     with pytest.raises(ContractError, match=f"^{re.escape(message)}$"):
         Completion(success=Created, timeout=cast(Any, timeout))
     with pytest.raises(ContractError, match=f"^{re.escape(message)}$"):
@@ -258,6 +260,12 @@ def test_a_timeout_that_is_not_seconds_or_a_timedelta_is_refused(timeout: object
 def test_a_whole_number_of_seconds_is_a_timeout() -> None:
     assert Completion(success=Created, timeout=10).timeout == 10.0
     assert isinstance(Completion(success=Created, timeout=10).timeout, float)
+
+
+def test_any_real_number_of_seconds_is_a_timeout() -> None:
+    # What float() reads exactly as seconds, as before timeouts were checked.
+    assert Completion(success=Created, timeout=cast(Any, Fraction(1, 2))).timeout == 0.5
+    assert Completion(success=Created, timeout=cast(Any, Decimal("2.5"))).timeout == 2.5
 
 
 def test_declarations_can_be_built_with_explicit_type_arguments() -> None:
