@@ -444,31 +444,6 @@ def _check_resource_name(name: object) -> str:
     return name
 
 
-def _check_union(members: frozenset[type[Any]]) -> None:
-    """Refuse a Message union whose Messages msgspec cannot tell apart.
-
-    A union of several Structs is one msgspec type only when every Struct is
-    tagged, under one tag field, with distinct tags; otherwise its Messages
-    cannot be encoded for another process or decoded back (an inbox, a log),
-    and completion Messages could not be told apart in an output schema. A
-    single Message class needs no tag.
-    """
-    structs = [cls for cls in members if issubclass(cls, msgspec.Struct)]
-    if len(structs) < 2:
-        return
-    for cls in sorted(structs, key=lambda cls: cls.__qualname__):
-        if cls.__struct_config__.tag is None:
-            raise ContractError(
-                f'Cannot expose the Message union: "{cls.__name__}" has no msgspec tag, so its Messages cannot be '
-                f"told apart from the others'. Declare it as class {cls.__name__}(msgspec.Struct, tag=True)"
-            )
-    try:
-        # Rebuilt from its members: a ``type`` alias is not a type msgspec takes.
-        msgspec.json.Decoder(cast(Any, typing.Union)[tuple(structs)])
-    except TypeError as exc:
-        raise ContractError(f"Cannot expose the Message union: msgspec cannot decode it ({exc})") from None
-
-
 def _check_presentation(tag: str, title: object, hints: object) -> tuple[str | None, Hints | None]:
     """The title and hints as a capability keeps them: a blank title is a mistake, unsaid hints are none."""
     if title is not None and not (isinstance(title, str) and title.strip()):
@@ -684,11 +659,9 @@ class Declarations(Generic[M, P]):
 
         Raises:
             ContractError: Something not made by :func:`variant` or :func:`action`,
-                a union of several Structs that msgspec cannot tell apart (one
-                untagged, a tag shared), a class outside the union, an invalid or
-                duplicate name, a blank description, a Message class exposed
-                twice, ``input`` without ``to_message`` (or the reverse), a
-                non-Struct input, or a malformed completion.
+                a class outside the union, an invalid or duplicate name, a Message
+                class exposed twice, ``input`` without ``to_message`` (or the
+                reverse), a non-Struct input, or a malformed completion.
 
         >>> import msgspec
         >>> class Ping(msgspec.Struct, tag=True):
@@ -697,7 +670,6 @@ class Declarations(Generic[M, P]):
         ['ping']
         """
         members = frozenset(_union_members(union))
-        _check_union(members)
         capabilities: list[Capability[M, P]] = []
         names: set[str] = set()
         # A capability can be named by its Message class, so each class is exposed once.
@@ -735,9 +707,7 @@ class Declarations(Generic[M, P]):
             A :class:`Resource`, to pass to :func:`define`.
 
         Raises:
-            ContractError: ``name`` is not 1-128 characters of
-                ``[a-zA-Z0-9_-]``, ``description`` is blank, or msgspec cannot
-                describe ``schema``.
+            ContractError: msgspec cannot describe ``schema``.
 
         >>> import msgspec
         >>> class Model(msgspec.Struct):
@@ -1020,11 +990,9 @@ def expose(union: object, *variants: Exposable[Any, Any]) -> Exposed[Any, Any]:
 
     Raises:
         ContractError: Something not made by :func:`variant` or :func:`action`,
-            a union of several Structs that msgspec cannot tell apart (one
-            untagged, a tag shared), a class outside the union, an invalid or
-            duplicate name, a blank description, a Message class exposed
-            twice, ``input`` without ``to_message`` (or the reverse), a
-            non-Struct input, or a malformed completion.
+            a class outside the union, an invalid or duplicate name, a Message
+            class exposed twice, ``input`` without ``to_message`` (or the
+            reverse), a non-Struct input, or a malformed completion.
 
     >>> import msgspec
     >>> class Ping(msgspec.Struct, tag=True):
@@ -1052,9 +1020,7 @@ def resource(name: str, description: str, *, schema: object, read: Callable[[Any
         A :class:`Resource`, to pass to :func:`define`.
 
     Raises:
-        ContractError: ``name`` is not 1-128 characters of
-            ``[a-zA-Z0-9_-]``, ``description`` is blank, or msgspec cannot
-            describe ``schema``.
+        ContractError: msgspec cannot describe ``schema``.
 
     >>> import msgspec
     >>> class Model(msgspec.Struct):

@@ -111,50 +111,6 @@ def test_a_type_alias_of_a_union_is_unwrapped() -> None:
         agentfx.expose(alias, agentfx.variant(RequestedDeleteTodo, "Delete"))
 
 
-class UntaggedNote(msgspec.Struct, frozen=True):
-    text: str
-
-
-class SameTag(msgspec.Struct, frozen=True, tag="ClearedSelection"):
-    pass
-
-
-class OtherTagField(msgspec.Struct, frozen=True, tag_field="kind", tag=True):
-    pass
-
-
-def test_an_untagged_struct_in_a_union_of_several_is_refused_at_expose() -> None:
-    # msgspec can neither encode nor decode such a union, so its Messages cannot cross a process.
-    untagged = (
-        'Cannot expose the Message union: "UntaggedNote" has no msgspec tag, so its Messages cannot be told apart '
-        "from the others'. Declare it as class UntaggedNote(msgspec.Struct, tag=True)"
-    )
-    with raises(untagged):
-        agentfx.expose(ClearedSelection | UntaggedNote, agentfx.variant(ClearedSelection, "Clear"))
-    with raises(untagged):  # whether or not the untagged member is the one exposed
-        agentfx.expose(typing.Union[UntaggedNote, ClearedSelection], agentfx.variant(UntaggedNote, "Note"))
-    with raises(untagged):
-        agentfx.expose(ClearedSelection | UntaggedNote)
-
-
-def test_a_lone_message_class_needs_no_tag() -> None:
-    # A union of one is one Struct type: its tag is its class name (DESIGN §2).
-    [capability] = agentfx.expose(UntaggedNote, agentfx.variant(UntaggedNote, "Note")).capabilities
-    assert (capability.tag, capability.name) == ("UntaggedNote", "untagged_note")
-
-
-@pytest.mark.parametrize(
-    ("union", "reason"),
-    [
-        (ClearedSelection | SameTag, "all Struct types must have unique `tag` values"),
-        (ClearedSelection | OtherTagField, "all Struct types must have the same `tag_field`"),
-    ],
-)
-def test_a_union_msgspec_cannot_decode_is_refused_at_expose(union: object, reason: str) -> None:
-    with pytest.raises(ContractError, match=rf"^Cannot expose the Message union: msgspec cannot decode it \(.*{re.escape(reason)}"):
-        agentfx.expose(union, agentfx.variant(ClearedSelection, "Clear"))
-
-
 def test_something_that_is_not_a_union_is_refused() -> None:
     with pytest.raises(ContractError, match="expose\\(\\) needs a Message class or a union of Message classes"):
         agentfx.expose("Message", agentfx.variant(ClearedSelection, "Clear"))
