@@ -462,6 +462,13 @@ class Untagged(msgspec.Struct, frozen=True):
     tags: frozenset[str] = frozenset({"alpha", "beta", "gamma", "delta", "epsilon"})
 
 
+class Retagged(msgspec.Struct, frozen=True):
+    """:class:`Tagged` with another default: a Model that omits defaults reads it back."""
+
+    tags: frozenset[str] = frozenset({"alpha"})
+    default: str = ""
+
+
 def test_a_set_default_listed_in_another_order_in_another_process_is_the_same_fingerprint() -> None:
     code = (
         "from agentfx.redis._program import _fingerprint\n"
@@ -482,3 +489,5 @@ def test_a_set_default_listed_in_another_order_in_another_process_is_the_same_fi
     }
     assert seen == {_fingerprint(Tagged, Message)}
     assert _fingerprint(Tagged, Message) != _fingerprint(Untagged, Message)
+    Retagged.__name__ = Retagged.__qualname__ = "Tagged"
+    assert _fingerprint(Retagged, Message) != _fingerprint(Tagged, Message)

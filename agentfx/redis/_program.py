@@ -62,6 +62,7 @@ from redis.typing import EncodableT
 from ..app import ProgramFactory
 from ..contract import ContractError
 from ..program import Command, Commands, Program, _as_pair, _raise_bare  # pyright: ignore[reportPrivateUsage]
+from ..schema import json_schema_components
 from . import _client
 
 if TYPE_CHECKING:
@@ -195,23 +196,25 @@ class _Refused(Exception):
 def _fingerprint(model_type: object, message_type: object) -> str:
     """A digest of the Model and Message types, the same in every process that runs the same types.
 
-    Derived from msgspec's JSON schema of both, without titles, docstrings,
-    examples and defaults (which do not change what is stored, and a set
-    default is listed in an order that differs from process to process);
-    empty when msgspec cannot describe a type (then nothing is checked).
+    Derived from the JSON schema of both (set defaults in a stable order,
+    as agentfx's schemas have them: msgspec lists them in hash order, which
+    differs from process to process), without titles, docstrings and
+    examples, which do not change what is stored; defaults do (a Model that
+    omits them reads them back). Empty when msgspec cannot describe a type
+    (then nothing is checked).
 
     >>> _fingerprint(int, str) == _fingerprint(int, str) != _fingerprint(str, str)
     True
     """
     try:
-        schemas, components = msgspec.json.schema_components((cast("Any", model_type), cast("Any", message_type)))
+        schemas, components = json_schema_components((model_type, message_type))
     except (TypeError, ValueError):
         return ""
     described = msgspec.json.encode(_structure({"types": schemas, "$defs": components}), order="sorted")
     return hashlib.sha256(described).hexdigest()[:16]
 
 
-_NOT_STRUCTURE = frozenset(("title", "description", "examples", "default"))
+_NOT_STRUCTURE = frozenset(("title", "description", "examples"))
 """Schema keywords that say nothing of what a stored value holds."""
 
 _NAMING = frozenset(("properties", "$defs", "patternProperties", "dependentSchemas"))
