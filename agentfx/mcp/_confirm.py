@@ -62,6 +62,7 @@ __all__ = [
     "FIELD",
     "INVALID_STATE",
     "Approvals",
+    "LEDGER_CAPACITY",
     "Ledgers",
     "Plan",
     "bound",
@@ -81,6 +82,9 @@ INVALID_STATE = "Invalid or expired requestState"
 
 APPROVALS_CAPACITY = 10_000
 """How many redeemed confirmations one ledger (a server's, or a principal's in an HTTP app) remembers within their lifetime; beyond it a retry is refused."""
+
+LEDGER_CAPACITY = 1_000
+"""How many redeemed confirmations one principal's ledger remembers within their lifetime, in an HTTP app."""
 
 _STATE_VERSION = 1
 
@@ -248,26 +252,36 @@ class Ledgers:
 
     A principal's ledger outlives its server, so a state it redeemed is
     refused to the server made for it next; each principal has a ledger of
-    its own, so one principal filling its ledger refuses only its own
-    retries. A ledger is let go once no server holds it and it remembers
-    nothing (each of its states has expired): the ledgers kept are the
-    principals served now and those whose states are still in time.
+    its own (of ``capacity`` states), so one principal filling its ledger
+    refuses only its own retries. A ledger is let go once no server holds
+    it and it remembers nothing (each of its states has expired). At most
+    ``max_ledgers`` are kept: past that, a principal new to the app gets a
+    ledger that keeps nothing, which refuses its retries (a replay is never
+    let through), until others are let go.
 
-    >>> ledgers = Ledgers(ttl=60.0)
+    >>> ledgers = Ledgers(ttl=60.0, max_ledgers=2)
     >>> ann = ledgers.hold("ann")
     >>> ann is ledgers.hold("ann"), ann is ledgers.hold("bea")
     (True, False)
-    >>> ledgers.release("ann"); ledgers.release("ann"); ledgers.release("bea")
+    >>> ledgers.hold("cy").redeem(ledgers.hold("cy").mint("remove", {}, "Sure?"), "remove", {}) is None
+    True
+    >>> ledgers.release("ann"); ledgers.release("ann"); ledgers.release("bea"); ledgers.release("cy")
     >>> len(ledgers)
     0
     """
 
-    __slots__ = ("_capacity", "_clock", "_held", "_ledgers", "_ttl")
+    __slots__ = ("_capacity", "_clock", "_held", "_ledgers", "_max", "_ttl")
 
     def __init__(
-        self, *, ttl: float, capacity: int = APPROVALS_CAPACITY, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        ttl: float,
+        max_ledgers: int,
+        capacity: int = LEDGER_CAPACITY,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ttl = ttl
+        self._max = max_ledgers
         self._capacity = capacity
         self._clock = clock
         self._ledgers: dict[str, Approvals] = {}
@@ -281,6 +295,9 @@ class Ledgers:
         self._forget_idle()
         ledger = self._ledgers.get(principal)
         if ledger is None:
+            if len(self._ledgers) >= self._max:
+                _logger.warning("too many principals' confirmation ledgers are kept; this one's retries are refused")
+                return Approvals(ttl=self._ttl, capacity=0, clock=self._clock)
             ledger = self._ledgers[principal] = Approvals(ttl=self._ttl, capacity=self._capacity, clock=self._clock)
         self._held[principal] = self._held.get(principal, 0) + 1
         return ledger

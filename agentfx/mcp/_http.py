@@ -412,7 +412,9 @@ class HttpApp(Generic[P]):
         # is redeemed at most once in this process, a pending one survives its
         # principal's server going idle, and no principal can fill another's.
         self._request_state_security = _confirm.security(request_state_security)
-        self._approvals = _confirm.Ledgers(ttl=self._request_state_security.ttl)
+        # Room for every principal served at once and as many again whose
+        # servers ended while their states are still in time.
+        self._approvals = _confirm.Ledgers(ttl=self._request_state_security.ttl, max_ledgers=2 * MAX_PRINCIPALS)
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=list(tuple(allowed_hosts) or LOOPBACK_HOSTS),
@@ -1369,7 +1371,7 @@ def http_app(
             once in each process until it expires, a pending one outlives
             its principal's server (gone idle, say, while the person
             decides), and a principal that fills its ledger
-            (:data:`~agentfx.mcp._confirm.APPROVALS_CAPACITY` states in their
+            (:data:`~agentfx.mcp._confirm.LEDGER_CAPACITY` states in their
             lifetime) has only its own retries refused.
         name: The server name reported to clients.
         version: The server version reported to clients; agentfx's own by default.
