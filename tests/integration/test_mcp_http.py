@@ -699,9 +699,8 @@ def list_changes(messages: list[dict[str, Any]]) -> int:
     return sum(message.get("method") == "notifications/tools/list_changed" for message in messages)
 
 
-async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_listener() -> None:
-    # Sessions that nothing can tell of a change (no GET stream) do no work
-    # when the Model changes; those that can share one subscription.
+def recorded_app() -> tuple[RecordingHost[Model, Any, User], HttpApp[Any]]:
+    """An HTTP app whose every principal is served one runtime over a recording host the test drives."""
     recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
     runtime = agentfx.bind(definition, host=recording.host)
 
@@ -709,7 +708,13 @@ async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_l
     async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
         yield runtime
 
-    asgi = http_app(make_runtime)
+    return recording, http_app(make_runtime)
+
+
+async def test_an_idle_session_costs_the_model_nothing_and_a_listening_one_one_listener() -> None:
+    # Sessions that nothing can tell of a change (no GET stream) do no work
+    # when the Model changes; those that can share one subscription.
+    recording, asgi = recorded_app()
     async with in_process(asgi) as http:
         sessions = [await open_session(http, "http://127.0.0.1/mcp", "anyone") for _ in range(5)]
         await result(http, sessions[0], call(1, "add", {"title": "milk"}))

@@ -10,14 +10,12 @@ import anyio
 import httpx
 import pytest
 
-import agentfx
-from agentfx.mcp import HttpApp, http_app
+from agentfx.mcp import HttpApp
 from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
-from agentfx.runtime import AgentRuntime
 from agentfx.testing import RecordingHost
 from tests.http_support import open_session
-from tests.integration.test_mcp_http import LIST, get_stream, in_process, list_changes, result
-from tests.mcp_app import ADMIN, Model, User, definition
+from tests.integration.test_mcp_http import LIST, get_stream, in_process, list_changes, recorded_app, result
+from tests.mcp_app import Model, User
 
 pytestmark = pytest.mark.anyio
 
@@ -25,14 +23,7 @@ pytestmark = pytest.mark.anyio
 @asynccontextmanager
 async def one_session() -> AsyncGenerator[tuple[RecordingHost[Model, Any, User], HttpApp[Any], httpx.AsyncClient, str]]:
     """One 2025-11-25 session, in process, on a runtime whose Model the test sets; its GET stream closed."""
-    recording: RecordingHost[Model, Any, User] = RecordingHost(Model(), principal=ADMIN)
-    runtime = agentfx.bind(definition, host=recording.host)
-
-    @asynccontextmanager
-    async def make_runtime(_principal: object) -> AsyncGenerator[AgentRuntime[Model, User]]:
-        yield runtime
-
-    asgi = http_app(make_runtime)
+    recording, asgi = recorded_app()
     async with in_process(asgi) as http:
         yield recording, asgi, http, await open_session(http, "http://127.0.0.1/mcp", "anyone")
 
