@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -295,24 +295,35 @@ class Client:
         await self.watch.check(now)
 
 
-async def test_the_watcher_task_moves_to_another_host_when_its_own_leaves() -> None:
-    runtime = Runtime()
-    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
-    client = Client(runtime)
-    client.watch.listed(())
+@asynccontextmanager
+async def two_hosts(watcher: Watcher) -> AsyncGenerator[anyio.Event]:
+    """The watcher hosted twice, the oldest first; setting the event yielded ends the oldest host alone."""
 
     async def host(done: anyio.Event) -> None:
         async with watcher.hosting():
             await done.wait()
 
-    # The hosts end out of the order they came in: the oldest, whose task
-    # group runs the watcher's task, leaves while the other stays.
     oldest, other = anyio.Event(), anyio.Event()
     async with anyio.create_task_group() as group:
         group.start_soon(host, oldest)
         await anyio.wait_all_tasks_blocked()
         group.start_soon(host, other)
         await anyio.wait_all_tasks_blocked()
+        try:
+            yield oldest
+        finally:
+            oldest.set()
+            other.set()
+
+
+async def test_the_watcher_task_moves_to_another_host_when_its_own_leaves() -> None:
+    runtime = Runtime()
+    watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
+    client = Client(runtime)
+    client.watch.listed(())
+    # The hosts end out of the order they came in: the oldest, whose task
+    # group runs the watcher's task, leaves while the other stays.
+    async with two_hosts(watcher) as oldest:
         watcher.join(client)
         await anyio.wait_all_tasks_blocked()
         assert watcher.tasks == 1
@@ -326,7 +337,6 @@ async def test_the_watcher_task_moves_to_another_host_when_its_own_leaves() -> N
         assert (watcher.subscribed, runtime.listeners) == (False, [])
         await anyio.wait_all_tasks_blocked()
         assert watcher.tasks == 0
-        other.set()
 
 
 async def test_the_watcher_runs_only_while_a_host_is_lent_and_stops_with_the_last_one() -> None:
@@ -403,17 +413,7 @@ async def test_a_burst_waiting_for_a_busy_listener_is_told_after_its_host_goes()
     runtime = Runtime()
     watcher = Watcher(runtime.subscribe, lambda: runtime.names, lambda _uri: None, delay=0)
     blocked = Blocked()
-
-    async def host(done: anyio.Event) -> None:
-        async with watcher.hosting():
-            await done.wait()
-
-    oldest, other = anyio.Event(), anyio.Event()
-    async with anyio.create_task_group() as group:
-        group.start_soon(host, oldest)
-        await anyio.wait_all_tasks_blocked()
-        group.start_soon(host, other)
-        await anyio.wait_all_tasks_blocked()
+    async with two_hosts(watcher) as oldest:
         watcher.join(blocked)
         runtime.change(("a",))
         await anyio.wait_all_tasks_blocked()
@@ -431,7 +431,6 @@ async def test_a_burst_waiting_for_a_busy_listener_is_told_after_its_host_goes()
         watcher.leave(blocked)
         await anyio.wait_all_tasks_blocked()
         assert watcher.tasks == 0
-        other.set()
 
 
 async def test_a_subscription_the_host_refuses_is_logged_and_holds_nothing(caplog: pytest.LogCaptureFixture) -> None:
