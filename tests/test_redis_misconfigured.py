@@ -273,21 +273,29 @@ async def test_a_fingerprint_stored_while_this_process_writes_stops_its_writes_i
     assert any("another fingerprint was stored while this process wrote" in r.getMessage() for r in caplog.records)
 
 
-def test_the_fingerprint_is_the_same_in_another_process_and_follows_only_what_is_stored() -> None:
+def _fingerprints_elsewhere(module: str, model: str, seeds: tuple[str, ...]) -> set[str]:
+    """The fingerprint of ``module.model`` with the test Messages, as processes with these hash seeds compute it."""
     code = (
         "from agentfx.redis._program import _fingerprint\n"
-        "from tests.redis_app import Message, Model\n"
-        "print(_fingerprint(Model, Message))\n"
+        "from tests.redis_app import Message\n"
+        f"from {module} import {model}\n"
+        f"print(_fingerprint({model}, Message))\n"
     )
-    other = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONHASHSEED": "12345"},
-        timeout=60,
-    )
-    assert other.stdout.strip() == _fingerprint(Model, Message) != ""
+    return {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            timeout=60,
+        ).stdout.strip()
+        for seed in seeds
+    }
+
+
+def test_the_fingerprint_is_the_same_in_another_process_and_follows_only_what_is_stored() -> None:
+    assert _fingerprints_elsewhere("tests.redis_app", "Model", ("12345",)) == {_fingerprint(Model, Message)} != {""}
 
     class Model2(msgspec.Struct, frozen=True):
         """Another docstring, the same fields."""
@@ -470,23 +478,7 @@ class Retagged(msgspec.Struct, frozen=True):
 
 
 def test_a_set_default_listed_in_another_order_in_another_process_is_the_same_fingerprint() -> None:
-    code = (
-        "from agentfx.redis._program import _fingerprint\n"
-        "from tests.redis_app import Message\n"
-        "from tests.test_redis_misconfigured import Tagged\n"
-        "print(_fingerprint(Tagged, Message))\n"
-    )
-    seen = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            timeout=60,
-        ).stdout.strip()
-        for seed in ("1", "2", "3", "4")
-    }
+    seen = _fingerprints_elsewhere("tests.test_redis_misconfigured", "Tagged", ("1", "2", "3", "4"))
     assert seen == {_fingerprint(Tagged, Message)}
     assert _fingerprint(Tagged, Message) != _fingerprint(Untagged, Message)
     Retagged.__name__ = Retagged.__qualname__ = "Tagged"
