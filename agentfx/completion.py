@@ -24,7 +24,7 @@ import msgspec
 # ``TypeVar(default=...)`` (PEP 696) is in ``typing`` from Python 3.13 only.
 from typing_extensions import TypeVar
 
-from .errors import ContractError
+from .errors import ContractError, kind_of
 from .host import Unsubscribe
 from .invocation import Invocation
 
@@ -71,18 +71,13 @@ def _seconds(timeout: float | timedelta) -> float:
     else:
         raise ContractError(
             "A completion timeout must be seconds (a real number: an int or a float) or a datetime.timedelta; "
-            f"it is {_kind(value)}"
+            f"it is {kind_of(value)}"
         )
     # Waiting always has a deadline: an infinite (or NaN) one would be none at all.
     if not 0 < seconds < math.inf:
         shown = f"{seconds:g}s" if math.isfinite(seconds) else f"{seconds:g}"
         raise ContractError(f"A completion timeout must be a positive, finite duration, got {shown}")
     return seconds
-
-
-def _kind(value: object) -> str:
-    name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class CallInfo(msgspec.Struct, Generic[Sent], frozen=True):
@@ -248,7 +243,7 @@ def _check_pair(correlate_key: object) -> None:
     it = (
         f"a tuple of {len(cast('tuple[object, ...]', correlate_key))}"
         if isinstance(correlate_key, tuple)
-        else _kind(correlate_key)
+        else kind_of(correlate_key)
     )
     raise ContractError(
         f'A completion\'s "correlate_key" must be a pair (request_key, result_key); it is {it}. '

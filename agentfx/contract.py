@@ -24,7 +24,7 @@ import msgspec
 
 from .completion import Completion, Source, StateCompletion, asynchronous
 from .confirm import Confirm
-from .errors import ContractError, Refusal
+from .errors import ContractError, Refusal, kind_of
 from .hints import Hints
 from .invocation import Invocation
 from .naming import check_name, default_name, message_tag
@@ -329,7 +329,7 @@ def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, 
     """
     wanted = _COUNTS[len(takes)] + (f" ({', '.join(takes)})" if takes else "")
     if not callable(hook):
-        raise ContractError(f'{where}: "{role}" must be a function taking {wanted}; it is {_kind(hook)}')
+        raise ContractError(f'{where}: "{role}" must be a function taking {wanted}; it is {kind_of(hook)}')
     why = asynchronous(hook) if synchronous else None
     if why is not None:
         raise ContractError(f'{where}: "{role}" must answer synchronously; {why}')
@@ -343,11 +343,6 @@ def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, 
         signature.bind(*takes)
     except TypeError:
         raise ContractError(f'{where}: "{role}" must take {wanted}; it takes {_parameters(signature)}') from None
-
-
-def _kind(value: object) -> str:
-    name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _parameters(signature: inspect.Signature) -> str:

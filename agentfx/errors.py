@@ -100,6 +100,16 @@ def encodable(text: str) -> str:
     return text
 
 
+def kind_of(value: object) -> str:
+    """What a value is, as a definition-time message names it: its type, with its article.
+
+    >>> kind_of(True), kind_of("10"), kind_of(object())
+    ('a bool', 'a str', 'an object')
+    """
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def shown(value: object) -> str:
     """A non-string name, as a failure names it: its ``repr``, bounded; its type when ``repr`` raises.
 
