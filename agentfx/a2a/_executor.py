@@ -53,6 +53,7 @@ from ..invocation import AbortController, Invocation
 from ..pipeline import DispatchResult
 from ..runtime import AgentRuntime
 from ..tools import ToolReply, defect_reply, reply
+from ._store import FINISHED
 
 __all__ = [
     "MAX_CONFIRM_REASKS",
@@ -100,17 +101,11 @@ Its call is still running, or another answer to it is being handled: the
 follow-up dispatches nothing and changes nothing.
 """
 
-_TERMINAL = (
-    TaskState.TASK_STATE_COMPLETED,
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_CANCELED,
-    TaskState.TASK_STATE_REJECTED,
-)
 
 
 def terminal_refusal(task: Task) -> UnsupportedOperationError | None:
     """The SDK's own refusal of a message to ``task`` if it has finished, in the SDK's words; else ``None``."""
-    if task.status.state not in _TERMINAL:
+    if task.status.state not in FINISHED:
         return None
     return UnsupportedOperationError(message=f"Task {task.id} is in terminal state: {TaskState.Name(task.status.state)}")
 

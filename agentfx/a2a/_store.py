@@ -63,6 +63,7 @@ from ..errors import ContractError
 
 __all__ = [
     "AT_CAPACITY",
+    "FINISHED",
     "MAX_LIVE_TASKS_PER_OWNER",
     "MAX_TASKS",
     "MAX_TASK_BYTES",
@@ -131,7 +132,7 @@ is taken back at the next admission or save, before the owner's bound is
 read, and whenever room is needed.
 """
 
-_FINISHED: Final = frozenset(
+FINISHED: Final = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
         TaskState.TASK_STATE_FAILED,
@@ -139,6 +140,8 @@ _FINISHED: Final = frozenset(
         TaskState.TASK_STATE_REJECTED,
     }
 )
+"""The states a task never leaves: the store keeps it as finished, and the executor takes no answer to it."""
+
 _WAITING: Final = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 
 # The wrapped store scopes by the owner this store resolved, carried in a
@@ -541,9 +544,9 @@ class BoundedTaskStore(TaskStore):
             gone = self._outlived(now)
             state = task.status.state
             try:
-                if not known and state not in _FINISHED and self._at_owner_bound(owner):
+                if not known and state not in FINISHED and self._at_owner_bound(owner):
                     raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
-                if state in _FINISHED:
+                if state in FINISHED:
                     self._finished[key] = now
                 elif state in _WAITING:
                     self._waiting[key] = now
