@@ -247,21 +247,19 @@ class _Unanswered:
     An answer or cancellation naming no request waiting here changes nothing.
     """
 
-    __slots__ = ("_count", "_ids", "_limit", "_room")
+    __slots__ = ("_ids", "_limit", "_room")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._ids: Counter[types.RequestId] = Counter()
-        self._count = 0
         self._room = anyio.Event()
 
     async def admit(self, request_id: types.RequestId) -> None:
-        while self._count >= self._limit:
+        while self._ids.total() >= self._limit:
             # One waiter, the reader: a fresh event for each wait.
             self._room = anyio.Event()
             await self._room.wait()
         self._ids[request_id] += 1
-        self._count += 1
 
     def answered(self, request_id: types.RequestId) -> None:
         left = self._ids.get(request_id)
@@ -271,7 +269,6 @@ class _Unanswered:
             del self._ids[request_id]
         else:
             self._ids[request_id] = left - 1
-        self._count -= 1
         self._room.set()
 
 
