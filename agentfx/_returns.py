@@ -5,20 +5,25 @@ emulation (``KindN``) that pyright reads as partially unknown even when every
 step carries the full error union and environment type; this wrapper states
 the precise signature once. :func:`as_result` is the public bridge from an
 awaited dispatch (an ``IOResult``) to a ``Result`` a ``match`` can check for
-exhaustiveness. This module knows nothing of dispatch itself.
+exhaustiveness. :func:`success`, :func:`failure` and :func:`future_result` build those
+containers as their constructors do, without the constructors' Python frames. This module knows nothing of
+dispatch itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from returns.context import RequiresContextFutureResult
-from returns.io import IO, IOResult
+from returns.future import FutureResult
+from returns.io import IO, IOResult, IOSuccess
+from returns.primitives.container import BaseContainer
+from returns.primitives.reawaitable import ReAwaitable
 from returns.result import Failure, Result, Success
 from returns.unsafe import unsafe_perform_io
 
-__all__ = ["as_result", "bind"]
+__all__ = ["as_result", "bind", "failure", "future_result", "success"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -32,6 +37,116 @@ def bind(
 ) -> RequiresContextFutureResult[U, E, Env]:
     """``step.bind(function)``, typed."""
     return step.bind(function)  # pyright: ignore[reportUnknownMemberType]
+
+
+# --- two containers built without their constructors' frames ---------------------------------
+#
+# ``Success(value)`` runs two Python ``__init__`` frames, ``Failure(error)`` two and its
+# trace hook, ``FutureResult(awaitable)`` three (with its ``ReAwaitable``), to store one
+# value in the one slot every returns container has: 0.29, 0.38 and 0.36 µs, each as
+# much as a pipeline step, and a dispatch through a ``FutureResult`` pays two of them. Setting the slot directly builds the same
+# container in a third of the time. Whether it does is checked once, at import,
+# against the constructors themselves; a returns release that stores its value
+# elsewhere gets the constructors.
+
+_new: Callable[[type[object]], Any] = object.__new__
+_slot: object = getattr(BaseContainer, "_inner_value", None)
+
+
+def _no_slot(container: object, value: object) -> None:  # pragma: no cover - never chosen, see below
+    raise TypeError("this returns release keeps a container's value elsewhere")
+
+
+_set_inner: Callable[[object, object], None] = getattr(_slot, "__set__", None) or _no_slot
+_trace_slot: object = getattr(Result, "_trace", None)
+_set_trace: Callable[[object, object], None] = getattr(_trace_slot, "__set__", None) or _no_slot
+
+
+def _fast_success(value: T) -> Success[T]:
+    """``Success(value)``, built as its constructor builds it.
+
+    >>> success(3) == Success(3), type(success(3)).__name__
+    (True, 'Success')
+    """
+    # No cast() here or below: it is a call, and these exist to save calls.
+    made: Success[T] = _new(Success)
+    _set_inner(made, value)
+    return made
+
+
+def _fast_failure(error: E) -> Failure[E]:
+    """``Failure(error)``, built as its constructor builds it, its trace hook included.
+
+    >>> failure("no") == Failure("no"), type(failure("no")).__name__
+    (True, 'Failure')
+    """
+    made: Failure[E] = _new(Failure)
+    _set_inner(made, error)
+    # Called from here, as from Failure.__init__, one frame below the caller:
+    # returns' collect_traces records the same stack either way.
+    _set_trace(made, made._get_trace())  # pyright: ignore[reportPrivateUsage]
+    return made
+
+
+def _fast_future_result(awaitable: Awaitable[Result[T, E]]) -> FutureResult[T, E]:
+    """``FutureResult(awaitable)``, built as its constructor builds it: nothing runs until it is awaited."""
+    made: FutureResult[T, E] = _new(FutureResult)
+    _set_inner(made, ReAwaitable(awaitable))
+    return made
+
+
+def _plain_success(value: T) -> Success[T]:
+    return Success(value)
+
+
+def _plain_failure(error: E) -> Failure[E]:
+    return Failure(error)
+
+
+def _plain_future_result(awaitable: Awaitable[Result[T, E]]) -> FutureResult[T, E]:
+    return FutureResult(awaitable)
+
+
+async def _one() -> Result[int, object]:
+    return Success(1)
+
+
+def _builds_containers() -> bool:
+    if _slot is None or _trace_slot is None:
+        return False
+    try:
+        made = _fast_success(3)
+        if not (type(made) is Success and made == Success(3) and repr(made) == repr(Success(3))):
+            return False
+        failed = _fast_failure(3)
+        if not (type(failed) is Failure and failed == Failure(3) and failed.trace == Failure(3).trace):
+            return False
+        future = _fast_future_result(_one())
+        if type(future) is not FutureResult:  # pragma: no cover - guarded by type() above
+            return False
+        # Run to its end by hand: nothing in it suspends, and no event loop runs at import.
+        running = future.awaitable()
+        try:
+            running.send(None)
+        except StopIteration as done:
+            return bool(done.value == IOSuccess(1))
+        running.close()  # pragma: no cover - it never suspends
+        return False  # pragma: no cover
+    except Exception:  # pragma: no cover - only with a returns release that differs
+        return False
+
+
+if _builds_containers():
+    success = _fast_success
+    """``Success(value)``: the same container, about 0.1 µs where the constructor takes 0.3."""
+    failure = _fast_failure
+    """``Failure(error)``: the same container, about 0.13 µs where the constructor takes 0.38."""
+    future_result = _fast_future_result
+    """``FutureResult(awaitable)``: the same container, about 0.2 µs where the constructor takes 0.36."""
+else:  # pragma: no cover - only with a returns release that stores its value elsewhere
+    success = _plain_success
+    failure = _plain_failure
+    future_result = _plain_future_result
 
 
 def as_result(outcome: IOResult[T, E] | Result[T, E]) -> Success[T] | Failure[E]:

@@ -1,4 +1,4 @@
-"""``agentfx.as_result``: the typed, public way to consume an awaited dispatch."""
+"""``agentfx.as_result``, the typed, public way to consume an awaited dispatch, and the containers a dispatch is answered in."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ from collections.abc import Generator
 from typing import Any, assert_type
 
 import pytest
+from returns.future import FutureResult
 from returns.io import IOFailure, IOResult, IOSuccess
+from returns.primitives.tracing import collect_traces
 from returns.result import Failure, Result, Success
 
 import agentfx
+from agentfx import _returns
 from agentfx.pipeline import DispatchResult
 from tests.support import AppAgent, RequestedCreateTodo, User, recorder
 
@@ -74,3 +77,58 @@ def test_anything_else_is_a_type_error(value: object, message: str) -> None:
     untyped: Any = value
     with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
         agentfx.as_result(untyped)
+
+
+# --- the containers the runtime builds without their constructors ----------------------------
+
+
+def test_the_containers_are_the_ones_their_constructors_build() -> None:
+    assert _returns.success is _returns._fast_success  # pyright: ignore[reportPrivateUsage]
+    made = _returns.success([1])
+    assert type(made) is Success
+    assert made == Success([1])
+    assert made.map(len) == Success(1)
+    assert repr(made) == "<Success: [1]>"
+    refused = _returns.failure("no")
+    assert type(refused) is Failure
+    assert refused == Failure("no")
+    assert refused.failure() == "no"
+    assert refused.trace is None
+    assert hash(_returns.success(1)) == hash(Success(1))
+
+
+def test_a_failure_records_the_same_trace_as_its_constructor() -> None:
+    # returns' collect_traces skips the frames of the constructor: the helper must sit at the same depth.
+    with collect_traces():
+        built = _returns.failure("no")
+        constructed = Failure("no")
+    assert built.trace is not None
+    assert constructed.trace is not None
+    assert [(f.function, f.filename) for f in built.trace] == [(f.function, f.filename) for f in constructed.trace]
+    assert built.trace[0].function == "test_a_failure_records_the_same_trace_as_its_constructor"
+
+
+@pytest.mark.anyio
+async def test_a_future_result_runs_nothing_until_awaited_and_can_be_awaited_again() -> None:
+    ran: list[int] = []
+
+    async def work() -> Result[int, str]:
+        ran.append(1)
+        return Success(len(ran))
+
+    future = _returns.future_result(work())
+    assert type(future) is FutureResult
+    assert ran == []
+    assert await future == IOSuccess(1)
+    assert await future == IOSuccess(1)
+    assert await future.map(lambda n: n + 1) == IOSuccess(2)
+    assert ran == [1]
+
+
+def test_a_returns_that_stores_its_value_elsewhere_gets_the_constructors(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The import-time check refuses containers that differ from what the constructors build.
+    assert _returns._builds_containers()  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(_returns, "_set_inner", lambda container, value: None)
+    assert not _returns._builds_containers()  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(_returns, "_slot", None)
+    assert not _returns._builds_containers()  # pyright: ignore[reportPrivateUsage]
