@@ -42,7 +42,10 @@ def active_tracer() -> Any:
     # the process environment on every call while none is set, which would put an
     # environment lookup on every dispatch with tracing off.
     # A release without that private slot falls back to the public call.
-    provider = getattr(_trace, "_TRACER_PROVIDER", _UNKNOWN)
+    try:
+        provider = _trace._TRACER_PROVIDER  # pyright: ignore[reportPrivateUsage]
+    except AttributeError:
+        provider = _UNKNOWN
     if provider is None and not _environment_provider_usable:
         return None  # the common case, tracing off, first
     if provider is _UNKNOWN or provider is None:

@@ -19,7 +19,8 @@ audit, tracing or transports: the runtime wraps it, adapters call the runtime.
 from __future__ import annotations
 
 from inspect import isawaitable
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from types import CoroutineType
 from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import anyio
@@ -215,41 +216,27 @@ class Bound(Generic[M, P]):
         return refusal
 
 
-class InvocationEnv(Generic[M, P]):
+class InvocationEnv(msgspec.Struct, Generic[M, P]):
     """One invocation's environment: its request, and the Model snapshot once step 3 took it.
 
     ``model`` is read from the host exactly once, at step 3; every later step
     reads this snapshot, so a Model change while ``authorize`` is pending does
-    not retarget the invocation. The remaining slots record progress, which the
+    not retarget the invocation. The remaining fields record progress, which the
     runtime's audit and tracing read whichever way the steps ran: ``confirmed``
     is set when step 7 let the call through on a person's approval.
     """
 
-    __slots__ = (
-        "bound",
-        "capability",
-        "confirmed",
-        "invocation",
-        "model",
-        "payload",
-        "principal",
-        "principal_resolved",
-        "stage",
-        "target",
-    )
-
-    def __init__(self, bound: Bound[M, P], target: object, payload: object, invocation: Invocation) -> None:
-        self.bound = bound
-        self.target = target
-        self.payload = payload
-        self.invocation = invocation
-        self.capability: Capability[M, P] | None = None
-        # Set at steps 3 and 6, before any step reads them.
-        self.model: M = cast("M", None)
-        self.principal: P = cast("P", None)
-        self.principal_resolved = False
-        self.confirmed: bool = False
-        self.stage = NOT_SENT
+    bound: Bound[M, P]
+    target: object
+    payload: object
+    invocation: Invocation
+    capability: Any = None
+    # Set at steps 3 and 6, before any step reads them.
+    model: M = cast("M", None)
+    principal: P = cast("P", None)
+    principal_resolved: bool = False
+    confirmed: bool = False
+    stage: int = NOT_SENT
 
 
 Env: TypeAlias = InvocationEnv[Any, Any]
@@ -661,7 +648,7 @@ def decode(capability: Capability[Any, Any]) -> Step[Decoded]:
 
     def run(env: Env) -> FutureResult[Decoded, DispatchError]:
         decoded = decode_step(env, capability)
-        if isinstance(decoded, AgentInvalidInputError):
+        if type(decoded) is AgentInvalidInputError:
             return FutureResult.from_failure(decoded)
         return FutureResult.from_value(Decoded(capability, decoded))
 
@@ -736,16 +723,21 @@ def _future(refusal: DispatchError | None, value: T) -> FutureResult[T, Dispatch
     return FutureResult.from_value(value) if refusal is None else FutureResult.from_failure(refusal)
 
 
-async def run_direct(env: Env) -> DispatchResult | DispatchError:
-    """The same steps, in the same order, called directly: the runtime's fast path."""
+def run_direct(env: Env) -> DispatchResult | DispatchError | Coroutine[Any, Any, DispatchResult | DispatchError]:
+    """The same steps, in the same order, called directly: the runtime's fast path.
+
+    A plain function for as long as nothing must be awaited: it answers a call
+    whose ``authorize`` and host answer synchronously (and that waits for no
+    completion) with the outcome itself, and any other call with the coroutine
+    that runs the rest, which the caller awaits.
+    """
     capability = resolve_step(env)
     if not isinstance(capability, Capability):
         return capability
     # The guards below only skip calling a step that has nothing to do (no
     # signal, no ``available``); each step's logic stays in its function.
-    signal = env.invocation.signal
     refusal: DispatchError | None
-    if signal is not None:
+    if env.invocation.signal is not None:
         refusal = aborted_step(env, capability)
         if refusal is not None:
             return refusal
@@ -755,7 +747,9 @@ async def run_direct(env: Env) -> DispatchResult | DispatchError:
         if refusal is not None:
             return refusal
     value = decode_step(env, capability)
-    if isinstance(value, AgentInvalidInputError):
+    # The exact class decode_step refuses with: an isinstance against a Struct
+    # class that fails walks its MRO, several times the cost of this check.
+    if type(value) is AgentInvalidInputError:
         return value
     principal_step(env)
     # No Decoded or Prepared values here: the composition needs them to carry
@@ -764,10 +758,29 @@ async def run_direct(env: Env) -> DispatchResult | DispatchError:
         # authorize_step's halves, so a synchronous authorize costs no coroutine.
         begun = authorize_begin(env, capability, value)
         if begun is not None:
-            refusal = begun if is_failure(begun) else await authorize_finish(env, capability, begun)
-            if refusal is not None:
-                return refusal
-    if signal is not None:
+            if is_failure(begun):
+                return begun
+            return _authorized_later(env, capability, value, begun)
+    return _run_rest(env, capability, value)
+
+
+async def _authorized_later(
+    env: Env, capability: Capability[Any, Any], value: Any, begun: Awaitable[object] | Confirm
+) -> DispatchResult | DispatchError:
+    refusal = await authorize_finish(env, capability, begun)
+    if refusal is not None:
+        return refusal
+    rest = _run_rest(env, capability, value)
+    if type(rest) is CoroutineType:
+        return await cast("Coroutine[Any, Any, DispatchResult | DispatchError]", rest)
+    return cast("DispatchResult | DispatchError", rest)
+
+
+def _run_rest(
+    env: Env, capability: Capability[Any, Any], value: Any
+) -> DispatchResult | DispatchError | Coroutine[Any, Any, DispatchResult | DispatchError]:
+    """Steps 8–12 of :func:`run_direct`, once the call is authorized."""
+    if env.invocation.signal is not None:
         refusal = aborted_step(env, capability)
         if refusal is not None:
             return refusal
@@ -777,6 +790,5 @@ async def run_direct(env: Env) -> DispatchResult | DispatchError:
         sent = send_begin(env, capability, message)
         if type(sent) is DispatchResult:
             return sent
-        return await send_wait(env, capability, message, cast("Awaitable[object]", sent))
-    return await send_step(env, Prepared(capability, value, message))
-
+        return send_wait(env, capability, message, cast("Awaitable[object]", sent))
+    return send_step(env, Prepared(capability, value, message))

@@ -12,15 +12,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from inspect import isawaitable
-from typing import Any, Generic, TypeVar, cast
+from types import CoroutineType
+from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from returns.future import FutureResult
 from returns.io import IOSuccess
 from returns.result import Failure, Result, Success
 from returns.unsafe import unsafe_perform_io
 
+from ._returns import failure, future_result, success
 from ._tracing import active_tracer
 from .audit import AuditRecord, AuditSink, safe_record
 from .completion import Completion, StateCompletion, truth
@@ -48,6 +50,16 @@ P = TypeVar("P")
 _DECISIONS = ("refused", "unknown", "dispatched")  # indexed by the pipeline's stage
 
 _logger = logging.getLogger("agentfx.runtime")
+
+Outcome: TypeAlias = "DispatchResult | DispatchError"
+Later: TypeAlias = "Coroutine[Any, Any, Outcome]"
+Runner: TypeAlias = "Callable[[InvocationEnv[Any, Any]], Outcome | Later]"
+"""A way of running the pipeline: the outcome now, or the coroutine that gives it."""
+
+_COROUTINE: Any = CoroutineType
+"""What a runner hands back when the call must wait. Typed ``Any``: a check against
+``CoroutineType`` itself would narrow an outcome typed ``Any`` to a coroutine of
+unknown result, and ``cast()``, which would say otherwise, is a call on every dispatch."""
 
 
 def _check_host(definition: Definition[Any, Any], host: Host[Any, Any, Any]) -> None:
@@ -163,7 +175,7 @@ class Messages(Generic[M, P]):
         >>> sent, outcome.map(lambda result: result.tag)
         ([Ping()], <IOResult: <Success: Ping>>)
         """
-        return FutureResult(self._executor.run(target, payload, invocation, run_direct, on_dispatched))
+        return future_result(self._executor.run(target, payload, invocation, run_direct, on_dispatched))
 
     def dispatch_unknown(
         self,
@@ -181,7 +193,7 @@ class Messages(Generic[M, P]):
         client the work is under way. Never called for a refusal or when the
         host raised; an exception it raises is logged and ignored.
         """
-        return FutureResult(self._executor.run(_wire_name(name), payload, invocation, run_direct, on_dispatched))
+        return future_result(self._executor.run(_wire_name(name), payload, invocation, run_direct, on_dispatched))
 
     def attempt(
         self,
@@ -212,14 +224,19 @@ class Messages(Generic[M, P]):
         >>> anyio.run(main)
         ('Ping', 'No such capability: pong')
         """
-        return self._executor.execute(_wire_name(name), payload, invocation, run_direct, on_dispatched)
+        return self._executor.later(_wire_name(name), payload, invocation, run_direct, on_dispatched)
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
         """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""
-        outcome = await self._executor.execute(target, payload, invocation, run_direct)
+        # Any, not the union: cast() is a call, and this path counts calls.
+        outcome: Any = self._executor.execute(target, payload, invocation, run_direct)
         if type(outcome) is DispatchResult:
             return outcome
-        raise DispatchFailed(cast("DispatchError", outcome))
+        if type(outcome) is _COROUTINE:
+            outcome = await outcome
+            if type(outcome) is DispatchResult:
+                return outcome
+        raise DispatchFailed(outcome)
 
     def list(self) -> list[MessageDescriptor]:
         """Every capability of the contract, in declaration order. Never reads the Model.
@@ -313,10 +330,13 @@ class AgentRuntime(Generic[M, P]):
 class _Executor:
     """Runs one invocation of the pipeline with the runtime's audit and tracing around it."""
 
-    __slots__ = ("audit", "bound", "tracer", "who_tried")
+    __slots__ = ("audit", "bound", "container_of", "tracer", "who_tried")
 
     def __init__(self, bound: Bound[Any, Any], audit: AuditSink | None, tracer: object | None) -> None:
         self.bound = bound
+        # The container of a refusal built at bind, by the refusal's identity
+        # (the table grows as refusals are kept, and is shared, never copied).
+        self.container_of = bound.refused.get
         self.audit = audit
         self.tracer: Any = tracer
         # Resolve the principal of a refusal for its record only when the sink
@@ -330,29 +350,48 @@ class _Executor:
         target: object,
         payload: object,
         invocation: Invocation | None,
-        runner: Callable[[InvocationEnv[Any, Any]], Any],
+        runner: Runner,
         on_dispatched: Callable[[], None] | None = None,
     ) -> Result[DispatchResult, DispatchError]:
-        outcome = await self.execute(target, payload, invocation, runner, on_dispatched)
+        outcome: Any = self.execute(target, payload, invocation, runner, on_dispatched)
         if type(outcome) is DispatchResult:
-            return Success(outcome)
+            return success(outcome)
+        if type(outcome) is _COROUTINE:
+            outcome = await outcome
+            if type(outcome) is DispatchResult:
+                return success(outcome)
         # A refusal built at bind comes with its container (held as long as it is).
-        failed = self.bound.refused.get(id(outcome))
-        return Failure(cast("DispatchError", outcome)) if failed is None else failed
+        failed = self.container_of(id(outcome))
+        return failure(outcome) if failed is None else failed
+
+    async def later(
+        self,
+        target: object,
+        payload: object,
+        invocation: Invocation | None,
+        runner: Runner,
+        on_dispatched: Callable[[], None] | None = None,
+    ) -> Outcome:
+        """:meth:`execute` as one coroutine: nothing runs until it is awaited."""
+        outcome: Any = self.execute(target, payload, invocation, runner, on_dispatched)
+        return await outcome if type(outcome) is _COROUTINE else outcome
 
     def execute(
         self,
         target: object,
         payload: object,
         invocation: Invocation | None,
-        runner: Callable[[InvocationEnv[Any, Any]], Any],
+        runner: Runner,
         on_dispatched: Callable[[], None] | None = None,
-    ) -> Awaitable[DispatchResult | DispatchError]:
-        """One invocation, audited and traced as configured: await it for the outcome, unwrapped.
+    ) -> Outcome | Later:
+        """One invocation, audited and traced as configured: the outcome, or the coroutine to await for it.
 
-        Not a coroutine itself: it hands back the runner's (or the audit's, or
-        the span's), so a dispatch suspends one frame fewer, in time and in the
-        memory a pending completion holds.
+        Not a coroutine itself, so a call that nothing suspends costs no
+        coroutine of its own here or in :func:`~agentfx.pipeline.run_direct`;
+        one that must wait hands back the runner's coroutine (or the audit's,
+        or the span's), one frame fewer, in time and in the memory a pending
+        completion holds. It runs the pipeline at once: every public entry
+        point calls it from inside its own coroutine.
         """
         invocation = Invocation(new_invocation_id()) if invocation is None else invocation.filled()
         bound = self.bound if on_dispatched is None else _watched(self.bound, on_dispatched)
@@ -364,18 +403,18 @@ class _Executor:
             return self.audited(env, runner)
         return runner(env)
 
-    async def audited(self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any]) -> Any:
+    async def audited(self, env: InvocationEnv[Any, Any], runner: Runner) -> Outcome:
         try:
-            outcome = await runner(env)
+            outcome: Any = runner(env)
+            if type(outcome) is _COROUTINE:
+                outcome = await outcome
         except BaseException as exc:
             self.record(env, _raised_label(exc))
             raise
         self.record(env, _outcome_label(outcome), outcome)
         return outcome
 
-    async def traced(
-        self, env: InvocationEnv[Any, Any], runner: Callable[[InvocationEnv[Any, Any]], Any], tracer: Any
-    ) -> Any:
+    async def traced(self, env: InvocationEnv[Any, Any], runner: Runner, tracer: Any) -> Outcome:
         invocation = env.invocation
         with tracer.start_as_current_span("Agent.dispatch", record_exception=False, set_status_on_exception=False) as span:
             span.set_attribute("agent.transport", invocation.transport)
@@ -383,7 +422,12 @@ class _Executor:
             span.set_attribute("gen_ai.operation.name", "execute_tool")
             span.set_attribute("gen_ai.tool.call.id", invocation.id)
             try:
-                outcome = await self.audited(env, runner) if self.audit is not None else await runner(env)
+                if self.audit is not None:
+                    outcome: Any = await self.audited(env, runner)
+                else:
+                    outcome = runner(env)
+                    if type(outcome) is _COROUTINE:
+                        outcome = await outcome
             except BaseException as exc:
                 _name_span(span, env)
                 span.set_attribute("error.type", _raised_label(exc))

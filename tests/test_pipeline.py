@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -755,3 +756,48 @@ def test_bound_indexes_capabilities_by_name_and_class() -> None:
     assert bound.by_name["delete_selected_todo"] is bound.by_class[RequestedDeleteTodo]
     assert set(bound.by_name) == {"requested_create_todo", "delete_selected_todo", "rename_todo", "cleared_selection"}
 
+
+
+# The direct run: the outcome at once when nothing suspends, else the coroutine for the rest
+
+
+@pytest.mark.anyio
+async def test_the_direct_run_answers_a_call_nothing_suspends_with_its_outcome_itself() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    done = pipeline.run_direct(_env(runtime, RequestedCreateTodo, {"title": "Milk"}))
+    assert type(done) is DispatchResult
+    assert rec.dispatched == [RequestedCreateTodo(title="Milk")]
+    refused = pipeline.run_direct(_env(runtime, RequestedCreateTodo, {"title": 3}))
+    assert type(refused) is agentfx.AgentInvalidInputError
+    assert rec.dispatched == [RequestedCreateTodo(title="Milk")]
+
+
+@pytest.mark.anyio
+async def test_the_direct_run_hands_back_the_rest_of_a_call_that_must_wait() -> None:
+    # An async host: the Message is handed over synchronously, its dispatch awaited in the coroutine.
+    rec = recorder(async_dispatch=True)
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    later = pipeline.run_direct(_env(runtime, RequestedCreateTodo, {"title": "Milk"}))
+    assert inspect.iscoroutine(later)
+    done = await later
+    assert type(done) is DispatchResult and done.message == RequestedCreateTodo(title="Milk")
+    # A completion (delete waits for TodoDeleted): the wait is the coroutine's.
+    waiting = pipeline.run_direct(_env(runtime, RequestedDeleteTodo, {}))
+    assert inspect.iscoroutine(waiting)
+    finished = await waiting
+    assert type(finished) is DispatchResult and finished.completion is not None
+
+
+@pytest.mark.anyio
+async def test_no_entry_point_runs_the_pipeline_before_it_is_awaited() -> None:
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host)
+    dispatching = runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"})
+    attempting = runtime.messages.attempt("requested_create_todo", {"title": "b"})
+    calling = runtime.messages.call(RequestedCreateTodo, {"title": "c"})
+    assert rec.dispatched == [] and rec.model_reads == 0
+    assert isinstance(await dispatching, IOSuccess)
+    assert type(await attempting) is DispatchResult
+    assert (await calling).message == RequestedCreateTodo(title="c")
+    assert rec.dispatched == [RequestedCreateTodo(title=t) for t in "abc"]
