@@ -1,5 +1,8 @@
 """``agentfx.as_result``, the typed, public way to consume an awaited dispatch, and the containers a dispatch is answered in."""
 
+# pyright: reportPrivateUsage=false
+# (the containers' tests look at the bridge's internals on purpose)
+
 from __future__ import annotations
 
 import re
@@ -83,7 +86,7 @@ def test_anything_else_is_a_type_error(value: object, message: str) -> None:
 
 
 def test_the_containers_are_the_ones_their_constructors_build() -> None:
-    assert _returns.success is _returns._fast_success  # pyright: ignore[reportPrivateUsage]
+    assert _returns.success is _returns._fast_success
     made = _returns.success([1])
     assert type(made) is Success
     assert made == Success([1])
@@ -127,8 +130,11 @@ async def test_a_future_result_runs_nothing_until_awaited_and_can_be_awaited_aga
 
 def test_a_returns_that_stores_its_value_elsewhere_gets_the_constructors(monkeypatch: pytest.MonkeyPatch) -> None:
     # The import-time check refuses containers that differ from what the constructors build.
-    assert _returns._builds_containers()  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(_returns, "_set_inner", lambda container, value: None)
-    assert not _returns._builds_containers()  # pyright: ignore[reportPrivateUsage]
+    assert _returns._builds_containers()
+    def stores_nothing(container: object, value: object) -> None:
+        return None
+
+    monkeypatch.setattr(_returns, "_set_inner", stores_nothing)
+    assert not _returns._builds_containers()
     monkeypatch.setattr(_returns, "_slot", None)
-    assert not _returns._builds_containers()  # pyright: ignore[reportPrivateUsage]
+    assert not _returns._builds_containers()
