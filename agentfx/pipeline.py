@@ -77,6 +77,9 @@ __all__ = [
     "check_available",
     "check_not_aborted",
     "check_still_not_aborted",
+    "confirm_begin",
+    "confirm_settle",
+    "confirm_step",
     "construct",
     "construct_message",
     "decode",
@@ -358,6 +361,9 @@ def _verdict(env: Env, capability: Capability[Any, Any], verdict: object) -> Age
     )
 
 
+_COROUTINE: Any = CoroutineType
+"""What :func:`_run_rest` hands back when the call must wait; typed ``Any`` so a check against it keeps ``Any``."""
+
 _Unsettled = object()
 """What a raced await gives when the invocation's signal cut it short."""
 
@@ -462,6 +468,21 @@ async def confirm_step(
     Raises:
         ContractError: ``confirm`` answered something other than a bool.
     """
+    begun = confirm_begin(env, capability, request)
+    if begun is None or type(begun) is AgentAuthorizationError or type(begun) is AgentConfirmationRequiredError:
+        return begun
+    return confirm_settle(env, capability, request, await _raced(env, cast("Awaitable[object]", begun)))
+
+
+def confirm_begin(
+    env: Env, capability: Capability[Any, Any], request: Confirm
+) -> _Asked | AgentCancelledError | Awaitable[object] | None:
+    """The synchronous half of :func:`confirm_step`: ``None`` to go on, its refusal, or the answer to await.
+
+    A ``confirmed`` invocation, and a ``confirm`` that answers a bool at once,
+    are settled here without a coroutine; an awaitable answer is handed back,
+    for :func:`confirm_settle` once it is known.
+    """
     invocation = env.invocation
     if invocation.confirmed:
         env.confirmed = True
@@ -472,17 +493,29 @@ async def confirm_step(
         refusal = env.bound.unasked[capability.name].get(request.prompt)
         return env.bound.keep_confirmation_refusal(capability, request.prompt, declined=False) if refusal is None else refusal
     # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
-    answer = cast(object, ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation)))
+    # (Any, not cast(): a cast is a call, and this runs for every call a person is asked about.)
+    answer: Any = ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation))
     if answer is not True and answer is not False and isawaitable(answer):
-        answer = await _raced(env, cast("Awaitable[object]", answer))
-        if answer is _Unsettled:
-            return AgentCancelledError.before_dispatch(capability.name)
+        return answer
+    return confirm_settle(env, capability, request, answer)
+
+
+def confirm_settle(
+    env: Env, capability: Capability[Any, Any], request: Confirm, answer: object
+) -> _Asked | AgentCancelledError | None:
+    """What a person's answer means: ``True`` goes on, ``False`` is ``Declined: <prompt>``.
+
+    Raises:
+        ContractError: ``confirm`` answered something other than a bool.
+    """
     if answer is True:
         env.confirmed = True
         return None
     if answer is False:
         refusal = env.bound.declined[capability.name].get(request.prompt)
         return env.bound.keep_confirmation_refusal(capability, request.prompt, declined=True) if refusal is None else refusal
+    if answer is _Unsettled:
+        return AgentCancelledError.before_dispatch(capability.name)
     raise ContractError(f'The confirmation of "{capability.name}" answered {type(answer).__name__}; answer a bool')
 
 
@@ -756,24 +789,36 @@ def run_direct(env: Env) -> DispatchResult | DispatchError | Coroutine[Any, Any,
     # a step's result to the next bind, this straight-line run does not.
     if capability.authorize is not None:
         # authorize_step's halves, so a synchronous authorize costs no coroutine.
-        begun = authorize_begin(env, capability, value)
+        # Any, not the union: the casts that would narrow it are calls.
+        begun: Any = authorize_begin(env, capability, value)
         if begun is not None:
-            if is_failure(begun):
+            # The exact class authorize_begin refuses with (an isinstance that fails costs more).
+            if type(begun) is AgentAuthorizationError:
                 return begun
-            return _authorized_later(env, capability, value, begun)
+            if not isinstance(begun, Confirm):
+                return _authorized_later(env, capability, value, begun, None)
+            # confirm_step's halves likewise: confirmed out of band, or answered at once, costs no coroutine.
+            asked: Any = confirm_begin(env, capability, begun)
+            if asked is not None:
+                if type(asked) is AgentAuthorizationError or type(asked) is AgentConfirmationRequiredError:
+                    return asked
+                return _authorized_later(env, capability, value, asked, begun)
     return _run_rest(env, capability, value)
 
 
 async def _authorized_later(
-    env: Env, capability: Capability[Any, Any], value: Any, begun: Awaitable[object] | Confirm
+    env: Env, capability: Capability[Any, Any], value: Any, waiting: Awaitable[object], request: Confirm | None
 ) -> DispatchResult | DispatchError:
-    refusal = await authorize_finish(env, capability, begun)
+    """Steps 7–12 of :func:`run_direct` once step 7 must wait: for an async verdict, or for a person's answer."""
+    if request is None:
+        refusal = await authorize_finish(env, capability, waiting)
+    else:
+        refusal = confirm_settle(env, capability, request, await _raced(env, waiting))
     if refusal is not None:
         return refusal
-    rest = _run_rest(env, capability, value)
-    if type(rest) is CoroutineType:
-        return await cast("Coroutine[Any, Any, DispatchResult | DispatchError]", rest)
-    return cast("DispatchResult | DispatchError", rest)
+    # Any, not the union: cast() is a call, and the answer to a person's yes is timed.
+    rest: Any = _run_rest(env, capability, value)
+    return await rest if type(rest) is _COROUTINE else rest
 
 
 def _run_rest(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,6 +15,7 @@ from returns.result import Failure, Success
 
 import agentfx
 from agentfx import Confirm, ConfirmationRequest, ContractError
+from agentfx.pipeline import DispatchResult
 from agentfx.testing import RecordingHost
 from tests.support import (
     ConfirmingAgent,
@@ -516,3 +518,38 @@ async def test_the_bound_on_kept_confirmation_refusals_holds_for_calls_an_adapte
     bound = runtime._executor.bound  # pyright: ignore[reportPrivateUsage]
     assert (list(bound.declined["ask"]), list(bound.unasked["ask"])) == (prompts[:2], prompts[:1])
     assert (sent, told) == ([], [])
+
+
+@pytest.mark.anyio
+async def test_a_confirmation_settled_at_once_runs_without_a_coroutine_and_one_to_wait_for_is_handed_back() -> None:
+    from agentfx.pipeline import InvocationEnv, run_direct
+
+    sent, runtime = _asking_runtime()
+    bound = runtime._executor.bound  # pyright: ignore[reportPrivateUsage]
+
+    def direct(invocation: agentfx.Invocation) -> object:
+        return run_direct(InvocationEnv(bound, _Ask, {"prompt": "Sure?"}, invocation.filled()))
+
+    def answers(answer: object) -> Any:
+        # An adapter may answer a plain bool, or break the promise.
+        def confirm(request: ConfirmationRequest) -> object:
+            return answer
+
+        return confirm
+
+    # Confirmed out of band, and a confirm that answers a plain bool: settled in the plain run.
+    assert type(direct(agentfx.Invocation(confirmed=True))) is DispatchResult
+    assert type(direct(agentfx.Invocation(confirm=answers(True)))) is DispatchResult
+    assert direct(agentfx.Invocation(confirm=answers(False))) == agentfx.AgentAuthorizationError.declined("ask", "_Ask", "Sure?")
+    assert direct(agentfx.Invocation()) == agentfx.AgentConfirmationRequiredError.of("ask", "_Ask", "Sure?")
+    assert sent == [_Ask("Sure?"), _Ask("Sure?")]
+    # An awaitable answer: the rest of the call is the coroutine's, and nothing is sent before it runs.
+    asker = Asker(True)
+    waiting = direct(agentfx.Invocation(confirm=asker))
+    assert inspect.iscoroutine(waiting)
+    assert [r.prompt for r in asker.asked] == [] and len(sent) == 2
+    done = await waiting
+    assert type(done) is DispatchResult and len(sent) == 3
+    assert [r.prompt for r in asker.asked] == ["Sure?"]
+    with pytest.raises(agentfx.ContractError, match="answered str; answer a bool"):
+        direct(agentfx.Invocation(confirm=answers("yes")))

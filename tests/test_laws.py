@@ -537,15 +537,16 @@ def test_a_confirmed_invocation_is_judged_for_every_capability_with_authorize() 
 def test_a_runtime_getting_confirmation_wrong_is_caught(broken: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from agentfx import pipeline
 
-    real = pipeline.confirm_step
+    # Broken in the step's synchronous half, which both the direct run and confirm_step call.
+    real = pipeline.confirm_begin
 
-    async def ignores_confirmed(env: Any, capability: Any, request: Confirm) -> Any:
+    def ignores_confirmed(env: Any, capability: Any, request: Confirm) -> Any:
         return AgentConfirmationRequiredError.of(capability.name, capability.tag, request.prompt)
 
-    async def approves_everyone(env: Any, capability: Any, request: Confirm) -> Any:
-        return await real(env, capability, request) if env.invocation.confirmed else None
+    def approves_everyone(env: Any, capability: Any, request: Confirm) -> Any:
+        return real(env, capability, request) if env.invocation.confirmed else None
 
-    monkeypatch.setattr(pipeline, "confirm_step", ignores_confirmed if broken == "ignores-confirmed" else approves_everyone)
+    monkeypatch.setattr(pipeline, "confirm_begin", ignores_confirmed if broken == "ignores-confirmed" else approves_everyone)
     with _violation(CONFIRM_UNLESS_CONFIRMED, "item"):
         check_contract(_confirming([]), models=[None], principals=["ask"], max_examples=FEW)
 
