@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import enum
+import gc
 import importlib
 import inspect
 import ipaddress
@@ -622,8 +623,27 @@ async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:
         # once the target has proved servable.
         err.write(f'serving "{target}" over stdio; Ctrl-C to stop\n')
         err.flush()
-        with stop:
+        with stop, _startup_frozen():
             await serve_stdio(runtime)
+
+
+@contextmanager
+def _startup_frozen() -> Generator[None]:
+    """Serve with what startup built kept out of the cyclic collector's walks.
+
+    The imported modules, the SDK's models and the application live as long
+    as the server, yet every full collection a long-running server makes would
+    walk them all again (some 90,000 objects: about 9 µs of each HTTP call's
+    ~800 µs of CPU). ``gc.freeze()`` moves them to the permanent generation;
+    reference counting still frees each one that is let go. No collection
+    runs first, so starting costs nothing more; the heap is thawed when
+    serving ends, for whatever the process does next.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -786,7 +806,7 @@ async def _uvicorn(
                         return
                     await anyio.sleep(0.01)
                 announce(launched.servers[0].sockets[0].getsockname())
-                with stop:
+                with stop, _startup_frozen():
                     await finished.wait()
                 # Stopped by a signal: accept nothing new, then leave the block,
                 # which aborts (and audits) every pending call and closes the app.

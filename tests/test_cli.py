@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import anyio
+import httpx
 import pytest
 
 import agentfx
+import agentfx.mcp
+from agentfx import cli
 from agentfx.cli import ExitCode, load, main, render_manifest
 from tests.mcp_app import definition
 from tests.mcp_wire import INITIALIZE
@@ -543,3 +552,57 @@ def test_the_readme_lists_the_exit_codes_the_command_has() -> None:
     section = (ROOT / "README.md").read_text().split("## The command line\n", 1)[1].split("\n## ", 1)[0]
     listed = [int(row.split("|")[1]) for row in section.splitlines() if row.startswith("| ") and row[2].isdigit()]
     assert listed == [int(code) for code in ExitCode]
+
+
+def test_serving_keeps_what_startup_built_out_of_the_collectors_walks(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+
+    async def serve_stdio(runtime: object) -> None:
+        # What the serving loop runs beside: the startup heap is frozen.
+        seen.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(agentfx.mcp, "serve_stdio", serve_stdio)
+    assert gc.get_freeze_count() == 0
+    anyio.run(cli._serve_stdio, cli._served("tests.mcp_app:app"), "tests.mcp_app:app", io.StringIO())  # pyright: ignore[reportPrivateUsage]
+    assert len(seen) == 1 and seen[0] > 0
+    # Thawed once serving ends, for whatever the process does next.
+    assert gc.get_freeze_count() == 0
+
+
+def test_serving_over_http_keeps_the_startup_heap_frozen_while_it_serves() -> None:
+    seen: list[int] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(gc.get_freeze_count())
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    @asynccontextmanager
+    async def running() -> AsyncGenerator[Any]:
+        yield app
+
+    async def main() -> None:
+        listening = anyio.Event()
+        where: list[Any] = []
+
+        def announce(bound: Any) -> None:
+            where.append(bound)
+            listening.set()
+
+        async def ask_then_stop() -> None:
+            await listening.wait()
+            async with httpx.AsyncClient() as client:
+                answered = await client.get(f"http://127.0.0.1:{where[0][1]}/")
+            assert answered.status_code == 204
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        sock = cli._listen("127.0.0.1", 0)  # pyright: ignore[reportPrivateUsage]
+        with sock, anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask_then_stop)
+                await cli._uvicorn(running, sock, io.StringIO(), announce)  # pyright: ignore[reportPrivateUsage]
+
+    assert gc.get_freeze_count() == 0
+    anyio.run(main, backend="asyncio")
+    assert len(seen) == 1 and seen[0] > 0
+    assert gc.get_freeze_count() == 0
