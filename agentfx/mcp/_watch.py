@@ -352,10 +352,18 @@ class Watcher:
         return self._tasks
 
     def join(self, listener: Listener) -> None:
-        """``listener`` is told of every burst from now on (joining twice is joining once)."""
+        """``listener`` is told of every burst from now on (joining twice is joining once).
+
+        A listener that joins is told of a burst at the end of the next window
+        even if the Model does not change again: what changed while it heard
+        nothing, and still holds, is news its client was never sent (a 2025
+        GET stream that reconnects, say); where nothing did, the burst finds
+        no difference and sends nothing.
+        """
         if listener not in self._listeners:
             self._listeners[listener] = _Slot()
             self._settle()
+            self._changed()
 
     def leave(self, listener: Listener) -> None:
         """``listener`` is told of nothing more; the last one stops the watcher."""
