@@ -571,3 +571,38 @@ async def test_a_resumed_resource_is_measured_from_its_next_read_until_a_burst_c
     watch.resume(["app://items"])
     watch.unsubscribe("app://items")
     assert not watch.resuming("app://items"), "the last unsubscriber forgets it"
+
+
+@pytest.mark.parametrize("how", ["cut-off", "failed"])
+async def test_a_notice_that_did_not_leave_is_told_at_the_next_check(how: str) -> None:
+    names: list[tuple[str, ...]] = [("a",)]
+    values: list[bytes] = [b"[]"]
+    sent: list[str] = []
+    stuck = [True]
+
+    async def announce(what: str) -> None:
+        if stuck[0]:
+            if how == "failed":
+                raise OSError("the connection went away")
+            await anyio.sleep_forever()  # a client that reads nothing: its wait runs out
+        sent.append(what)
+
+    tools = ListWatch(lambda: names[-1], lambda: announce("tools"))
+    resources = ResourceWatch(lambda _uri: values[-1], announce)
+    tools.listed(("a",))
+    resources.subscribe("app://items")
+    names.append(("a", "b"))
+    values.append(b'["x"]')
+    with anyio.move_on_after(0.05):
+        await tools.check()
+    with anyio.move_on_after(0.05):
+        await resources.check()
+    assert sent == []
+    assert (tools.last, resources.last("app://items")) == (("a",), b"[]"), "not told: the baseline is put back"
+    stuck[0] = False
+    await tools.check()
+    await resources.check()
+    assert sent == ["tools", "app://items"]
+    await tools.check()
+    await resources.check()
+    assert sent == ["tools", "app://items"], "told once"

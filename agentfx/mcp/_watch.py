@@ -163,13 +163,24 @@ class ListWatch:
         await self.update(names, announce)
 
     async def update(self, names: tuple[str, ...] | None, announce: Callable[[], Awaitable[object]] | None = None) -> None:
-        """Announce that the names are now ``names`` when they differ (``None``: they could not be read)."""
-        if self._last is None or names is None or names == self._last:
+        """Announce that the names are now ``names`` when they differ (``None``: they could not be read).
+
+        The baseline moves before the notice is sent, so a check running
+        meanwhile does not send it twice; a notice that fails or is cut off
+        (its wait ran out, or its connection is closing) puts the baseline
+        back, so the next check tells it again rather than never.
+        """
+        previous = self._last
+        if previous is None or names is None or names == previous:
             return
         self._last = names
         try:
             await (announce or self._announce)()
-        except Exception:
+        except BaseException as exc:
+            if self._last == names:
+                self._last = previous
+            if not isinstance(exc, Exception):
+                raise
             _logger.exception("announcing a tool list change failed")
 
 
@@ -264,12 +275,18 @@ class ResourceWatch:
             value = self._value(uri, read or self._read)
             # Compared now: what the client is shown from here on is told.
             self._resumed.discard(uri)
-            if uri not in self._subscribers or value == self._last.get(uri):
+            previous = self._last.get(uri)
+            if uri not in self._subscribers or value == previous:
                 continue
             self._last[uri] = value
             try:
                 await self._announce(uri)
-            except Exception:
+            except BaseException as exc:
+                # Not told: the next burst tells it again (as for the tool list).
+                if uri in self._subscribers and self._last.get(uri) == value:
+                    self._last[uri] = previous
+                if not isinstance(exc, Exception):
+                    raise
                 _logger.exception("announcing a change of %r failed", uri)
 
     def _value(self, uri: str, read: Callable[[str], bytes | None]) -> bytes | None:
