@@ -633,7 +633,7 @@ def _startup_frozen() -> Generator[None]:
 
     The imported modules, the SDK's models and the application live as long
     as the server, yet every full collection a long-running server makes would
-    walk them all again (some 90,000 objects: about 9 µs of each HTTP call's
+    walk them all again (some 90,000 objects: about 14 µs of each HTTP call's
     ~800 µs of CPU). ``gc.freeze()`` moves them to the permanent generation;
     reference counting still frees each one that is let go. No collection
     runs first, so starting costs nothing more; the heap is thawed when

@@ -21,7 +21,7 @@ from __future__ import annotations
 from inspect import isawaitable
 from collections.abc import Awaitable, Callable, Coroutine
 from types import CoroutineType
-from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import anyio
 import msgspec
@@ -79,7 +79,6 @@ __all__ = [
     "check_still_not_aborted",
     "confirm_begin",
     "confirm_settle",
-    "confirm_step",
     "construct",
     "construct_message",
     "decode",
@@ -233,7 +232,12 @@ class InvocationEnv(msgspec.Struct, Generic[M, P]):
     target: object
     payload: object
     invocation: Invocation
-    capability: Any = None
+    if TYPE_CHECKING:
+        capability: Capability[M, P] | None = None
+    else:
+        # msgspec cannot describe a Capability (a dataclass holding a union of
+        # dataclasses), and an exported Struct must still build a Decoder.
+        capability: Any = None
     # Set at steps 3 and 6, before any step reads them.
     model: M = cast("M", None)
     principal: P = cast("P", None)
