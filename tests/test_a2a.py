@@ -821,3 +821,79 @@ async def test_an_error_event_split_over_sends_is_put_together_rewritten_and_the
         'data: {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}\r\n\r\n'
     )
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+def _text_send(text: str, *, media_type: str = "application/json", task_id: str = "") -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "messageId": uuid.uuid4().hex,
+        "role": "ROLE_USER",
+        "parts": [{"text": text, "mediaType": media_type}],
+    }
+    if task_id:
+        message["taskId"] = task_id
+    return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+
+
+async def _text_task(http: httpx.AsyncClient, text: str, **kwargs: str) -> Task:
+    answer = (await http.post("/a2a", json=_text_send(text, **kwargs))).json()
+    return json_format.ParseDict(answer["result"], SendMessageResponse()).task
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_call_as_json_text_reads_its_numbers_exactly() -> None:
+    # A data part carries numbers as doubles: 2**53 + 1 would arrive as 2**53.
+    host = _host()
+    big = 2**53 + 1
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        exact = await _text_task(http, '{"skill": "count", "input": {"n": %d, "ratio": 0.25}}' % big)
+        typed = await _text_task(http, '{"skill":"count","input":{"n":2}}', media_type="Application/JSON; charset=utf-8")
+        # Exact JSON is strict JSON: 2.0 is not an integer, as over MCP.
+        fraction = await _text_task(http, '{"skill": "count", "input": {"n": 2.0}}')
+        rounded = await _task(http, "count", {"n": big})
+    assert exact.status.state == TaskState.TASK_STATE_COMPLETED
+    assert typed.status.state == TaskState.TASK_STATE_COMPLETED
+    assert fraction.status.state == TaskState.TASK_STATE_REJECTED
+    assert _text(fraction) == 'Invalid input for "count": "n" must be an integer'
+    assert host.dispatched[:2] == [Count(n=big, ratio=0.25), Count(n=2)]
+    assert rounded.status.state == TaskState.TASK_STATE_COMPLETED and host.dispatched[2] == Count(n=2**53)
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("text", "media_type"),
+    [
+        ('{"skill": "count", "input": {"n": 1}}', "text/plain"),  # plain text is not a call
+        ('{"skill": "count", "input": {"n": 1}', "application/json"),  # not JSON
+        ('["count", {"n": 1}]', "application/json"),  # not an object
+        ('{"skill": "\\ud800", "input": {}}', "application/json"),  # a lone surrogate
+        ("[" * 5000 + "]" * 5000, "application/json"),  # deeper than the parser goes
+        ('{"skill": 3}', "application/json"),
+    ],
+    ids=["plain-text", "not-json", "not-an-object", "lone-surrogate", "too-deep", "skill-not-a-string"],
+)
+async def test_a_json_text_part_that_is_not_a_call_is_the_malformed_message(text: str, media_type: str) -> None:
+    host = _host()
+    audit = agentfx.audit_log()
+    async with _http(a2a_app(_runtime(host, audit), CARD)) as http:
+        task = await _text_task(http, text, media_type=media_type)
+    assert task.status.state == TaskState.TASK_STATE_REJECTED
+    assert _text(task) == _CALL_SHAPE_TEXT
+    assert host.dispatched == [] and audit.entries() == []
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_person_can_answer_as_json_text_too() -> None:
+    contract = agentfx.define(
+        agentfx.expose(Erased, agentfx.variant(Erased, "Erase", name="erase", authorize=lambda _: agentfx.Confirm("Erase?")))
+    )
+    host: RecordingHost[None, Erased, Any] = RecordingHost(None)
+    card = agent_card(contract, name="t", description="t", url="http://127.0.0.1/a2a", version="1")
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host), card)) as http:
+        waiting = await _text_task(http, '{"skill": "erase"}')
+        assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        done = await _text_task(http, '{"confirm": true}', task_id=waiting.id)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Erased()]

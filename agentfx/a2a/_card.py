@@ -101,7 +101,8 @@ def agent_card(definition: Definition[Any, Any], *, name: str, description: str,
         uri=SKILL_INPUT_SCHEMA_EXTENSION,
         description=(
             "params.skills maps each skill id to the JSON Schema of its input. Send one data part "
-            '{"skill": <skill id>, "input": <an object matching that schema>}.'
+            '{"skill": <skill id>, "input": <an object matching that schema>}, or the same object as '
+            "JSON text in one text part of media type application/json, whose numbers are read exactly."
         ),
         required=False,
     )

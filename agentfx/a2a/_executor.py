@@ -1,7 +1,8 @@
 """The executor: one A2A task per capability call, its states mapped from the dispatch outcome.
 
 This layer owns what a task means: how a message names a skill (one data part
-``{"skill": <name>, "input": {...}}``), the invocation a task becomes (its id
+``{"skill": <name>, "input": {...}}``, or the same object as JSON text in one
+``application/json`` text part, whose numbers are exact), the invocation a task becomes (its id
 is the task id, transport ``"a2a"``, a signal that ``CancelTask`` aborts), and
 the mapping of an outcome to a task state, as DESIGN §13 fixes it:
 
@@ -112,6 +113,8 @@ def terminal_refusal(task: Task) -> UnsupportedOperationError | None:
 
 _CALL_SHAPE = 'A message to this agent carries one data part {"skill": <skill id>, "input": {...}}'
 _CONFIRM_SHAPE = 'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
+_JSON = "application/json"
+"""The media type of a text part holding exact JSON: a call or an answer read from one, every reply's copy."""
 _GAVE_UP = (
     f"No valid answer after {MAX_CONFIRM_REASKS + 1} tries: the call was not made. "
     "Start a new task to try again"
@@ -146,14 +149,33 @@ def _integral(value: object) -> object:
 
 
 def _data_object(message: Message | None, shape: str) -> dict[str, object]:
-    """The one data part of ``message`` as a JSON object, or :class:`_Malformed`."""
-    if message is None or len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "data":
+    """The one part of ``message`` as a JSON object, or :class:`_Malformed`.
+
+    The part is a data part, whose numbers arrive as doubles (a whole one is
+    an integer again), or a text part of media type ``application/json``
+    holding the same object as JSON text, whose numbers are read exactly: an
+    integer past 2**53, which a double would round, arrives as sent.
+    """
+    if message is None or len(message.parts) != 1:
         raise _Malformed(shape)
-    # A Value encodes to any JSON value, whatever the stub says.
-    value = cast(object, json_format.MessageToDict(message.parts[0].data))
+    part = message.parts[0]
+    content = part.WhichOneof("content")
+    if content == "data":
+        # A Value encodes to any JSON value, whatever the stub says.
+        value = cast(object, json_format.MessageToDict(part.data))
+        if not isinstance(value, dict):
+            raise _Malformed(shape)
+        return cast("dict[str, object]", _integral(cast("dict[str, object]", value)))
+    if content != "text" or part.media_type.split(";", 1)[0].strip().lower() != _JSON:
+        raise _Malformed(shape)
+    try:
+        # msgspec refuses a lone surrogate, as the protobuf parser does for a data part.
+        value = cast(object, msgspec.json.decode(part.text))
+    except (msgspec.DecodeError, RecursionError):
+        raise _Malformed(shape) from None
     if not isinstance(value, dict):
         raise _Malformed(shape)
-    return cast("dict[str, object]", _integral(cast("dict[str, object]", value)))
+    return cast("dict[str, object]", value)
 
 
 def _call(message: Message | None) -> tuple[str, object]:
@@ -203,8 +225,8 @@ def _data_parts(data: dict[str, Any]) -> list[Part]:
     structured content); the data part stays for clients that read one.
     """
     return [
-        Part(data=json_format.ParseDict(data, struct_pb2.Value()), media_type="application/json"),
-        Part(text=msgspec.json.encode(data).decode(), media_type="application/json"),
+        Part(data=json_format.ParseDict(data, struct_pb2.Value()), media_type=_JSON),
+        Part(text=msgspec.json.encode(data).decode(), media_type=_JSON),
     ]
 
 
