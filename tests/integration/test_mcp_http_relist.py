@@ -125,31 +125,23 @@ async def test_a_read_on_reconnecting_is_what_a_subscription_is_measured_from(re
             assert resource_updates(stream) == (1 if reread else 2)
 
 
-async def test_a_change_made_while_the_get_stream_was_closed_is_told_when_it_reopens() -> None:
+@pytest.mark.parametrize("tools", [True, False], ids=["tool-list", "subscribed-resource"])
+async def test_a_change_made_while_the_get_stream_was_closed_is_told_when_it_reopens(tools: bool) -> None:
+    told = list_changes if tools else resource_updates
     async with one_session() as (recording, asgi, http, session):
         async with get_stream(asgi, session):
-            assert "clear" not in names(await result(http, session, LIST))
+            if tools:
+                assert "clear" not in names(await result(http, session, LIST))
+            else:
+                subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
+                await result(http, session, subscribe)  # subscribed at "[]"
         await anyio.sleep(0)
-        recording.set_model(Model(items=("milk",), selected="milk"))  # heard by nobody, and it holds
+        # Heard by nobody, and it holds.
+        recording.set_model(Model(items=("milk",), selected="milk") if tools else Model(items=("milk",)))
         async with get_stream(asgi, session) as stream:
             # No further change: reopening is enough for the client to hear of it, once.
             with anyio.fail_after(5):
-                while list_changes(stream) < 1:
+                while told(stream) < 1:
                     await anyio.sleep(0.01)
             await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
-            assert list_changes(stream) == 1
-
-
-async def test_a_subscribed_value_changed_while_the_get_stream_was_closed_is_told_when_it_reopens() -> None:
-    async with one_session() as (recording, asgi, http, session):
-        subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
-        async with get_stream(asgi, session):
-            await result(http, session, subscribe)  # subscribed at "[]"
-        await anyio.sleep(0)
-        recording.set_model(Model(items=("milk",)))  # heard by nobody, and it holds
-        async with get_stream(asgi, session) as stream:
-            with anyio.fail_after(5):
-                while resource_updates(stream) < 1:
-                    await anyio.sleep(0.01)
-            await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
-            assert resource_updates(stream) == 1
+            assert told(stream) == 1
