@@ -757,12 +757,10 @@ def test_bound_indexes_capabilities_by_name_and_class() -> None:
     assert set(bound.by_name) == {"requested_create_todo", "delete_selected_todo", "rename_todo", "cleared_selection"}
 
 
-
 # The direct run: the outcome at once when nothing suspends, else the coroutine for the rest
 
 
-@pytest.mark.anyio
-async def test_the_direct_run_answers_a_call_nothing_suspends_with_its_outcome_itself() -> None:
+def test_the_direct_run_answers_a_call_nothing_suspends_with_its_outcome_itself() -> None:
     rec = recorder()
     runtime = agentfx.bind(AppAgent, host=rec.host)
     done = pipeline.run_direct(_env(runtime, RequestedCreateTodo, {"title": "Milk"}))
