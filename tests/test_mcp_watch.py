@@ -468,12 +468,11 @@ def test_each_listening_connection_hears_each_change_once_and_no_other_hears_it(
     """Against a model: a burst tells exactly the connections in the fan-out when it runs, each once.
 
     A change is announced to a connection when the names at its burst (or at
-    a call's check) differ from what that connection was last told (a join
-    starts a burst too); one it
-    already heard of (a call's check came first) is not told again, and a
-    connection that left, or never listed, is told nothing. A later listing
-    moves nothing; a reset (a listing while it heard nothing) is the new
-    baseline.
+    a call's check) differ from what that connection was last told; a join
+    starts a burst too. One it already heard of (a call's check came first)
+    is not told again, and a connection that left, or never listed, is told
+    nothing. A later listing moves nothing; a reset (a listing while it heard
+    nothing) is the new baseline.
     """
 
     async def main() -> tuple[list[list[str]], list[list[str]]]:
