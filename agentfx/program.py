@@ -177,6 +177,10 @@ class Program(Generic[M, Msg]):
         >>> anyio.run(main)
         2
         """
+        self._deliver(message)
+
+    def _deliver(self, message: Msg) -> None:
+        """:meth:`send`, synchronously: the host's ``dispatch``, as nothing in it awaits."""
         if self._closed:
             raise RuntimeError(
                 f"Cannot send {message!r}: the program has stopped "
@@ -259,17 +263,23 @@ class Program(Generic[M, Msg]):
             principal: ``principal(invocation)`` says who is calling; ``None``
                 gives every invocation the principal ``None``.
 
+        Its ``dispatch`` is synchronous: ``update`` runs at once, so the
+        runtime has nothing to await for it (an awaitable dispatch costs a
+        call a coroutine, and a cancel scope raced against its signal).
+
         >>> async def main() -> None:
         ...     async with run_program(init=0, update=lambda n, k: n + k) as program:
         ...         host = program.host()
-        ...         await host.dispatch(3)
+        ...         host.dispatch(3)
         ...         print(host.model())
         >>> anyio.run(main)
         3
         """
+        # A program that sends elsewhere (the Redis one) keeps its own send, awaitable.
+        overridden = getattr(self.send, "__func__", None) is not Program.__dict__["send"]
         return Host(
             model=self._current_model,
-            dispatch=self.send,
+            dispatch=self.send if overridden else self._deliver,
             principal=principal,
             observe=self.observe,
             subscribe=self.subscribe,
