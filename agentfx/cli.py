@@ -637,13 +637,16 @@ def _startup_frozen() -> Generator[None]:
     ~800 µs of CPU). ``gc.freeze()`` moves them to the permanent generation;
     reference counting still frees each one that is let go. No collection
     runs first, so starting costs nothing more; the heap is thawed when
-    serving ends, for whatever the process does next.
+    serving ends, for whatever the process does next, unless something had
+    frozen it before (an application that freezes its own heap keeps it so).
     """
+    frozen_before = gc.get_freeze_count() > 0
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
 
 
 def _listen(host: str, port: int) -> socket.socket:

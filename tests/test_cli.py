@@ -569,6 +569,19 @@ def test_serving_keeps_what_startup_built_out_of_the_collectors_walks(monkeypatc
     assert gc.get_freeze_count() == 0
 
 
+def test_a_heap_the_application_froze_stays_frozen_after_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def serve_stdio(runtime: object) -> None:
+        return None
+
+    monkeypatch.setattr(agentfx.mcp, "serve_stdio", serve_stdio)
+    gc.freeze()  # the application's own, before serving (for a forking server, say)
+    try:
+        anyio.run(cli._serve_stdio, cli._served("tests.mcp_app:app"), "tests.mcp_app:app", io.StringIO())  # pyright: ignore[reportPrivateUsage]
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 def test_serving_over_http_keeps_the_startup_heap_frozen_while_it_serves() -> None:
     seen: list[int] = []
 
