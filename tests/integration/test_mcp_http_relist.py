@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,6 +32,13 @@ def names(listing: Any) -> set[str]:
     return {tool["name"] for tool in listing["tools"]}
 
 
+async def heard(stream: list[dict[str, Any]], told: Callable[[list[dict[str, Any]]], int], times: int = 1) -> None:
+    """Wait (boundedly) until the GET stream has carried ``times`` notices that ``told`` counts."""
+    with anyio.fail_after(5):
+        while told(stream) < times:
+            await anyio.sleep(0.01)
+
+
 @pytest.mark.parametrize("relisted", [True, False], ids=["relisted", "not-relisted"])
 async def test_a_reconnected_get_stream_compares_with_what_the_client_last_fetched(relisted: bool) -> None:
     async with one_session() as (recording, asgi, http, session):
@@ -47,14 +54,13 @@ async def test_a_reconnected_get_stream_compares_with_what_the_client_last_fetch
             recording.set_model(Model(items=("milk",)))  # back to the set first listed
             await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
             if relisted:
-                with anyio.fail_after(5):
-                    while list_changes(stream) < 1:
-                        await anyio.sleep(0.01)
+                await heard(stream, list_changes)
             # Not re-listed, the client still believes the first set: no news.
             assert list_changes(stream) == (1 if relisted else 0)
 
 
 ITEMS = "app://items"
+SUBSCRIBE = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
 
 
 def read_items(request_id: int) -> dict[str, Any]:
@@ -72,8 +78,7 @@ def resource_updates(messages: list[dict[str, Any]]) -> int:
 async def test_a_reconnected_get_stream_measures_a_subscription_from_what_the_client_last_read(reread: bool) -> None:
     async with one_session() as (recording, asgi, http, session):
         async with get_stream(asgi, session):
-            subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
-            await result(http, session, subscribe)  # subscribed at "[]"
+            await result(http, session, SUBSCRIBE)  # subscribed at "[]"
             assert (await result(http, session, read_items(2)))["contents"][0]["text"] == "[]"
         await anyio.sleep(0)
         assert recording.listener_count == 0, "no stream: nobody hears"
@@ -85,9 +90,7 @@ async def test_a_reconnected_get_stream_measures_a_subscription_from_what_the_cl
             recording.set_model(Model())  # back to the value first subscribed at
             await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
             if reread:
-                with anyio.fail_after(5):
-                    while resource_updates(stream) < 1:
-                        await anyio.sleep(0.01)
+                await heard(stream, resource_updates)
             # Not re-read, the client still holds "[]": no news.
             assert resource_updates(stream) == (1 if reread else 0)
             if reread:
@@ -100,8 +103,7 @@ async def test_a_reconnected_get_stream_measures_a_subscription_from_what_the_cl
 @pytest.mark.parametrize("reread", [True, False], ids=["reread", "not-reread"])
 async def test_a_read_on_reconnecting_is_what_a_subscription_is_measured_from(reread: bool) -> None:
     async with one_session() as (recording, asgi, http, session):
-        subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
-        await result(http, session, subscribe)  # subscribed at "[]", with no stream
+        await result(http, session, SUBSCRIBE)  # subscribed at "[]", with no stream
         recording.set_model(Model(items=("milk",)))  # heard by nobody
         async with get_stream(asgi, session) as stream:
             if reread:
@@ -111,16 +113,12 @@ async def test_a_read_on_reconnecting_is_what_a_subscription_is_measured_from(re
             await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
             if not reread:
                 # The change made while it heard nothing is news to a client that did not read.
-                with anyio.fail_after(5):
-                    while resource_updates(stream) < 1:
-                        await anyio.sleep(0.01)
+                await heard(stream, resource_updates)
             assert resource_updates(stream) == (0 if reread else 1)
             # Reads once compared are a client's own business again: a later change is told.
             assert (await result(http, session, read_items(3)))["contents"][0]["text"] == '["milk"]'
             recording.set_model(Model(items=("milk", "eggs")))
-            with anyio.fail_after(5):
-                while resource_updates(stream) < (1 if reread else 2):
-                    await anyio.sleep(0.01)
+            await heard(stream, resource_updates, 1 if reread else 2)
             await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
             assert resource_updates(stream) == (1 if reread else 2)
 
@@ -133,15 +131,12 @@ async def test_a_change_made_while_the_get_stream_was_closed_is_told_when_it_reo
             if tools:
                 assert "clear" not in names(await result(http, session, LIST))
             else:
-                subscribe = {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": ITEMS}}
-                await result(http, session, subscribe)  # subscribed at "[]"
+                await result(http, session, SUBSCRIBE)  # subscribed at "[]"
         await anyio.sleep(0)
         # Heard by nobody, and it holds.
         recording.set_model(Model(items=("milk",), selected="milk") if tools else Model(items=("milk",)))
         async with get_stream(asgi, session) as stream:
             # No further change: reopening is enough for the client to hear of it, once.
-            with anyio.fail_after(5):
-                while told(stream) < 1:
-                    await anyio.sleep(0.01)
+            await heard(stream, told)
             await anyio.sleep(LIST_CHANGED_DEBOUNCE * 4)
             assert told(stream) == 1
