@@ -28,17 +28,18 @@ __all__ = ["Link", "RedisServer", "anyio_backend", "client", "redis_server", "se
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on (as of now)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _ping(port: int) -> bool:
+def _ping(port: int, answer: bytes = b"+PONG") -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
             sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
+            return sock.recv(16).startswith(answer)
     except OSError:
         return False
 
@@ -46,8 +47,9 @@ def _ping(port: int) -> bool:
 class RedisServer:
     """One ``redis-server`` process; :meth:`stop` and :meth:`start` again on the same port for outages."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, password: str | None = None) -> None:
         self.directory = directory
+        self.password = password
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -58,16 +60,18 @@ class RedisServer:
     def start(self) -> None:
         assert self._process is None, "already running"
         for _attempt in range(20):
-            port = self.port or _free_port()
+            port = self.port or free_port()
             process = subprocess.Popen(
                 [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", str(self.directory), "--loglevel", "warning"],
+                 "--dir", str(self.directory), "--loglevel", "warning",
+                 *(("--requirepass", self.password) if self.password is not None else ())],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and process.poll() is None:
-                if _ping(port):
+                # A server with a password answers a PING without one with NOAUTH: it is up.
+                if _ping(port, b"+PONG" if self.password is None else b"-NOAUTH"):
                     self.port, self._process = port, process
                     return
                 time.sleep(0.01)
@@ -87,10 +91,10 @@ class RedisServer:
 
 
 @contextlib.contextmanager
-def redis_server() -> Generator[RedisServer]:
-    """A running server for the duration of the block."""
+def redis_server(*, password: str | None = None) -> Generator[RedisServer]:
+    """A running server for the duration of the block (asking for ``password``, when given)."""
     with tempfile.TemporaryDirectory(prefix="agentfx-redis-") as directory:
-        server = RedisServer(Path(directory))
+        server = RedisServer(Path(directory), password=password)
         server.start()
         try:
             yield server
@@ -121,7 +125,7 @@ class Link:
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
-        self.port = _free_port()
+        self.port = free_port()
         self._scope: anyio.CancelScope | None = None
         self._restored = anyio.Event()
 

@@ -8,10 +8,8 @@ import socket
 import socketserver
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
-import time
 import urllib.parse
 from collections.abc import AsyncGenerator, Generator
 from pathlib import Path
@@ -19,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentfx.cli import main
-from tests.redis_server import REDIS_SERVER, redis_server
+from tests.redis_server import free_port, redis_server
 from tests.redis_server import anyio_backend as anyio_backend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,40 +90,6 @@ def test_the_cli_imports_redis_only_for_redis() -> None:
 # --- a Redis that cannot be reached or used when the program first loads: exit 3, one line ----------
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _redis_with_a_password(password: str) -> Generator[int]:
-    port = _closed_port()
-    with tempfile.TemporaryDirectory(prefix="agentfx-redis-") as directory:
-        process = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", directory, "--requirepass", password, "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-                        sock.sendall(b"PING\r\n")
-                        if sock.recv(16).startswith(b"-NOAUTH"):
-                            break
-                except OSError:
-                    time.sleep(0.01)
-            else:
-                raise RuntimeError("redis-server did not start")
-            yield port
-        finally:
-            process.kill()
-            process.wait()
-
-
 @contextlib.contextmanager
 def _not_redis() -> Generator[int]:
     """A TCP server that answers every connection as an HTTP server would, then closes it."""
@@ -148,14 +112,15 @@ def _not_redis() -> Generator[int]:
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_an_unreachable_redis_cannot_start_in_one_line_naming_where(transport: str) -> None:
-    port = _closed_port()
+    port = free_port()
     flags = ("--transport", "http", "--port", "0") if transport == "http" else ()
     code, err = run("serve", TARGET, *flags, "--redis", f"redis://127.0.0.1:{port}/0")
     assert (code, err) == (3, f"agentfx: cannot start: the Redis at 127.0.0.1:{port} cannot be reached (Connection refused)\n")
 
 
 def test_a_redis_that_wants_a_password_says_where_to_give_it_and_never_shows_one() -> None:
-    with _redis_with_a_password("s3cret-pw") as port:
+    with redis_server(password="s3cret-pw") as running:
+        port = running.port
         code, err = run("serve", TARGET, "--redis", f"redis://127.0.0.1:{port}/0")
         assert (code, err) == (
             3,
