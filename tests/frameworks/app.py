@@ -236,6 +236,14 @@ NOT_JSON_ARGUMENTS = [
 ]
 
 
+def unreadable_input_audits() -> list[tuple[agentfx.AuditLog, str]]:
+    """Fresh audit logs that keep inputs, each with what it records for arguments that are not JSON (never their text)."""
+    return [
+        (agentfx.audit_log(include_input=True), "[unrecordable: UnreadableInput]"),
+        (agentfx.audit_log(include_input=True, redact=["title"]), "[redacted]"),
+    ]
+
+
 # What each step must tell the model, whatever the framework. ---------------------
 
 CREATED_TEXT_PREFIX = "Completed: CreatedTodo\n"
