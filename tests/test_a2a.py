@@ -804,7 +804,7 @@ async def test_an_error_event_split_over_sends_is_put_together_rewritten_and_the
     async def send(message: Any) -> None:
         sent.append(message)
 
-    exchange = a2a_answers.Exchange(a2a_answers.Envelope(1, "SendStreamingMessage"))
+    exchange = a2a_answers.Exchange(a2a_answers.Envelope("SendStreamingMessage"))
     answers = a2a_answers.Answers(send, exchange, frozenset())
     error = json.dumps({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "secret internals"}})
     ok = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"error": "a key of the result's"}})

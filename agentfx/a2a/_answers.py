@@ -118,21 +118,20 @@ EXCHANGE_KEY = "agentfx.a2a.exchange"
 
 @dataclass(frozen=True)
 class Envelope:
-    """What a body that is one JSON object says of itself: its id (as the SDK reads it) and method."""
+    """What a body that is one JSON object says of itself: its method (as the SDK reads it)."""
 
-    request_id: str | int | None
     method: str | None
 
 
 def read_envelope(body: bytes) -> Envelope | JSONResponse:
-    """The body's id and method, or the answer refusing it in this endpoint's words.
+    """The body's method, or the answer refusing it in this endpoint's words.
 
     Decoded as the SDK will decode it, so that a failure (a nesting too deep
     for the decoder included, which the SDK answers as an internal error)
     is answered here.
 
     >>> read_envelope(b'{"jsonrpc": "2.0", "id": 3, "method": "GetTask"}')
-    Envelope(request_id=3, method='GetTask')
+    Envelope(method='GetTask')
     >>> json.loads(read_envelope(b"{nope").body)["error"]
     {'code': -32700, 'message': 'Parse error: the body is not JSON, or is nested too deep to read'}
     """
@@ -142,12 +141,8 @@ def read_envelope(body: bytes) -> Envelope | JSONResponse:
         return _answer(None, -32700, PARSE_ERROR)
     if not isinstance(raw, dict):
         return _answer(None, -32600, NOT_ONE_REQUEST)
-    fields = cast("dict[str, object]", raw)
-    request_id = fields.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-        request_id = None
-    method = fields.get("method")
-    return Envelope(request_id, method if isinstance(method, str) else None)
+    method = cast("dict[str, object]", raw).get("method")
+    return Envelope(method if isinstance(method, str) else None)
 
 
 def _answer(request_id: str | int | None, code: int, message: str) -> JSONResponse:
@@ -282,7 +277,7 @@ class Answers:
             return event
         payload = data[0][len(b"data:") :].strip()
         rewritten = await self._rewritten(payload)
-        if rewritten == payload:
+        if rewritten is payload:  # handed back as it came: not an error to rewrite
             return event
         return b"".join(b"data: " + rewritten + b"\r\n" if line is data[0] else line for line in lines)
 

@@ -103,7 +103,6 @@ follow-up dispatches nothing and changes nothing.
 """
 
 
-
 def terminal_refusal(task: Task) -> UnsupportedOperationError | None:
     """The SDK's own refusal of a message to ``task`` if it has finished, in the SDK's words; else ``None``."""
     if task.status.state not in FINISHED:
@@ -161,18 +160,16 @@ def _data_object(message: Message | None, shape: str) -> dict[str, object]:
     part = message.parts[0]
     content = part.WhichOneof("content")
     if content == "data":
-        # A Value encodes to any JSON value, whatever the stub says.
-        value = cast(object, json_format.MessageToDict(part.data))
-        if not isinstance(value, dict):
-            raise _Malformed(shape)
-        return cast("dict[str, object]", _integral(cast("dict[str, object]", value)))
-    if content != "text" or part.media_type.split(";", 1)[0].strip().lower() != _JSON:
+        # A Value encodes to any JSON value, whatever the stub says; a whole number is an integer again.
+        value = _integral(cast(object, json_format.MessageToDict(part.data)))
+    elif content == "text" and part.media_type.split(";", 1)[0].strip().lower() == _JSON:
+        try:
+            # msgspec refuses a lone surrogate, as the protobuf parser does for a data part.
+            value = cast(object, msgspec.json.decode(part.text))
+        except (msgspec.DecodeError, RecursionError):
+            raise _Malformed(shape) from None
+    else:
         raise _Malformed(shape)
-    try:
-        # msgspec refuses a lone surrogate, as the protobuf parser does for a data part.
-        value = cast(object, msgspec.json.decode(part.text))
-    except (msgspec.DecodeError, RecursionError):
-        raise _Malformed(shape) from None
     if not isinstance(value, dict):
         raise _Malformed(shape)
     return cast("dict[str, object]", value)
@@ -321,8 +318,9 @@ class AgentfxExecutor(AgentExecutor):
                 confirmation = _answer(context.message)
                 skill, payload = _call(_first_user_message(current))
         except _Malformed as exc:
-            waiting = current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-            if waiting and current is not None and _answers_before(current, context.message) < MAX_CONFIRM_REASKS:
+            # A task given at all is waiting for an answer: any other was turned away above.
+            waiting = current is not None
+            if current is not None and _answers_before(current, context.message) < MAX_CONFIRM_REASKS:
                 # A slip in the answer does not lose the call: ask again, in
                 # the same words (the prompt, and what to send).
                 await updater.requires_input(updater.new_agent_message(list(current.status.message.parts)))

@@ -860,7 +860,7 @@ async def test_answers_to_a_finished_task_are_refused_in_the_sdks_words_and_leav
         done = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
         size = store.bytes
         pad = "x" * 100_000
-        # More than the byte budget together: each one refused must give its room back.
+        # More than the byte budget together: each is refused before it is admitted, so none takes room.
         outcomes = [
             await attempt(a2a, new_data_part({"confirm": True, "pad": pad}), task_id=waiting.id) for _ in range(6)
         ]
