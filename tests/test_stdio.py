@@ -232,11 +232,10 @@ async def test_a_cancelled_request_frees_its_room_though_it_is_never_answered(mo
             await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
         await peer.send(call(3, "note", {"text": "after"}))
         # A cancelled call may still be answered, when its abort outran the
-        # cancellation of its request: either way its room is free.
-        answered = [(await peer.receive())["id"]]
-        while answered[-1] != 3:
-            answered.append((await peer.receive())["id"])
-        assert set(answered) <= {1, 2, 3}
+        # cancellation of its request: either way its room is free, so call 3
+        # is read and answered (receiving it, within the peer's timeout, is the check).
+        while (await peer.receive())["id"] != 3:
+            pass
         task_group.cancel_scope.cancel()
     # The second abort may be recorded after the note: the order of the two is not the point.
     assert sorted((e.capability, e.outcome) for e in log.entries()) == [

@@ -83,7 +83,7 @@ def token_identity(token: AccessToken) -> Hashable:
     client_id, issuer, named = principal_components(token)
     claims = token.claims or {}
     # An empty subject says no more than a missing one (``info.get("sub", "")`` in a verifier).
-    subject = named if isinstance(named, str) and named else None
+    subject = named or None
     if subject is None:
         claimed = claims.get("sub")
         if isinstance(claimed, str) and claimed:

@@ -81,7 +81,7 @@ INVALID_STATE = "Invalid or expired requestState"
 """The SDK's frozen message for a refused ``requestState``; a replay is refused with the same words."""
 
 APPROVALS_CAPACITY = 10_000
-"""How many redeemed confirmations one ledger (a server's, or a principal's in an HTTP app) remembers within their lifetime; beyond it a retry is refused."""
+"""How many redeemed confirmations one server's ledger remembers within their lifetime; beyond it a retry is refused (a principal's in an HTTP app: :data:`LEDGER_CAPACITY`)."""
 
 LEDGER_CAPACITY = 1_000
 """How many redeemed confirmations one principal's ledger remembers within their lifetime, in an HTTP app."""

@@ -290,7 +290,7 @@ async def test_an_elicitation_answered_with_something_that_is_not_an_answer_decl
 @SDK_CLIENT
 async def test_a_principal_that_fills_its_ledger_has_only_its_own_retries_refused() -> None:
     served = Served(None)
-    served.asgi._approvals._capacity = 1  # pyright: ignore[reportPrivateUsage]  # for APPROVALS_CAPACITY
+    served.asgi._approvals._capacity = 1  # pyright: ignore[reportPrivateUsage]  # for LEDGER_CAPACITY
     with serving(lambda _url: served.asgi) as served.url:
         approved = await answer(served, "ann", "milk", await ask(served, "ann", "milk"))
         assert isinstance(approved, types.CallToolResult) and not approved.is_error
