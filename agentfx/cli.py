@@ -43,6 +43,7 @@ from . import __version__
 from .app import App
 from .contract import Definition
 from .docs import to_manifest, to_markdown
+from .errors import kind_of
 from .runtime import AgentRuntime
 
 if TYPE_CHECKING:
@@ -252,8 +253,7 @@ def _describe(obj: object) -> str:
             else "function"
         )
         return f"the {kind} {getattr(obj, '__qualname__', '?')}{_parameters(obj)}"
-    name = type(obj).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+    return kind_of(obj)
 
 
 def _parameters(routine: Callable[..., object]) -> str:

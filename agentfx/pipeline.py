@@ -247,6 +247,9 @@ class InvocationEnv(msgspec.Struct, Generic[M, P]):
 
 
 Env: TypeAlias = InvocationEnv[Any, Any]
+Outcome: TypeAlias = "DispatchResult | DispatchError"
+Later: TypeAlias = "Coroutine[Any, Any, Outcome]"
+"""What a direct run gives: the outcome now (:data:`Outcome`), or the coroutine that gives it."""
 Step: TypeAlias = RequiresContextFutureResult[T, DispatchError, Env]
 
 
@@ -365,8 +368,10 @@ def _verdict(env: Env, capability: Capability[Any, Any], verdict: object) -> Age
     )
 
 
-_COROUTINE: Any = CoroutineType
-"""What :func:`_run_rest` hands back when the call must wait; typed ``Any`` so a check against it keeps ``Any``."""
+COROUTINE: Any = CoroutineType
+"""What a direct run hands back when the call must wait. Typed ``Any``: a check against
+``CoroutineType`` itself would narrow an outcome typed ``Any`` to a coroutine of unknown
+result, and ``cast()``, which would say otherwise, is a call on every dispatch."""
 
 _Unsettled = object()
 """What a raced await gives when the invocation's signal cut it short."""
@@ -760,7 +765,7 @@ def _future(refusal: DispatchError | None, value: T) -> FutureResult[T, Dispatch
     return FutureResult.from_value(value) if refusal is None else FutureResult.from_failure(refusal)
 
 
-def run_direct(env: Env) -> DispatchResult | DispatchError | Coroutine[Any, Any, DispatchResult | DispatchError]:
+def run_direct(env: Env) -> Outcome | Later:
     """The same steps, in the same order, called directly: the runtime's fast path.
 
     A plain function for as long as nothing must be awaited: it answers a call
@@ -815,19 +820,17 @@ async def _authorized_later(
 ) -> DispatchResult | DispatchError:
     """Steps 7–12 of :func:`run_direct` once step 7 must wait: for an async verdict, or for a person's answer."""
     if request is None:
-        refusal = await authorize_finish(env, capability, waiting)
+        refusal = await _verdict_later(env, capability, waiting)
     else:
         refusal = confirm_settle(env, capability, request, await _raced(env, waiting))
     if refusal is not None:
         return refusal
     # Any, not the union: cast() is a call, and the answer to a person's yes is timed.
     rest: Any = _run_rest(env, capability, value)
-    return await rest if type(rest) is _COROUTINE else rest
+    return await rest if type(rest) is COROUTINE else rest
 
 
-def _run_rest(
-    env: Env, capability: Capability[Any, Any], value: Any
-) -> DispatchResult | DispatchError | Coroutine[Any, Any, DispatchResult | DispatchError]:
+def _run_rest(env: Env, capability: Capability[Any, Any], value: Any) -> Outcome | Later:
     """Steps 8–12 of :func:`run_direct`, once the call is authorized."""
     if env.invocation.signal is not None:
         refusal = aborted_step(env, capability)

@@ -12,9 +12,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from inspect import isawaitable
-from types import CoroutineType
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from returns.future import FutureResult
@@ -40,7 +39,7 @@ from .errors import (
 )
 from .host import Host, Unsubscribe
 from .invocation import Invocation, new_invocation_id
-from .pipeline import NOT_SENT, Bound, DispatchResult, InvocationEnv, dispatch, is_failure, run_direct
+from .pipeline import COROUTINE, NOT_SENT, Bound, DispatchResult, InvocationEnv, Later, Outcome, dispatch, is_failure, run_direct
 
 __all__ = ["AgentRuntime", "Messages", "Resources", "bind"]
 
@@ -51,15 +50,8 @@ _DECISIONS = ("refused", "unknown", "dispatched")  # indexed by the pipeline's s
 
 _logger = logging.getLogger("agentfx.runtime")
 
-Outcome: TypeAlias = "DispatchResult | DispatchError"
-Later: TypeAlias = "Coroutine[Any, Any, Outcome]"
 Runner: TypeAlias = "Callable[[InvocationEnv[Any, Any]], Outcome | Later]"
 """A way of running the pipeline: the outcome now, or the coroutine that gives it."""
-
-_COROUTINE: Any = CoroutineType
-"""What a runner hands back when the call must wait. Typed ``Any``: a check against
-``CoroutineType`` itself would narrow an outcome typed ``Any`` to a coroutine of
-unknown result, and ``cast()``, which would say otherwise, is a call on every dispatch."""
 
 
 def _check_host(definition: Definition[Any, Any], host: Host[Any, Any, Any]) -> None:
@@ -232,7 +224,7 @@ class Messages(Generic[M, P]):
         outcome: Any = self._executor.execute(target, payload, invocation, run_direct)
         if type(outcome) is DispatchResult:
             return outcome
-        if type(outcome) is _COROUTINE:
+        if type(outcome) is COROUTINE:
             outcome = await outcome
             if type(outcome) is DispatchResult:
                 return outcome
@@ -356,7 +348,7 @@ class _Executor:
         outcome: Any = self.execute(target, payload, invocation, runner, on_dispatched)
         if type(outcome) is DispatchResult:
             return success(outcome)
-        if type(outcome) is _COROUTINE:
+        if type(outcome) is COROUTINE:
             outcome = await outcome
             if type(outcome) is DispatchResult:
                 return success(outcome)
@@ -374,7 +366,7 @@ class _Executor:
     ) -> Outcome:
         """:meth:`execute` as one coroutine: nothing runs until it is awaited."""
         outcome: Any = self.execute(target, payload, invocation, runner, on_dispatched)
-        return await outcome if type(outcome) is _COROUTINE else outcome
+        return await outcome if type(outcome) is COROUTINE else outcome
 
     def execute(
         self,
@@ -406,7 +398,7 @@ class _Executor:
     async def audited(self, env: InvocationEnv[Any, Any], runner: Runner) -> Outcome:
         try:
             outcome: Any = runner(env)
-            if type(outcome) is _COROUTINE:
+            if type(outcome) is COROUTINE:
                 outcome = await outcome
         except BaseException as exc:
             self.record(env, _raised_label(exc))
@@ -422,12 +414,9 @@ class _Executor:
             span.set_attribute("gen_ai.operation.name", "execute_tool")
             span.set_attribute("gen_ai.tool.call.id", invocation.id)
             try:
-                if self.audit is not None:
-                    outcome: Any = await self.audited(env, runner)
-                else:
-                    outcome = runner(env)
-                    if type(outcome) is _COROUTINE:
-                        outcome = await outcome
+                outcome: Any = self.audited(env, runner) if self.audit is not None else runner(env)
+                if type(outcome) is COROUTINE:
+                    outcome = await outcome
             except BaseException as exc:
                 _name_span(span, env)
                 span.set_attribute("error.type", _raised_label(exc))
