@@ -179,6 +179,13 @@ class Program(Generic[M, Msg]):
         """
         self._deliver(message)
 
+    def _host_dispatch(self) -> Callable[[Msg], object]:
+        """What :meth:`host` dispatches through: :meth:`_deliver`, as ``update`` runs at once here.
+
+        A program that sends elsewhere (the Redis one) hands its own, awaitable, ``send``.
+        """
+        return self._deliver
+
     def _deliver(self, message: Msg) -> None:
         """:meth:`send`, synchronously: the host's ``dispatch``, as nothing in it awaits."""
         if self._closed:
@@ -275,11 +282,9 @@ class Program(Generic[M, Msg]):
         >>> anyio.run(main)
         3
         """
-        # A program that sends elsewhere (the Redis one) keeps its own send, awaitable.
-        overridden = getattr(self.send, "__func__", None) is not Program.__dict__["send"]
         return Host(
             model=self._current_model,
-            dispatch=self.send if overridden else self._deliver,
+            dispatch=self._host_dispatch(),
             principal=principal,
             observe=self.observe,
             subscribe=self.subscribe,

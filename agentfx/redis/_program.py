@@ -407,6 +407,10 @@ class RedisProgram(Program[M, Msg]):
 
     # -- sending ---------------------------------------------------------
 
+    def _host_dispatch(self) -> Callable[[Msg], object]:
+        # Sending goes through Redis, and is awaited: the host dispatches through send itself.
+        return self.send
+
     async def send(self, message: Msg) -> None:
         """Queue ``message`` on the inbox and return once this process's copy has applied it.
 
