@@ -122,8 +122,6 @@ def _builds_containers() -> bool:
         if not (type(failed) is Failure and failed == Failure(3) and failed.trace == Failure(3).trace):
             return False
         future = _fast_future_result(_one())
-        if type(future) is not FutureResult:  # pragma: no cover - guarded by type() above
-            return False
         # Run to its end by hand: nothing in it suspends, and no event loop runs at import.
         running = future.awaitable()
         try:

@@ -128,7 +128,7 @@ async def test_a_future_result_runs_nothing_until_awaited_and_can_be_awaited_aga
     assert ran == [1]
 
 
-def test_a_returns_that_stores_its_value_elsewhere_gets_the_constructors(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_import_time_check_refuses_containers_built_otherwise_than_by_their_constructors(monkeypatch: pytest.MonkeyPatch) -> None:
     # The import-time check refuses containers that differ from what the constructors build.
     assert _returns._builds_containers()
     def stores_nothing(container: object, value: object) -> None:
