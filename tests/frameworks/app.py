@@ -217,6 +217,12 @@ UNDECLARED_KEYWORDS: list[tuple[dict[str, object], str]] = [
 ]
 """Arguments the model sends ``rename`` with one undeclared keyword each, and the refusal each must get."""
 
+KEYWORD_CALLS: list[tuple[str, dict[str, object]]] = [
+    ("change_settings", KEYWORD_ARGS),
+    *(("rename", args) for args, _ in UNDECLARED_KEYWORDS),
+]
+"""The tool calls a model makes in one turn: :data:`KEYWORD_ARGS`, then each of :data:`UNDECLARED_KEYWORDS`."""
+
 
 # Strings that are not Unicode text. ------------------------------------------------
 

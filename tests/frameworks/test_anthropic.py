@@ -36,7 +36,7 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
-    KEYWORD_ARGS,
+    KEYWORD_CALLS,
     KEYWORD_SETTINGS,
     NOT_UNICODE_TEXT,
     PINNED,
@@ -284,7 +284,7 @@ async def test_the_tool_runner_answers_a_lone_surrogate_as_invalid_input(anyio_b
 @pytest.mark.parametrize("loop", LOOPS)
 async def test_the_input_reaches_the_runtime_whole_whatever_its_keys(anyio_backend: str, loop: Loop) -> None:
     h = keyword_harness()
-    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    calls = KEYWORD_CALLS
     api = MessagesAPI(calls, "done")
     assert await loop(h, api) == "done"
     assert api.returned(1) == [("Dispatched ChangedSettings", False), *((text, True) for _, text in UNDECLARED_KEYWORDS)]

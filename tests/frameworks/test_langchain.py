@@ -39,7 +39,7 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
-    KEYWORD_ARGS,
+    KEYWORD_CALLS,
     KEYWORD_SETTINGS,
     NOT_UNICODE_TEXT,
     PINNED,
@@ -218,7 +218,7 @@ async def test_the_args_reach_the_runtime_whole_whatever_their_keys() -> None:
     # LangChain's own _arun takes ``config`` and ``run_manager`` as keywords and
     # would fail on ``self``: none of them may be taken from the model's arguments.
     h = keyword_harness()
-    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    calls = KEYWORD_CALLS
     model = ScriptedChatModel(messages=_script(calls, "done"))
     assert (await _loop(h, model))[0] == "done"
     assert model.returned(1) == [

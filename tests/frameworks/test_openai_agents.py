@@ -46,7 +46,7 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
-    KEYWORD_ARGS,
+    KEYWORD_CALLS,
     KEYWORD_SETTINGS,
     NOT_AN_OBJECT_TEXT,
     NOT_JSON_ARGUMENTS,
@@ -293,7 +293,7 @@ async def test_the_runner_aborts_on_a_lone_surrogate_before_any_tool_runs() -> N
 
 async def test_the_arguments_reach_the_runtime_whole_whatever_their_keys() -> None:
     h = keyword_harness()
-    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    calls = KEYWORD_CALLS
     model = ScriptedModel([function_call(name, args, call_id=f"c{i}") for i, (name, args) in enumerate(calls)], "done")
     await Runner.run(_agent(h, model), "Change it", run_config=_CONFIG)
     assert [text for _, text in model.outputs[1]] == ["Dispatched ChangedSettings", *(t for _, t in UNDECLARED_KEYWORDS)]

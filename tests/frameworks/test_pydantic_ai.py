@@ -42,7 +42,7 @@ from tests.frameworks.app import (
     FAILED_TEXT_PREFIX,
     INITIAL,
     INVALID_TEXT,
-    KEYWORD_ARGS,
+    KEYWORD_CALLS,
     KEYWORD_SETTINGS,
     NOT_AN_OBJECT_TEXT,
     NOT_JSON_ARGUMENTS,
@@ -262,7 +262,7 @@ async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing(arguments: 
 
 async def test_the_arguments_reach_the_runtime_whole_whatever_their_keys() -> None:
     h = keyword_harness()
-    calls = [("change_settings", KEYWORD_ARGS), *(("rename", args) for args, _ in UNDECLARED_KEYWORDS)]
+    calls = KEYWORD_CALLS
     script = Script([_call(name, args, f"c{i}") for i, (name, args) in enumerate(calls)], "done")
     assert (await _agent(h, script, max_retries=4).run("Change it")).output == "done"
     assert script.returns(1) == [
