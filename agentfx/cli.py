@@ -41,7 +41,7 @@ import anyio
 
 from . import __version__
 from .app import App
-from .contract import Definition
+from .contract import Definition, bare_signature
 from .docs import to_manifest, to_markdown
 from .errors import kind_of
 from .runtime import AgentRuntime
@@ -262,11 +262,7 @@ def _parameters(routine: Callable[..., object]) -> str:
         signature = inspect.signature(routine)
     except ValueError:
         return "(...)"
-    bare = [
-        parameter.replace(default=parameter.empty, annotation=parameter.empty)
-        for parameter in signature.parameters.values()
-    ]
-    return str(signature.replace(parameters=bare, return_annotation=signature.empty))
+    return bare_signature(signature)
 
 
 def _definition(target: str, command: str) -> Definition[Any, Any]:

@@ -347,8 +347,16 @@ def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, 
 
 def _parameters(signature: inspect.Signature) -> str:
     """``(model, principal)``: the parameter names alone, as the caller wrote them."""
-    if not signature.parameters:
-        return "no arguments"
+    return bare_signature(signature) if signature.parameters else "no arguments"
+
+
+def bare_signature(signature: inspect.Signature) -> str:
+    """``(a, b, *rest)``: the parameter names alone, since defaults and annotations can be long.
+
+    >>> import inspect
+    >>> bare_signature(inspect.signature(lambda model, *, limit=3: None))
+    '(model, *, limit)'
+    """
     bare = [
         parameter.replace(default=parameter.empty, annotation=parameter.empty)
         for parameter in signature.parameters.values()
