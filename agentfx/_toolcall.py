@@ -42,7 +42,7 @@ import msgspec
 
 from .errors import AgentInvalidInputError, echo, is_failure
 from .invocation import Invocation, new_invocation_id
-from .schema import InvalidPayload
+from .schema import InvalidPayload, field_label
 from .tools import ToolReply, ToolView, defect_reply, reply
 
 if TYPE_CHECKING:
@@ -137,8 +137,8 @@ def _path(at: _At | None) -> str:
 
 
 def _label(path: str) -> str:
-    # As agentfx.schema names a field: ``$.todos[0].title`` -> ``todos[0].title``.
-    return echo(path[2:] if path.startswith("$.") else path[1:])
+    # As agentfx.schema names a field (never the root here: the payload is an object).
+    return echo(field_label(path) or "")
 
 
 def not_unicode(payload: object) -> InvalidPayload | None:

@@ -348,7 +348,7 @@ def _undeclared_key(payload: dict[object, object], allowed: frozenset[str]) -> s
     return NOT_VALID  # pragma: no cover - only called when a key is undeclared
 
 
-def _field_label(location: str) -> str | None:
+def field_label(location: str) -> str | None:
     """``$.items[0].sku`` -> ``items[0].sku``; ``None`` for the root."""
     if location.startswith("$."):
         return location[2:]
@@ -358,7 +358,7 @@ def _field_label(location: str) -> str | None:
 
 
 def _join(location: str, name: str) -> str:
-    label = _field_label(location)
+    label = field_label(location)
     return name if label is None else f"{label}.{name}"
 
 
@@ -398,7 +398,7 @@ def _problem(text: str, schema: dict[str, Any]) -> str:
         if location.startswith("key` in `"):
             location, key = location[9:], True
         text = text[:at]
-    field = _field_label(location)
+    field = field_label(location)
     if key:
         kinds = _kinds(text[10 : text.find("`", 10)]) if text.startswith("Expected `") else None
         owner = "the input" if field is None else f'"{field}"'
