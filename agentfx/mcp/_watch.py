@@ -174,14 +174,15 @@ class ListWatch:
         if previous is None or names is None or names == previous:
             return
         self._last = names
+        told = False
         try:
             await (announce or self._announce)()
-        except BaseException as exc:
-            if self._last == names:
-                self._last = previous
-            if not isinstance(exc, Exception):
-                raise
+            told = True
+        except Exception:
             _logger.exception("announcing a tool list change failed")
+        finally:
+            if not told and self._last == names:
+                self._last = previous
 
 
 class ResourceWatch:
@@ -279,15 +280,16 @@ class ResourceWatch:
             if uri not in self._subscribers or value == previous:
                 continue
             self._last[uri] = value
+            told = False
             try:
                 await self._announce(uri)
-            except BaseException as exc:
-                # Not told: the next burst tells it again (as for the tool list).
-                if uri in self._subscribers and self._last.get(uri) == value:
-                    self._last[uri] = previous
-                if not isinstance(exc, Exception):
-                    raise
+                told = True
+            except Exception:
                 _logger.exception("announcing a change of %r failed", uri)
+            finally:
+                # Not told: the next burst tells it again (as for the tool list).
+                if not told and uri in self._subscribers and self._last.get(uri) == value:
+                    self._last[uri] = previous
 
     def _value(self, uri: str, read: Callable[[str], bytes | None]) -> bytes | None:
         try:
