@@ -241,14 +241,12 @@ class Answers:
         # The SDK sends a JSON answer in one piece: it is not copied then.
         whole = bytes(self._body) + chunk if self._body else chunk
         body = await self._rewritten(whole)
-        if body is whole:
-            await self._send(cast("Message", self._start))
-            await self._send({"type": "http.response.body", "body": body})
-            return
         start = cast("Message", self._start)
-        headers = MutableHeaders(raw=list(start.get("headers", [])))
-        headers["content-length"] = str(len(body))
-        await self._send({**start, "headers": headers.raw})
+        if body is not whole:
+            headers = MutableHeaders(raw=list(start.get("headers", [])))
+            headers["content-length"] = str(len(body))
+            start = {**start, "headers": headers.raw}
+        await self._send(start)
         await self._send({"type": "http.response.body", "body": body})
 
     async def _events(self, message: Message) -> None:
