@@ -25,7 +25,8 @@ from mcp.shared.subscriptions import ToolsListChanged
 
 import agentfx
 from agentfx.audit import AuditEntry, AuditLog
-from agentfx.mcp import server
+from agentfx.app import App
+from agentfx.mcp import http_app, server
 from agentfx.mcp import _wire as wire
 from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
 from agentfx.mcp._watch import Burst, ListWatch, Watcher
@@ -309,19 +310,32 @@ async def test_an_unknown_resource_is_a_protocol_error(mode: str) -> None:
         assert (await c.client.read_resource("app://items")).contents
 
 
-async def test_a_resource_named_context_beside_a_projection_is_refused() -> None:
-    clash = agentfx.define(
+def _clashing_context() -> agentfx.Definition[Model, Any]:
+    return agentfx.define(
         agentfx.expose(Added, agentfx.variant(Added, "Add")),
         resources=[agentfx.resource("context", "Clashes", schema=list[str], read=lambda m: [])],
         context=agentfx.projection(Model, lambda m: m),
     )
+
+
+async def test_a_resource_named_context_beside_a_projection_is_refused() -> None:
     def update(model: Model, _message: Added) -> Model:
         return model
 
     async with agentfx.run_program(init=Model(), update=update) as program:
-        runtime = agentfx.bind(clash, host=program.host())
-        with pytest.raises(ValueError, match="app://context"):
+        runtime = agentfx.bind(_clashing_context(), host=program.host())
+        with pytest.raises(agentfx.ContractError, match="app://context"):
             server(runtime)
+
+
+def test_an_http_app_of_an_app_refuses_the_context_clash_when_it_is_made() -> None:
+    # Made, not at its first request: a contract mistake is the developer's to see at once.
+    def update(model: Model, _message: Added) -> Model:
+        return model
+
+    clash = App(_clashing_context(), Model(), update)
+    with pytest.raises(agentfx.ContractError, match="app://context"):
+        http_app(clash)
 
 
 # --- notifications/tools/list_changed ---------------------------------------------

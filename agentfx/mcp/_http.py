@@ -76,7 +76,7 @@ from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import has_id
-from ._server import AgentServer, InFlight, request_calls, serve_runtime
+from ._server import AgentServer, InFlight, check_uris, request_calls, serve_runtime
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -404,6 +404,10 @@ class HttpApp(Generic[P]):
                 "http_app(token_verifier=...) needs auth=AuthSettings(issuer_url=..., resource_server_url=...)"
             )
         self._served = make_runtime
+        served = make_runtime
+        if isinstance(served, App):
+            # A factory's contract is known only once it runs, at a principal's first request.
+            check_uris(cast("App[Any, Any, P]", served).definition)
         self._authenticate = authenticate
         self._tokens = None if token_verifier is None else BearerTokens(token_verifier, cast("AuthSettings", auth))
         self._principal_from_token = principal_from_token
@@ -1379,7 +1383,9 @@ def http_app(
     Raises:
         ContractError: ``authenticate`` and ``token_verifier`` together, or
             ``auth`` or ``principal_from_token`` without ``token_verifier``,
-            or a token verifier without ``auth.resource_server_url``.
+            or a token verifier without ``auth.resource_server_url``; or an
+            App whose contract has both a context projection and a resource
+            named ``context`` (they would share ``app://context``).
 
     Serve it with any ASGI server, bound to loopback unless you mean otherwise
     (``uvicorn.run(http_app(app), host="127.0.0.1", port=8000,

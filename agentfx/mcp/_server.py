@@ -62,7 +62,7 @@ from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from .. import __version__
-from ..errors import echo, is_failure
+from ..errors import ContractError, echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..tools import tool_views
 from . import _confirm, _wire
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from mcp.server.session import ServerSession
     from mcp.shared._stream_protocols import ReadStream, WriteStream
 
+    from ..contract import Definition
     from ..docs import MessageDescriptor
     from ..runtime import AgentRuntime
 
@@ -686,7 +687,7 @@ def server(
             it expires.
 
     Raises:
-        ValueError: The contract has both a context projection and a resource
+        ContractError: The contract has both a context projection and a resource
             named ``context``, which would share the URI ``app://context``.
 
     >>> import anyio, mcp, msgspec, agentfx
@@ -706,6 +707,21 @@ def server(
     return serve_runtime(runtime, name=name, version=version, sealing=sealing, approvals=_confirm.Approvals(ttl=sealing.ttl))
 
 
+def check_uris(definition: Definition[Any, Any]) -> None:
+    """Refuse a contract two of whose resources would share one ``app://`` URI.
+
+    Only the context projection can clash with a declared resource (names are
+    unique within a contract): a resource named ``context`` beside it.
+
+    Raises:
+        ContractError: The contract has both a context projection and a resource named ``context``.
+    """
+    if definition.context is not None and any(resource.name == "context" for resource in definition.resources):
+        raise ContractError(
+            'The resource "context" would share the URI app://context with the context projection. Rename it.'
+        )
+
+
 def serve_runtime(
     runtime: AgentRuntime[Any, Any],
     *,
@@ -721,11 +737,7 @@ def serve_runtime(
     redeemed at most once per process, and a pending one outlives its
     principal's server.
     """
-    names = [descriptor.name for descriptor in runtime.resources.list()]
-    if runtime.has_context and "context" in names:
-        raise ValueError(
-            'The resource "context" would share the URI app://context with the context projection. Rename it.'
-        )
+    check_uris(runtime.definition)
 
     @asynccontextmanager
     async def lifespan(_: Server[Connection]) -> AsyncGenerator[Connection]:
