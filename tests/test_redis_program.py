@@ -176,6 +176,17 @@ async def test_without_a_writer_sends_queue_until_the_inbox_is_full_and_a_new_wr
             assert a.model.keys == ("a", "b", "c", "e")
 
 
+async def test_the_inbox_bound_counts_only_messages_waiting_for_the_writer(server: RedisServer) -> None:
+    # An applied entry left in the inbox would take a waiting one's room:
+    # with room for one, every send after the first would be refused.
+    ns = namespace()
+    async with programs(server.url, ns, 1, max_pending=1) as (a,), client(server.url) as raw:
+        for key in ("a", "b", "c"):
+            await a.send(Added(key=key))
+            assert await raw.xlen(f"{ns}:inbox") == 0
+        assert a.model.keys == ("a", "b", "c")
+
+
 async def test_a_writer_whose_lease_was_taken_cannot_apply(server: RedisServer) -> None:
     ns = namespace()
     async with programs(server.url, ns, 1, apply_timeout=0.2) as (a,), client(server.url) as raw:

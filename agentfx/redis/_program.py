@@ -97,8 +97,8 @@ _CHANGED, _UNCHANGED, _FAILED = b"c", b"u", b"x"
 
 # One call queues a whole batch of sends (group commit): ARGV[1] is the
 # bound, then one Message per argument; each gets its entry id, or nil once
-# the inbox is full. XLEN counts at most one already-applied entry (XTRIM
-# MINID keeps the last applied id).
+# the inbox is full. XLEN counts only entries waiting for the writer: the
+# apply trims every entry up to and including the last one it applied.
 _SEND = """
 local room = tonumber(ARGV[1]) - redis.call('XLEN', KEYS[1])
 local ids = {}
@@ -143,7 +143,9 @@ end
 if model then redis.call('HSET', KEYS[2], 'model', model) end
 redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid)
 if ARGV[6] ~= '' and not types then redis.call('HSET', KEYS[2], 'types', ARGV[6]) end
-redis.call('XTRIM', KEYS[4], 'MINID', last)
+-- MINID keeps the id it is given: trim from the next one, so no applied entry takes a waiting one's room.
+local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+redis.call('XTRIM', KEYS[4], 'MINID', string.format('%s-%d', ms, tonumber(seq) + 1))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return logid
 """
