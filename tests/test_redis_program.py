@@ -187,6 +187,34 @@ async def test_the_inbox_bound_counts_only_messages_waiting_for_the_writer(serve
         assert a.model.keys == ("a", "b", "c")
 
 
+@pytest.mark.parametrize("stored", [True, False], ids=["stored, reply lost", "lost before it was stored"])
+async def test_a_batch_whose_apply_reply_was_lost_runs_its_commands_exactly_once(server: RedisServer, stored: bool) -> None:
+    # The connection drops after the apply was sent: either Redis ran it (and
+    # only the reply is lost) or it never arrived. Either way the command the
+    # batch asked for runs once: not never (nobody asks again once the inbox
+    # moved past it), not twice (a batch that was not stored is applied again).
+    async with programs(server.url, namespace(), 1) as (a,):
+        await writer_among([a])
+        apply = a._scripts[1]
+        dropped: list[bool] = []
+
+        async def reply_lost(**kwargs: Any) -> object:
+            if not dropped:
+                dropped.append(True)
+                if stored:
+                    await apply(**kwargs)
+                raise RedisConnectionError("the connection closed before the reply")
+            return await apply(**kwargs)
+
+        a._scripts = (a._scripts[0], reply_lost, *a._scripts[2:])
+        await a.send(Requested(key="r"))
+        with anyio.fail_after(5):
+            while not a.model.confirmed:
+                await anyio.sleep(0.01)
+        await a.send(Added(key="after"))
+        assert dropped and a.model.confirmed == ("r",)
+
+
 async def test_a_writer_whose_lease_was_taken_cannot_apply(server: RedisServer) -> None:
     ns = namespace()
     async with programs(server.url, ns, 1, apply_timeout=0.2) as (a,), client(server.url) as raw:

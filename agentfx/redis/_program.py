@@ -8,8 +8,9 @@ This layer owns the keys of one namespace and what happens to them:
   across a reconnect): exactly one process holds it, reads the inbox, runs
   ``update`` and starts the commands;
 - ``<ns>:model``, a hash with the Model, its version, the last applied inbox
-  id, the log id of that version and the fingerprint of the types that wrote
-  it (a process whose Model or Message types differ does not write);
+  id, the log id of that version, the lease token of the writer that stored
+  it and the fingerprint of the types that wrote it (a process whose Model or
+  Message types differ does not write);
 - ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``.
 
 The writer applies a batch of inbox entries in one Lua script that checks it
@@ -141,7 +142,7 @@ for k = 0, tonumber(ARGV[5]) - 1 do
   last = ARGV[b]
 end
 if model then redis.call('HSET', KEYS[2], 'model', model) end
-redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid)
+redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid, 'by', ARGV[1])
 if ARGV[6] ~= '' and not types then redis.call('HSET', KEYS[2], 'types', ARGV[6]) end
 -- MINID keeps the id it is given: trim from the next one, so no applied entry takes a waiting one's room.
 local ms, seq = string.match(last, '^(%d+)-(%d+)$')
@@ -248,6 +249,14 @@ def _wrong_type(exc: BaseException) -> TypeGuard[ResponseError]:
 StreamId = tuple[int, int]
 
 
+def _version_of(stored: object) -> int | None:
+    """A stored version, or ``None`` when the value is no writer's."""
+    try:
+        return int(cast("bytes", stored)) if stored is not None else 0
+    except ValueError:
+        return None
+
+
 def _stream_id(raw: bytes | str) -> StreamId:
     text = raw.decode() if isinstance(raw, bytes) else raw
     ms, _, seq = text.partition("-")
@@ -331,6 +340,7 @@ class RedisProgram(Program[M, Msg]):
         "_outbox",
         "_scripts",
         "_token",
+        "_unstarted",
         "_version",
         "_waiters",
         "_writer",
@@ -362,6 +372,10 @@ class RedisProgram(Program[M, Msg]):
         self._log_id = "0-0"
         self._applied: StreamId = (0, 0)
         self._waiters: dict[StreamId, _Waiter] = {}
+        # The commands of the last batch this writer applied whose reply was
+        # lost, with the version that batch reached: they run once the stored
+        # Model shows this writer's apply landed.
+        self._unstarted: tuple[int, list[Command[Msg]]] | None = None
         self._writer = False
         self._connected = True
         self._outbox: list[_Outgoing] = []
@@ -843,6 +857,10 @@ class RedisProgram(Program[M, Msg]):
             try:
                 acquired = await self._scripts[4](keys=[self._keys.writer], args=[self._token, self._options.lease_ms])
                 if not acquired:
+                    if self._unstarted is not None:
+                        # Another writer took over: what it stored says what became of the lost reply's batch.
+                        version, by = await self._client.hmget(self._keys.model, ["version", "by"])
+                        self._settle_unstarted(_version_of(version), by)
                     await anyio.sleep(poll)
                     continue
                 delay = _BACKOFF[0]
@@ -917,8 +935,8 @@ class RedisProgram(Program[M, Msg]):
             _Refused: The stored Model is not this process's types' to write
                 (another fingerprint, or it does not decode).
         """
-        raw, version, applied, types = await self._client.hmget(
-            self._keys.model, ["model", "version", "applied", "types"]
+        raw, version, applied, types, by = await self._client.hmget(
+            self._keys.model, ["model", "version", "applied", "types", "by"]
         )
         refusal = self._mismatch(types)
         if refusal is not None:
@@ -943,6 +961,7 @@ class RedisProgram(Program[M, Msg]):
                 f"{self._keys.model} holds a version or an inbox id no writer stored",
                 "restore the namespace's keys or choose another namespace",
             ) from None
+        self._settle_unstarted(base, by)
         self._writer = True
         if self._refusal is not None:
             _logger.warning("this process writes namespace %r again: the stored Model is its types'", self._namespace)
@@ -975,22 +994,61 @@ class RedisProgram(Program[M, Msg]):
                 model = new
                 if pair is not None:
                     commands.extend(pair[1])
+            # Kept until the reply says the batch was stored: a reply lost on
+            # the way back leaves the batch applied and its commands unasked,
+            # and nobody would ask them again (the next read starts past it).
+            self._unstarted = (base + len(entries), commands) if commands else None
             try:
                 await self._scripts[1](keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args)
             except ResponseError as exc:
+                # Refused whole: nothing of the batch was stored, and its next writer asks again.
+                self._unstarted = None
                 if "AGENTFX_TYPES" in str(exc):
                     # Another process's types wrote since this batch began.
                     raise _Refused(*self._differ("another fingerprint was stored while this process wrote")) from None
                 if "AGENTFX_" in str(exc):
                     raise _LeaseLost from None
                 raise
+            self._unstarted = None
             base += len(entries)
             position = entries[-1][0].decode()
             # Only after the apply is stored: a batch that was not applied
             # asked for nothing, and its next writer will ask again.
-            start = self._task_group.start_soon
-            for command in commands:
-                start(self._run_command, command)
+            self._start_commands(commands)
+
+    def _start_commands(self, commands: list[Command[Msg]]) -> None:
+        start = self._task_group.start_soon
+        for command in commands:
+            start(self._run_command, command)
+
+    def _settle_unstarted(self, stored: int | None, by: object) -> None:
+        """Run or drop the commands of a batch whose apply reply was lost, now that the stored Model is read.
+
+        ``stored`` is the stored version (``None`` when it does not read as
+        one), ``by`` the token of the writer that stored it. Below the batch's version, the batch was never
+        stored: whoever applies it asks for its commands again. At it, and
+        stored by this writer, it landed: its commands run now. Past it, or
+        by another writer, nobody can tell whether this writer's apply
+        landed before the other's (which then asked for nothing) or the
+        other applied the batch itself (and ran them): they are dropped,
+        and the log says so.
+        """
+        unstarted = self._unstarted
+        if unstarted is None:
+            return
+        self._unstarted = None
+        reached, commands = unstarted
+        if stored is not None and stored < reached:
+            return
+        if stored == reached and by == self._token.encode():
+            _logger.warning("the reply to applying version %d of %s was lost; its commands run now", reached, self._namespace)
+            self._start_commands(commands)
+            return
+        _logger.error(
+            "the reply to applying version %d of %s was lost and another writer has stored since; "
+            "%d command(s) that version asked for may not have run",
+            reached, self._namespace, len(commands),
+        )
 
     def __repr__(self) -> str:
         state = "stopped" if self._closed else ("writer" if self._writer else "running")
