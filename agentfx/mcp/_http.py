@@ -746,6 +746,8 @@ class HttpApp(Generic[P]):
             # Indistinguishable from an unknown id, so probing learns nothing.
             await _error("Session not found", 404)(scope, receive, send)
             return
+        # A session's requests may each bring a refreshed token: authorize sees the freshest, as sessionless ones do.
+        session.tenant.present(principal)
         await self._in_session(session, envelope, scope, receive, send)
 
     # --- 2026-07-28: one request, one principal -----------------------------------------

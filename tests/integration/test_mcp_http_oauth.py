@@ -164,7 +164,8 @@ async def test_by_default_the_principal_is_the_access_token_so_authorize_sees_it
     assert all(token.subject == "ann" for token in seen)
 
 
-async def test_an_app_s_authorize_sees_the_token_of_its_principal_that_expires_last() -> None:
+@pytest.mark.parametrize("in_session", [False, True], ids=["sessionless", "in a session"])
+async def test_an_app_s_authorize_sees_the_token_of_its_principal_that_expires_last(in_session: bool) -> None:
     # A refreshed token proves the same principal, so it shares the runtime
     # the first token started; authorize must still see the refreshed one
     # (an expiry it checks would otherwise be the first token's), and a stale
@@ -184,8 +185,13 @@ async def test_an_app_s_authorize_sees_the_token_of_its_principal_that_expires_l
     asgi = http_app(pings, token_verifier=JwtVerifier(url), auth=settings(url))
     ping = modern("tools/call", {"name": "ping", "arguments": {}})
     async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        # Within one 2025 session too: opened with the first token, each request brings its own.
+        session = await open_session(http, url, token=first) if in_session else None
         for token in (first, refreshed, first):
-            status, answer, _ = await post(http, url, ping, token=token, version=MODERN)
+            if session is None:
+                status, answer, _ = await post(http, url, ping, token=token, version=MODERN)
+            else:
+                status, answer, _ = await post(http, url, ping, token=token, session=session)
             assert (status, answer["result"]["isError"]) == (200, False)
         assert asgi.principal_count == 1
     assert seen == [first, refreshed, refreshed]
