@@ -26,7 +26,9 @@ from mcp.shared.message import SessionMessage
 import agentfx
 from agentfx.mcp import _stdio, server
 from agentfx.mcp._stdio import read_line, stdio_transport
+from agentfx.app import App
 from tests.hardening_app import app
+from tests.test_mcp_confirm import app as confirming
 from tests.mcp_wire import INITIALIZE, call
 
 # --- what one line is ---------------------------------------------------------------
@@ -137,12 +139,14 @@ class Peer:
 
 
 @asynccontextmanager
-async def serving(log: agentfx.AuditLog) -> AsyncGenerator[tuple[Peer, anyio.abc.TaskGroup, Callable[[], int]]]:
-    """``app`` served over a pair of pipes in a task group the test may cancel; yields the peer and the held count."""
+async def serving(
+    log: agentfx.AuditLog, served: App[Any, Any, Any] = app, initialize: dict[str, Any] = INITIALIZE
+) -> AsyncGenerator[tuple[Peer, anyio.abc.TaskGroup, Callable[[], int]]]:
+    """``served`` over a pair of pipes in a task group the test may cancel; yields the peer and the held count."""
     server_in, client_out = os.pipe()
     client_in, server_out = os.pipe()
     try:
-        async with app.run(audit=log) as runtime:
+        async with served.run(audit=log) as runtime:
             mcp_server = server(runtime)
 
             async def serve() -> None:
@@ -152,10 +156,10 @@ async def serving(log: agentfx.AuditLog) -> AsyncGenerator[tuple[Peer, anyio.abc
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(serve)
                 peer = Peer(client_out, client_in)
-                await peer.send(INITIALIZE)
+                await peer.send(initialize)
                 assert (await peer.receive())["id"] == 0
                 await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-                yield peer, task_group, lambda: runtime.host.model().held
+                yield peer, task_group, lambda: getattr(runtime.host.model(), "held", 0)
     finally:
         for fd in (server_in, client_out, client_in, server_out):
             os.close(fd)
@@ -207,17 +211,95 @@ async def test_a_client_that_writes_without_reading_has_only_so_many_requests_se
         assert (await peer.receive())["id"] == 1
         # An answer far larger than a pipe holds, which the client does not read yet...
         await peer.send({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "app://notes"}})
-        # ... and more requests behind it: only three more are taken while it waits.
-        for request_id in range(3, 13):
+        # ... and more requests behind it: three more are served while it waits,
+        # four more are held, and the one past those is answered busy.
+        for request_id in range(3, 11):
             await peer.send(call(request_id, "note", {"text": "y"}))
         await until(lambda: len(log.entries()) == 1 + 3)
         await anyio.sleep(0.3)  # and no more, however long it waits
         assert len(log.entries()) == 1 + 3
-        # Read, and the rest are served, each answered once.
-        answered = sorted([(await peer.receive())["id"] for _ in range(11)])
-        assert answered == list(range(2, 13))
-        assert len(log.entries()) == 1 + 10
+        # Read, and the held ones are served, each answered once.
+        answers = {answer["id"]: answer for answer in [await peer.receive() for _ in range(9)]}
+        assert sorted(answers) == list(range(2, 11))
+        assert answers[10]["error"] == {
+            "code": types.INTERNAL_ERROR,
+            "message": "Service Unavailable: 8 requests are waiting; send it again once one is answered",
+        }
+        assert all("result" in answers[request_id] for request_id in range(2, 10))
+        assert len(log.entries()) == 1 + 7
         task_group.cancel_scope.cancel()
+
+
+ASKING: dict[str, Any] = {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"elicitation": {"form": {}}}}}
+"""The handshake of a client that can ask its person (form elicitation)."""
+
+
+async def questions(peer: Peer, count: int) -> list[int | str]:
+    """The ids of the next ``count`` messages, each the server asking the person (``elicitation/create``)."""
+    asked: list[int | str] = []
+    for _ in range(count):
+        message = await peer.receive()
+        assert message.get("method") == "elicitation/create", message
+        asked.append(message["id"])
+    return asked
+
+
+@pytest.mark.anyio
+async def test_requests_past_the_limit_wait_while_the_answers_the_server_waits_for_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Both calls in flight wait for the person; the request behind them must
+    # not stop the reader from hearing the person's answers, nor the input end.
+    monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
+    log = agentfx.audit_log()
+    async with serving(log, confirming, ASKING) as (peer, task_group, _):
+        for request_id, item in ((1, "milk"), (2, "tea")):
+            await peer.send(call(request_id, "remove", {"item": item}))
+        asked = await questions(peer, 2)
+        await peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        for question in asked:
+            await peer.send({"jsonrpc": "2.0", "id": question, "result": {"action": "decline"}})
+        assert sorted([(await peer.receive())["id"] for _ in range(3)]) == [1, 2, 3]
+        task_group.cancel_scope.cancel()
+    assert [(e.capability, e.outcome) for e in log.entries()] == [("remove", "AgentAuthorizationError")] * 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "answer",
+    [{"result": []}, {"result": "yes"}, {"error": {"code": 1}}],
+    ids=["result a list", "result a string", "error without a message"],
+)
+async def test_a_malformed_answer_to_a_confirmation_declines_it(answer: dict[str, Any]) -> None:
+    # The parser refuses it, so the server never hears it was answered: it
+    # must be told, or the call waits for an answer that never comes.
+    log = agentfx.audit_log()
+    async with serving(log, confirming, ASKING) as (peer, task_group, _):
+        await peer.send(call(1, "remove", {"item": "milk"}))
+        (question,) = await questions(peer, 1)
+        await peer.send({"jsonrpc": "2.0", "id": question, **answer})
+        answers = [await peer.receive() for _ in range(2)]
+        assert answers[0] == {"jsonrpc": "2.0", "id": None, "error": {"code": types.INVALID_REQUEST, "message": "Invalid Request"}}
+        assert answers[1]["id"] == 1 and answers[1]["result"]["content"][0]["text"] == 'Declined: Remove "milk"?'
+        task_group.cancel_scope.cancel()
+    assert [(e.capability, e.outcome) for e in log.entries()] == [("remove", "AgentAuthorizationError")]
+
+
+@pytest.mark.anyio
+async def test_a_held_request_its_client_cancels_is_never_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 1)
+    log = agentfx.audit_log()
+    async with serving(log) as (peer, task_group, held):
+        await peer.send(call(1, "hold", {}))
+        await until(lambda: held() == 1)
+        await peer.send(call(2, "note", {"text": "cancelled while held"}))
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        await peer.send(call(3, "note", {"text": "after"}))
+        while (await peer.receive())["id"] != 3:
+            pass
+        task_group.cancel_scope.cancel()
+    assert sorted((e.capability, e.outcome) for e in log.entries()) == [("hold", "AgentCancelledError"), ("note", "dispatched")]
 
 
 @pytest.mark.anyio

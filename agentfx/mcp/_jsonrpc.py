@@ -1,12 +1,14 @@
 """What the SDK's JSON-RPC parser leaves unsaid, for the transports that read raw messages.
 
-This layer owns one fact about the wire both transports need before a message
-reaches the SDK: whether a message the SDK's parser read as a notification
-carried an ``id`` after all. The SDK reads a request whose id is neither a
-string nor an integer (an object, a bool, a float, ``null``, an array) as a
-notification, which nobody answers, so its client would wait forever; a
-transport asks :func:`has_id` and answers ``-32600 Invalid Request`` with
-``id: null`` instead.
+This layer owns two facts about the wire the transports need before a
+message reaches the SDK. Whether a message the SDK's parser read as a
+notification carried an ``id`` after all: the SDK reads a request whose id is
+neither a string nor an integer (an object, a bool, a float, ``null``, an
+array) as a notification, which nobody answers, so its client would wait
+forever; a transport asks :func:`has_id` and answers ``-32600 Invalid
+Request`` with ``id: null`` instead. And which request a message the parser
+refused was answering (:func:`answer_id`), so a malformed answer to the
+server's own request still ends the wait for it.
 
 It deliberately knows nothing of transports, sessions or dispatch: parsing
 messages stays the SDK's (``jsonrpc_message_adapter``).
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["has_id"]
+__all__ = ["answer_id", "has_id"]
 
 
 class _Id(msgspec.Struct):
@@ -41,3 +43,31 @@ def has_id(data: str | bytes) -> bool:
         return msgspec.json.decode(data, type=_Id).id is not msgspec.UNSET
     except (msgspec.DecodeError, RecursionError):
         return False
+
+
+class _Answer(msgspec.Struct):
+    """The ``id`` of a message that is shaped as an answer (no ``method``); every other field is skipped."""
+
+    id: str | int | msgspec.UnsetType = msgspec.UNSET
+    method: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+def answer_id(data: str | bytes) -> str | int | None:
+    """The id a JSON object answers: its string or integer ``id`` when it has no ``method``; else ``None``.
+
+    Read however malformed the rest is (no ``result``, a ``result`` of the
+    wrong shape, an ``error`` without a message), so a transport can tell the
+    server which of its requests got an answer it could not read.
+
+    >>> answer_id('{"jsonrpc": "2.0", "id": 3, "result": []}'), answer_id('{"id": "a", "error": {}}')
+    (3, 'a')
+    >>> answer_id('{"jsonrpc": "2.0", "id": 3, "method": "x"}'), answer_id('{"id": true}'), answer_id(b"[3]")
+    (None, None, None)
+    """
+    try:
+        answer = msgspec.json.decode(data, type=_Answer)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if answer.method is not msgspec.UNSET or answer.id is msgspec.UNSET:
+        return None
+    return answer.id

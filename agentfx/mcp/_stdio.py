@@ -3,11 +3,17 @@
 This layer owns the stdio transport: claiming the process's stdin and stdout
 (while serving, fd 0 reads the null device and fd 1 writes to stderr, so
 nothing the application prints reaches the wire), reading the wire line by
-line, and writing each message the server sends as one line. It reads no
-further while :data:`MAX_UNANSWERED` requests wait for their answers to be
-written, so a client that writes without reading makes it hold a bounded
-number of answers, not one per line it sent; and it stops reading once
-stdout is broken, since no answer can reach the client any more.
+line, and writing each message the server sends as one line. While
+:data:`MAX_UNANSWERED` requests wait for their answers to be written, the
+requests read after them are held (as many again, within :data:`MAX_LINE`
+bytes) and handed over in order as answers are written, and one past that is
+answered at once that the server is busy; so a client that writes without
+reading makes it hold a bounded number of answers, not one per line it sent.
+Reading never stops for that: the client's answers to the server's own
+requests (a person's confirmation), its cancellations and the end of its
+input are heard while requests wait, and a malformed answer to a request of
+the server's ends the wait for it. It stops reading once stdout is broken,
+since no answer can reach the client any more.
 
 It reads bytes, not text, because what the SDK's ``stdio_server`` leaves out
 matters to a client waiting on an answer: a line that is not valid UTF-8
@@ -32,7 +38,7 @@ import os
 import stat
 import sys
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -41,12 +47,13 @@ import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from .. import __version__
-from ._jsonrpc import has_id
+from ._jsonrpc import answer_id, has_id
 from ._server import server
 
 if TYPE_CHECKING:
@@ -60,10 +67,11 @@ MAX_LINE = DEFAULT_MAX_REQUEST_BODY_SIZE
 """Bytes one line may hold (4 MiB, the SDK's limit for an HTTP request body); a longer one is answered and dropped."""
 
 MAX_UNANSWERED = 64
-"""Requests read whose answers are not written yet, past which stdin is not read until one is.
+"""Requests the server works on whose answers are not written yet; as many more are held until one is.
 
 Enough for any client that pipelines; a client that writes without ever
-reading makes the server hold at most this many answers, then wait.
+reading makes the server hold at most this many answers, and past twice as
+many requests each is answered that the server is busy.
 """
 
 DRAIN_TIMEOUT = 2.0
@@ -80,6 +88,8 @@ def _error(request_id: types.RequestId | None, code: int, message: str) -> types
 _PARSE_ERROR = _error(None, types.PARSE_ERROR, "Parse error")
 _INVALID_REQUEST = _error(None, types.INVALID_REQUEST, "Invalid Request")
 _TOO_LARGE = _error(None, types.INVALID_REQUEST, "Invalid Request: the line is longer than 4 MiB")
+# What the server hears for a client's answer to its request that could not be read (its id set per answer).
+_UNREADABLE_ANSWER = _error(None, types.INVALID_REQUEST, "Invalid Request: the answer could not be read")
 
 
 def protocol_error(exc: Exception) -> types.JSONRPCError:
@@ -241,25 +251,36 @@ class _Lines:
 class _Unanswered:
     """The requests read whose answers have not been written, by id: at most ``limit`` of them.
 
-    The reader waits for room before it hands the server a request; the
+    The reader hands the server a request only while there is room; the
     writer makes room as it writes each answer. A request the client
     cancels is never answered, so its cancellation makes the room instead.
     An answer or cancellation naming no request waiting here changes nothing.
+
+    It also keeps the ids of the requests the server sent the client (an
+    elicitation, say) that the client has not answered yet, so a malformed
+    answer to one can still end the wait for it.
     """
 
-    __slots__ = ("_ids", "_limit", "_room")
+    __slots__ = ("_ids", "_limit", "_room", "asked")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._ids: Counter[types.RequestId] = Counter()
         self._room = anyio.Event()
+        # Oldest first, bounded: an id the client never answers is forgotten in time.
+        self.asked: dict[types.RequestId, None] = {}
 
-    async def admit(self, request_id: types.RequestId) -> None:
-        while self._ids.total() >= self._limit:
-            # One waiter, the reader: a fresh event for each wait.
+    def full(self) -> bool:
+        return self._ids.total() >= self._limit
+
+    def admit(self, request_id: types.RequestId) -> None:
+        self._ids[request_id] += 1
+
+    async def room(self) -> None:
+        while self.full():
+            # One waiter, the reader's hand-over: a fresh event for each wait.
             self._room = anyio.Event()
             await self._room.wait()
-        self._ids[request_id] += 1
 
     def answered(self, request_id: types.RequestId) -> None:
         left = self._ids.get(request_id)
@@ -271,6 +292,95 @@ class _Unanswered:
             self._ids[request_id] = left - 1
         self._room.set()
 
+    def ask(self, request_id: types.RequestId) -> None:
+        """The server sent the client a request: its answer is awaited."""
+        self.asked[coerce_request_id(request_id)] = None
+        if len(self.asked) > _ASKED_MAX:
+            del self.asked[next(iter(self.asked))]
+
+    def heard(self, request_id: types.RequestId) -> bool:
+        """The client answered ``request_id``: whether the server was waiting for that answer."""
+        return self.asked.pop(coerce_request_id(request_id), _NOT_ASKED) is not _NOT_ASKED
+
+
+_NOT_ASKED = object()
+_ASKED_MAX = 1024
+"""Requests of the server's own whose answers are awaited, past which the oldest is forgotten."""
+
+
+class _Held:
+    """Requests read while :data:`MAX_UNANSWERED` are waiting: handed to the server in order as room frees.
+
+    Reading goes on meanwhile, so what the server's own requests wait for
+    (the client's answers, its cancellations, the end of its input) is never
+    stuck behind a request the server has no room for. At most
+    :data:`MAX_UNANSWERED` requests and :data:`MAX_LINE` bytes are held; a
+    request past that is answered at once that the server is busy.
+    """
+
+    __slots__ = ("_bytes", "_changed", "_requests")
+
+    def __init__(self) -> None:
+        self._requests: deque[tuple[SessionMessage, int]] = deque()
+        self._bytes = 0
+        self._changed = anyio.Event()
+
+    def __bool__(self) -> bool:
+        return bool(self._requests)
+
+    def hold(self, request: SessionMessage, size: int) -> bool:
+        """Hold ``request`` (``size`` bytes read), or ``False`` when there is no room to."""
+        if len(self._requests) >= MAX_UNANSWERED or self._bytes + size > MAX_LINE:
+            return False
+        self._requests.append((request, size))
+        self._bytes += size
+        self._changed.set()
+        return True
+
+    def drop(self, request_id: types.RequestId) -> bool:
+        """Forget the first held request with this id (its client cancelled it), or ``False`` when none is held."""
+        wanted = coerce_request_id(request_id)
+        for index, (request, size) in enumerate(self._requests):
+            if coerce_request_id(cast("types.JSONRPCRequest", request.message).id) == wanted:
+                del self._requests[index]
+                self._bytes -= size
+                self._changed.set()
+                return True
+        return False
+
+    async def changed(self) -> None:
+        self._changed = anyio.Event()
+        await self._changed.wait()
+
+    async def hand_over(self, inbound: MemoryObjectSendStream[SessionMessage | Exception], unanswered: _Unanswered) -> None:
+        """Hand each held request to the server, oldest first, once there is room for it; forever."""
+        while True:
+            while not self._requests:
+                await self.changed()
+            await unanswered.room()
+            if not self._requests:
+                continue  # cancelled while it waited for room
+            request, size = self._requests.popleft()
+            self._bytes -= size
+            unanswered.admit(cast("types.JSONRPCRequest", request.message).id)
+            await inbound.send(request)
+            self._changed.set()
+
+    async def handed_over(self) -> None:
+        """Return once every held request has reached the server."""
+        while self._requests:
+            await self.changed()
+
+
+def _busy(request_id: types.RequestId) -> SessionMessage:
+    return SessionMessage(
+        message=_error(
+            request_id,
+            types.INTERNAL_ERROR,
+            f"Service Unavailable: {2 * MAX_UNANSWERED} requests are waiting; send it again once one is answered",
+        )
+    )
+
 
 async def _read(
     end: _End,
@@ -280,32 +390,62 @@ async def _read(
     unanswered: _Unanswered,
 ) -> None:
     lines = _Lines(limit)
+    held = _Held()
 
     async def deliver(line: bytes | None) -> None:
         item = _TOO_LARGE if line is None else read_line(line)
         if isinstance(item, SessionMessage):
             message = item.message
             if isinstance(message, types.JSONRPCRequest):
-                await unanswered.admit(message.id)
+                # Behind a held request, never past it: requests reach the server in the order sent.
+                if held or unanswered.full():
+                    assert line is not None
+                    if not held.hold(item, len(line)):
+                        await answers.send(_busy(message.id))
+                    return
+                unanswered.admit(message.id)
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
                 cancelled = cancelled_request_id_from_params(message.params)
                 if cancelled is not None:
+                    if held.drop(cancelled):
+                        return  # it never reached the server: nothing to cancel there, nothing to answer
                     unanswered.answered(cancelled)
+            elif isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None:
+                unanswered.heard(message.id)
             await inbound.send(item)
         elif item is not None:
+            waited = None if line is None else answer_id(line)
+            if waited is not None and unanswered.heard(waited):
+                # A malformed answer to the server's own request (a confirmation
+                # it asked for, say): the server is told it failed, so what waits
+                # on it ends rather than waiting for an answer that never comes.
+                await inbound.send(SessionMessage(message=_UNREADABLE_ANSWER.model_copy(update={"id": waited})))
             await answers.send(SessionMessage(message=item))
 
     try:
-        async with inbound, answers:
+        async with inbound, answers, anyio.create_task_group() as task_group:
+            task_group.start_soon(_handing_over, held, inbound, unanswered)
             while chunk := await end.read():
                 for line in lines.feed(chunk):
                     await deliver(line)
             last = lines.end()
             if last is not None:
                 await deliver(last)
+            # Every request read is served before the server hears the input ended.
+            await held.handed_over()
+            task_group.cancel_scope.cancel()
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         # The server stopped reading: nothing more to deliver.
         pass
+
+
+async def _handing_over(
+    held: _Held, inbound: MemoryObjectSendStream[SessionMessage | Exception], unanswered: _Unanswered
+) -> None:
+    try:
+        await held.hand_over(inbound, unanswered)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass  # the server stopped reading
 
 
 def _frame(message: SessionMessage) -> bytes:
@@ -349,6 +489,8 @@ async def _write(
                 answer = message.message
                 if isinstance(answer, types.JSONRPCResponse | types.JSONRPCError) and answer.id is not None:
                     unanswered.answered(answer.id)
+                elif isinstance(answer, types.JSONRPCRequest):
+                    unanswered.ask(answer.id)
     finally:
         drained.set()
 
@@ -361,7 +503,7 @@ async def stdio_transport(
 
     Unreadable lines are answered here and never reach the read stream.
     While :data:`MAX_UNANSWERED` requests wait for their answers to be
-    written, nothing more is read; once writing fails (the client closed its
+    written, the requests read after them wait too (see the module); once writing fails (the client closed its
     end) nothing more is read at all, so the read stream ends. On leaving
     the block reading stops at once; what the server already sent is written
     within :data:`DRAIN_TIMEOUT` seconds.
