@@ -75,7 +75,7 @@ from ..app import App
 from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
-from ._jsonrpc import has_id
+from ._jsonrpc import answer_id, has_id
 from ._server import AgentServer, InFlight, check_uris, request_calls, serve_runtime
 
 if TYPE_CHECKING:
@@ -360,10 +360,11 @@ class _Watched:
 
 @dataclass(frozen=True)
 class _Envelope:
-    """What the endpoint read of a POST body before handing it on."""
+    """What the endpoint read of a POST body before handing it on (and, when it is rewritten, the body handed on)."""
 
     method: str | None
     request_id: types.RequestId | None
+    body: bytes | None = None
 
 
 class HttpApp(Generic[P]):
@@ -608,7 +609,9 @@ class HttpApp(Generic[P]):
                 await read(scope, receive, send)
                 return
             envelope = read
-        receive = replay_body(body, raw_receive)
+        # The transport is handed the body as rewritten, if it was; an
+        # authenticate hook still reads the one the client sent.
+        receive = replay_body(body if envelope is None or envelope.body is None else envelope.body, raw_receive)
 
         if tokens is not None:
             await self._with_token(tokens, envelope, scope, receive, raw_receive, send)
@@ -1188,6 +1191,12 @@ async def _read_body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
+_UNREADABLE_ANSWER = types.JSONRPCError(
+    jsonrpc="2.0", id=0, error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid Request: the answer could not be read")
+)
+"""What a session hears for a client's answer it could not read (its id set per answer)."""
+
+
 def _read_envelope(body: bytes) -> _Envelope | Response:
     """The POST body as one JSON-RPC message, or the error answering it, in this endpoint's words.
 
@@ -1195,6 +1204,9 @@ def _read_envelope(body: bytes) -> _Envelope | Response:
     with validator text, gets that far), with every failure, a nesting too
     deep for the parser included, answered here; so is a request whose id is
     neither a string nor an integer, which the parser reads as a notification.
+    A malformed answer (an ``id`` and no ``method``) is handed on rewritten as
+    an error answer to that id, the one form a session's pending request can
+    hear.
     """
     try:
         raw: object = pydantic_core.from_json(body)
@@ -1204,6 +1216,13 @@ def _read_envelope(body: bytes) -> _Envelope | Response:
     try:
         message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except (ValidationError, RecursionError):
+        answered = answer_id(body)
+        if answered is not None:
+            # A malformed answer to a request of the server's (a person's
+            # confirmation, say): the session hears it as an error answer, so
+            # what waits on it ends instead of waiting for one that never comes.
+            unreadable = _UNREADABLE_ANSWER.model_copy(update={"id": answered})
+            return _Envelope(method=None, request_id=None, body=unreadable.model_dump_json(by_alias=True).encode())
         return _error("Invalid Request", 400, types.INVALID_REQUEST, request_id=request_id)
     if isinstance(message, types.JSONRPCRequest):
         return _Envelope(method=message.method, request_id=message.id)

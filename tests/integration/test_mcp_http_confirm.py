@@ -247,8 +247,20 @@ async def test_a_state_outlives_its_principals_server_and_is_still_redeemed_once
         assert served.confirmed() == [("remove", "ann", "dispatched")]
 
 
-@pytest.mark.parametrize("answered", [{"action": "maybe"}, {"content": {"confirm": True}}], ids=str)
-async def test_an_elicitation_answered_with_something_that_is_not_an_answer_declines(answered: object) -> None:
+@pytest.mark.parametrize(
+    "answered",
+    [
+        {"result": {"action": "maybe"}},
+        {"result": {"content": {"confirm": True}}},
+        # Not even a JSON-RPC answer: the SDK's parser never hands it to the
+        # session, which must still hear that its question was answered.
+        {"result": []},
+        {"result": "yes"},
+        {"error": {"code": 1}},
+    ],
+    ids=str,
+)
+async def test_an_elicitation_answered_with_something_that_is_not_an_answer_declines(answered: dict[str, object]) -> None:
     # The SDK's own client checks its answer before sending it; another may not.
     log = agentfx.audit_log(principal=lambda user: user.name)
     app = App(Contract, init=Model(), update=update, principal=User("nobody"), audit=log)
@@ -278,8 +290,8 @@ async def test_an_elicitation_answered_with_something_that_is_not_an_answer_decl
                         message = json.loads(line.removeprefix("data: "))
                         if message.get("method") == "elicitation/create":
                             asked.append(message["params"]["message"])
-                            reply = {"jsonrpc": "2.0", "id": message["id"], "result": answered}
-                            await http.post(url, json=reply, headers=session)
+                            reply = {"jsonrpc": "2.0", "id": message["id"], **answered}
+                            assert (await http.post(url, json=reply, headers=session)).status_code == 202
                         elif message.get("id") == 7:
                             answer = message["result"]  # the last event: the stream ends after it
     assert asked == ['Remove "milk"?']
