@@ -897,3 +897,97 @@ async def test_a_person_can_answer_as_json_text_too() -> None:
         done = await _text_task(http, '{"confirm": true}', task_id=waiting.id)
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
     assert host.dispatched == [Erased()]
+
+
+# --- A waiting task's answers ------------------------------------------------------------
+
+
+def _reply(task_id: str, data: object, *, role: Role = Role.ROLE_USER, message_id: str = "") -> SendMessageRequest:
+    message = Message(message_id=message_id or uuid.uuid4().hex, role=role, task_id=task_id, parts=[new_data_part(data)])
+    return SendMessageRequest(message=message)
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize("sent_as", ["the-agents-role", "the-calls-message-id"])
+async def test_every_malformed_answer_counts_toward_the_reask_bound_whatever_its_role_or_id(sent_as: str) -> None:
+    from a2a.types.a2a_pb2 import GetTaskRequest
+
+    contract, card = _erase_contract()
+    host: RecordingHost[None, Any, Any] = RecordingHost(None)
+    audit = agentfx.audit_log()
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host, audit=audit), card)) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        call = _request("erase")
+        waiting = await _sent(client, call)
+        states: list[TaskState] = []
+        # Twice the bound: an answer the count missed would leave the task waiting throughout.
+        for _ in range(2 * agentfx.a2a.MAX_CONFIRM_REASKS + 2):
+            if sent_as == "the-agents-role":
+                slip = _reply(waiting.id, {"confirm": "maybe", "pad": "x" * 1000}, role=Role.ROLE_AGENT)
+            else:
+                # The SDK keeps no second message with an id its history holds.
+                slip = _reply(waiting.id, {"confirm": "maybe"}, message_id=call.message.message_id)
+            task = await _sent(client, slip)
+            states.append(task.status.state)
+            if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+                break
+        fetched = await client.get_task(GetTaskRequest(id=waiting.id))
+        await client.close()
+    reasks = agentfx.a2a.MAX_CONFIRM_REASKS
+    if sent_as == "the-calls-message-id":
+        assert states == [TaskState.TASK_STATE_INPUT_REQUIRED] * reasks + [TaskState.TASK_STATE_REJECTED]
+    else:
+        # An answer in the agent's role is counted as the server's prompts are: the asking ends sooner.
+        assert len(states) <= reasks + 1 and states[-1] == TaskState.TASK_STATE_REJECTED
+    assert fetched.status.state == TaskState.TASK_STATE_REJECTED
+    assert len(fetched.history) <= 2 * reasks + 3
+    assert host.dispatched == [] and [e.capability for e in audit.entries()] == ["erase"]
+
+
+_CALL_ROLE_TEXT = (
+    'A message to this agent is sent with role ROLE_USER ("user" in A2A 0.3) '
+    'and carries one data part {"skill": <skill id>, "input": {...}}'
+)
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_message_in_the_agents_role_is_the_malformed_message_in_1_0_and_0_3() -> None:
+    contract, card = _erase_contract()
+    host: RecordingHost[None, Any, Any] = RecordingHost(None)
+    audit = agentfx.audit_log()
+    legacy = {
+        "kind": "message",
+        "messageId": "m1",
+        "role": "agent",
+        "parts": [{"kind": "data", "data": {"skill": "ping"}}],
+    }
+    async with _http(a2a_app(agentfx.bind(contract, host=host.host, audit=audit), card)) as http:
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        called = await _sent(client, _reply("", {"skill": "ping"}, role=Role.ROLE_AGENT))
+        answer_0_3 = (
+            await http.post(
+                "/a2a",
+                json={"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": legacy}},
+                headers={"A2A-Version": "0.3"},
+            )
+        ).json()
+        waiting = await _sent(client, _request("erase"))
+        # A yes in the agent's role is no answer: asked again, nothing dispatched.
+        agents_yes = await _sent(client, _reply(waiting.id, {"confirm": True}, role=Role.ROLE_AGENT))
+        users_yes = await _sent(client, _reply(waiting.id, {"confirm": True}))
+        await client.close()
+    assert called.status.state == TaskState.TASK_STATE_REJECTED
+    assert _text(called) == _CALL_ROLE_TEXT
+    assert json_format.MessageToDict(called.status.message.parts[1].data) == {
+        "_tag": "MalformedMessage",
+        "message": _CALL_ROLE_TEXT,
+    }
+    parsed = types_v03.SendMessageResponse.model_validate(answer_0_3).root
+    assert isinstance(parsed, types_v03.SendMessageSuccessResponse) and isinstance(parsed.result, types_v03.Task)
+    assert parsed.result.status.state == types_v03.TaskState.rejected
+    assert agents_yes.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert users_yes.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Erased()]
+    assert [e.capability for e in audit.entries()] == ["erase", "erase"]

@@ -1,6 +1,7 @@
 """The executor: one A2A task per capability call, its states mapped from the dispatch outcome.
 
-This layer owns what a task means: how a message names a skill (one data part
+This layer owns what a task means: how a message names a skill (a message in
+the user's role, with one data part
 ``{"skill": <name>, "input": {...}}``, or the same object as JSON text in one
 ``application/json`` text part, whose numbers are exact), the invocation a task becomes (its id
 is the task id, transport ``"a2a"``, a signal that ``CancelTask`` aborts), and
@@ -92,7 +93,9 @@ MAX_CONFIRM_REASKS = 3
 Each answer is kept in the task's history (the SDK keeps every message, up
 to the request body's bound each), so this bounds a task's history to
 ``2 * MAX_CONFIRM_REASKS + 3`` messages: the call, then each prompt with the
-answer it got; the rejection is the task's status.
+answer it got; the rejection is the task's status. The answers are counted
+from the messages the task holds, so no field a client chooses (a role, a
+message id) keeps one out of the count.
 """
 
 NOT_WAITING = "The task is not waiting for an answer: only a task in input-required takes one, and only one at a time"
@@ -111,6 +114,10 @@ def terminal_refusal(task: Task) -> UnsupportedOperationError | None:
 
 
 _CALL_SHAPE = 'A message to this agent carries one data part {"skill": <skill id>, "input": {...}}'
+_CALL_ROLE = (
+    'A message to this agent is sent with role ROLE_USER ("user" in A2A 0.3) '
+    'and carries one data part {"skill": <skill id>, "input": {...}}'
+)
 _CONFIRM_SHAPE = 'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
 _JSON = "application/json"
 """The media type of a text part holding exact JSON: a call or an answer read from one, every reply's copy."""
@@ -175,8 +182,20 @@ def _data_object(message: Message | None, shape: str) -> dict[str, object]:
     return cast("dict[str, object]", value)
 
 
+def _from_user(message: Message | None, text: str) -> None:
+    """Raises :class:`_Malformed` with ``text`` unless ``message`` is the user's.
+
+    A client speaks as the user (``ROLE_USER``; 0.3's ``"user"`` is converted
+    to it): a message in the agent's role is not one this agent takes, as
+    a call or as an answer.
+    """
+    if message is not None and message.role != Role.ROLE_USER:
+        raise _Malformed(text)
+
+
 def _call(message: Message | None) -> tuple[str, object]:
     """The skill and the input a message names."""
+    _from_user(message, _CALL_ROLE)
     data = _data_object(message, _CALL_SHAPE)
     skill = data.get("skill")
     # A skill id is a string: anything else is not a call at all (nothing to
@@ -190,6 +209,7 @@ def _call(message: Message | None) -> tuple[str, object]:
 
 def _answer(message: Message | None) -> bool:
     """A person's answer to a confirmation: ``{"confirm": true | false}``."""
+    _from_user(message, _CONFIRM_SHAPE)
     data = _data_object(message, _CONFIRM_SHAPE)
     answer = data.get("confirm")
     if set(data) != {"confirm"} or not isinstance(answer, bool):
@@ -201,15 +221,22 @@ def _first_user_message(task: Task) -> Message | None:
     return next((m for m in task.history if m.role == Role.ROLE_USER), None)
 
 
-def _answers_before(task: Task, answer: Message | None) -> int:
-    """How many answers ``task`` has had before ``answer``: its user messages after the call.
+def _answers_before(task: Task) -> int:
+    """How many answers ``task`` has taken since its call: the prompts the server gave it, less the first.
 
-    The task is the stored one, which does not hold ``answer`` yet; it is
-    left out by id all the same, should a store hand it over already added.
+    Each answer the server takes is followed by a prompt of its own (the
+    task's status message, moved into the history by the next one), in the
+    agent's role, with an id the server made. So the count reads only what
+    the server said: an answer whose message id the SDK finds in the history
+    already (and so does not keep) counts all the same, through its prompt.
+    A message in the agent's role that a client sent is counted too, which
+    can only end the asking sooner. A store that hands the task over with
+    the answer already added (the status prompt moved into the history)
+    gives the same count.
     """
-    answer_id = answer.message_id if answer is not None else None
-    users = [m for m in task.history if m.role == Role.ROLE_USER and m.message_id != answer_id]
-    return max(len(users) - 1, 0)
+    prompts = sum(1 for m in task.history if m.role == Role.ROLE_AGENT)
+    prompts += 1 if task.status.HasField("message") else 0
+    return max(prompts - 1, 0)
 
 
 def _data_parts(data: dict[str, Any]) -> list[Part]:
@@ -241,9 +268,11 @@ class AgentfxExecutor(AgentExecutor):
             authenticated it). :func:`~agentfx.a2a.a2a_app` builds the
             latter for an :class:`~agentfx.App`.
 
-    A task starts with a message carrying one data part
+    A task starts with a message in the user's role (``ROLE_USER``, 0.3's
+    ``"user"``) carrying one data part
     ``{"skill": <capability name>, "input": {...}}`` (``input`` may be left
-    out for a capability without payload). The invocation's id is the task
+    out for a capability without payload); one in the agent's role is the
+    malformed message, as a call and as an answer. The invocation's id is the task
     id and its transport ``"a2a"``. Every outcome leaves the task in the
     state the module docstring lists, with a status message whose text part
     is the reply text (:func:`agentfx.tools.reply`) and, for anything but
@@ -320,7 +349,7 @@ class AgentfxExecutor(AgentExecutor):
         except _Malformed as exc:
             # A task given at all is waiting for an answer: any other was turned away above.
             waiting = current is not None
-            if current is not None and _answers_before(current, context.message) < MAX_CONFIRM_REASKS:
+            if current is not None and _answers_before(current) < MAX_CONFIRM_REASKS:
                 # A slip in the answer does not lose the call: ask again, in
                 # the same words (the prompt, and what to send).
                 await updater.requires_input(updater.new_agent_message(list(current.status.message.parts)))
