@@ -7,12 +7,13 @@ Every connected test runs on both protocol eras the SDK speaks in-process
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp
@@ -336,6 +337,53 @@ def test_an_http_app_of_an_app_refuses_the_context_clash_when_it_is_made() -> No
     clash = App(_clashing_context(), Model(), update)
     with pytest.raises(agentfx.ContractError, match="app://context"):
         http_app(clash)
+
+
+def _ping_app() -> App[int, Added, None]:
+    def update(count: int, _message: Added) -> int:
+        return count + 1
+
+    return App(agentfx.define(agentfx.expose(Added, agentfx.variant(Added, "Add"))), 0, update)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refusal"),
+    [
+        ({"allowed_hosts": "127.0.0.1"}, "allowed_hosts=...) takes a list of names, not one string: write allowed_hosts=['127.0.0.1']"),
+        ({"allowed_origins": "https://app.example"}, "allowed_origins=...) takes a list of names"),
+        ({"allowed_hosts": [1]}, "allowed_hosts=...) takes strings, got int"),
+        ({"authenticate": "nope"}, "authenticate=...) takes a function, got str"),
+        ({"name": None}, "http_app(name=...) takes a string, got NoneType"),
+        ({"version": 2}, "http_app(version=...) takes a string, got int"),
+        ({"request_state_security": "k" * 32}, "request_state_security takes the SDK's RequestStateSecurity"),
+        ({"token_verifier": object(), "auth": object()}, "token_verifier=...) takes the SDK's TokenVerifier"),
+    ],
+    ids=lambda value: next(iter(cast("dict[str, object]", value))) if isinstance(value, dict) else "",
+)
+def test_an_http_app_made_with_an_argument_of_the_wrong_kind_is_refused_when_made(
+    arguments: dict[str, Any], refusal: str
+) -> None:
+    # Each would otherwise be accepted and fail every request (421 for every
+    # Host when a string's characters are taken as the allowed names).
+    with pytest.raises(agentfx.ContractError) as refused:
+        http_app(_ping_app(), **arguments)
+    assert refusal in str(refused.value)
+
+
+def test_an_http_app_of_something_neither_an_app_nor_a_factory_is_refused() -> None:
+    with pytest.raises(agentfx.ContractError, match="takes an App or make_runtime"):
+        http_app(42)  # pyright: ignore[reportArgumentType]
+
+
+async def test_server_refuses_what_is_not_a_bound_runtime_or_a_wrong_policy() -> None:
+    pings = _ping_app()
+    with pytest.raises(agentfx.ContractError, match=re.escape("write `async with app.run() as runtime:`")):
+        server(pings)  # pyright: ignore[reportArgumentType]
+    async with pings.run() as runtime:
+        with pytest.raises(agentfx.ContractError, match="RequestStateSecurity"):
+            server(runtime, request_state_security="k" * 32)  # pyright: ignore[reportArgumentType]
+        with pytest.raises(agentfx.ContractError, match=re.escape("server(name=...) takes a string")):
+            server(runtime, name=None)  # pyright: ignore[reportArgumentType]
 
 
 # --- notifications/tools/list_changed ---------------------------------------------

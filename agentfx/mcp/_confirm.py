@@ -42,7 +42,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mcp_types as types
 import msgspec
@@ -52,7 +52,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from ..confirm import ConfirmationRequest
-from ..errors import AgentConfirmationRequiredError
+from ..errors import AgentConfirmationRequiredError, ContractError
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -94,8 +94,18 @@ def security(given: RequestStateSecurity | None) -> RequestStateSecurity:
 
     >>> security(None).ttl
     600.0
+
+    Raises:
+        ContractError: ``given`` is not a ``RequestStateSecurity``.
     """
-    return given if given is not None else RequestStateSecurity.ephemeral()
+    if given is None:
+        return RequestStateSecurity.ephemeral()
+    if not isinstance(cast(object, given), RequestStateSecurity):
+        raise ContractError(
+            "request_state_security takes the SDK's RequestStateSecurity (mcp.server.request_state), "
+            f"such as RequestStateSecurity(keys=[...]); got {type(given).__name__}"
+        )
+    return given
 
 
 def bound(given: RequestStateSecurity, principal: str) -> RequestStateSecurity:

@@ -76,7 +76,7 @@ from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import answer_id, has_id
-from ._server import AgentServer, InFlight, check_uris, request_calls, serve_runtime
+from ._server import AgentServer, InFlight, check_identity, check_uris, request_calls, serve_runtime
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -395,6 +395,8 @@ class HttpApp(Generic[P]):
         name: str = "agentfx",
         version: str = __version__,
     ) -> None:
+        _check_arguments(make_runtime, authenticate, token_verifier, auth, principal_from_token)
+        check_identity("http_app", name, version)
         if token_verifier is not None and authenticate is not None:
             raise ContractError("http_app takes authenticate or token_verifier, not both")
         if token_verifier is None and (auth is not None or principal_from_token is not None):
@@ -422,8 +424,8 @@ class HttpApp(Generic[P]):
         self._approvals = _confirm.Ledgers(ttl=self._request_state_security.ttl, max_ledgers=2 * MAX_PRINCIPALS)
         self._security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=list(tuple(allowed_hosts) or LOOPBACK_HOSTS),
-            allowed_origins=list(tuple(allowed_origins) or LOOPBACK_ORIGINS),
+            allowed_hosts=_names("allowed_hosts", allowed_hosts) or list(LOOPBACK_HOSTS),
+            allowed_origins=_names("allowed_origins", allowed_origins) or list(LOOPBACK_ORIGINS),
         )
         self._checks = TransportSecurityMiddleware(self._security)
         # What the SDK's transports are given: every request reaching one has
@@ -1179,6 +1181,37 @@ async def _settle(value: object) -> object:
     return value
 
 
+def _check_arguments(
+    make_runtime: object, authenticate: object, token_verifier: object, auth: object, principal_from_token: object
+) -> None:
+    """Refuse, when the app is made, what would fail every request: each would answer 500 or 401 forever."""
+    if not isinstance(make_runtime, App) and not callable(make_runtime):
+        raise ContractError(
+            "http_app takes an App or make_runtime(principal) returning an async context manager of a runtime; "
+            f"got {type(make_runtime).__name__}"
+        )
+    for parameter, hook in (("authenticate", authenticate), ("principal_from_token", principal_from_token)):
+        if hook is not None and not callable(hook):
+            raise ContractError(f"http_app({parameter}=...) takes a function, got {type(hook).__name__}")
+    if token_verifier is not None and not callable(getattr(token_verifier, "verify_token", None)):
+        raise ContractError(
+            f"http_app(token_verifier=...) takes the SDK's TokenVerifier (with verify_token), got {type(token_verifier).__name__}"
+        )
+    if auth is not None and not isinstance(auth, AuthSettings):
+        raise ContractError(f"http_app(auth=...) takes the SDK's AuthSettings, got {type(auth).__name__}")
+
+
+def _names(parameter: str, given: Iterable[str]) -> list[str]:
+    """The host or origin patterns given, refusing one string (its characters would be taken as the patterns)."""
+    if isinstance(cast(object, given), str | bytes):
+        raise ContractError(f"http_app({parameter}=...) takes a list of names, not one string: write {parameter}=[{given!r}]")
+    names = list(given)
+    for name in names:
+        if not isinstance(cast(object, name), str):
+            raise ContractError(f"http_app({parameter}=...) takes strings, got {type(name).__name__}")
+    return names
+
+
 async def _read_body(receive: Receive) -> bytes | None:
     """The whole request body (already bounded by the size limit), or ``None`` when the client left first."""
     chunks: list[bytes] = []
@@ -1404,9 +1437,14 @@ def http_app(
     Raises:
         ContractError: ``authenticate`` and ``token_verifier`` together, or
             ``auth`` or ``principal_from_token`` without ``token_verifier``,
-            or a token verifier without ``auth.resource_server_url``; or an
+            or a token verifier without ``auth.resource_server_url``; an
             App whose contract has both a context projection and a resource
-            named ``context`` (they would share ``app://context``).
+            named ``context`` (they would share ``app://context``); or an
+            argument of the wrong kind: one string for ``allowed_origins`` or
+            ``allowed_hosts`` (write a list), a hook or ``make_runtime`` that
+            is not callable, ``auth`` that is not ``AuthSettings``,
+            ``request_state_security`` that is not ``RequestStateSecurity``,
+            ``name`` or ``version`` that is not a string.
 
     Serve it with any ASGI server, bound to loopback unless you mean otherwise
     (``uvicorn.run(http_app(app), host="127.0.0.1", port=8000,

@@ -40,7 +40,7 @@ from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequen
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -64,6 +64,7 @@ from returns.result import Failure, Result, Success
 from .. import __version__
 from ..errors import ContractError, echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
+from ..runtime import AgentRuntime
 from ..tools import tool_views
 from . import _confirm, _wire
 from ._watch import LIST_CHANGED_DEBOUNCE, Burst, ListWatch, ResourceWatch, Watcher
@@ -77,7 +78,6 @@ if TYPE_CHECKING:
 
     from ..contract import Definition
     from ..docs import MessageDescriptor
-    from ..runtime import AgentRuntime
 
 __all__ = ["ABORT_GRACE", "LIST_CHANGED_DEBOUNCE", "PROGRESS_INTERVAL", "AgentServer", "Connection", "InFlight", "request_calls", "server"]
 
@@ -687,8 +687,12 @@ def server(
             it expires.
 
     Raises:
-        ContractError: The contract has both a context projection and a resource
-            named ``context``, which would share the URI ``app://context``.
+        ContractError: ``runtime`` is not a bound runtime (an ``App`` is
+            served as ``async with app.run() as runtime``), ``name`` or
+            ``version`` is not a string, ``request_state_security`` is not a
+            ``RequestStateSecurity``, or the contract has both a context
+            projection and a resource named ``context``, which would share the
+            URI ``app://context``.
 
     >>> import anyio, mcp, msgspec, agentfx
     >>> from agentfx.app import App
@@ -703,8 +707,25 @@ def server(
     ['pinged']
     Dispatched Pinged
     """
+    if not isinstance(cast(object, runtime), AgentRuntime):
+        raise ContractError(
+            f"server() takes a bound runtime, got {type(runtime).__name__}: for an App, "
+            "write `async with app.run() as runtime:` and serve that runtime"
+        )
+    check_identity("server", name, version)
     sealing = _confirm.security(request_state_security)
     return serve_runtime(runtime, name=name, version=version, sealing=sealing, approvals=_confirm.Approvals(ttl=sealing.ttl))
+
+
+def check_identity(entry: str, name: object, version: object) -> None:
+    """Refuse a server name or version that is not a string (every client is told both).
+
+    Raises:
+        ContractError: Either is not a string.
+    """
+    for parameter, given in (("name", name), ("version", version)):
+        if not isinstance(given, str):
+            raise ContractError(f"{entry}({parameter}=...) takes a string, got {type(given).__name__}")
 
 
 def check_uris(definition: Definition[Any, Any]) -> None:
