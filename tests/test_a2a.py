@@ -48,7 +48,7 @@ from starlette.requests import Request
 
 import agentfx
 import agentfx.a2a
-from agentfx.a2a import SKILL_INPUT_SCHEMA_EXTENSION, a2a_app, agent_card, card_json
+from agentfx.a2a import SKILL_INPUT_SCHEMA_EXTENSION, BoundedTaskStore, a2a_app, agent_card, card_json
 from agentfx.a2a import _answers as a2a_answers
 from agentfx.a2a import _app as a2a_app_module  # pyright: ignore[reportPrivateUsage]
 from agentfx.docs import messages
@@ -991,3 +991,64 @@ async def test_a_message_in_the_agents_role_is_the_malformed_message_in_1_0_and_
     assert users_yes.status.state == TaskState.TASK_STATE_COMPLETED
     assert host.dispatched == [Erased()]
     assert [e.capability for e in audit.entries()] == ["erase", "erase"]
+
+
+# --- 0.3 params the conversion cannot hold ----------------------------------------------
+
+_MESSAGE_0_3 = {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "data", "data": {"skill": "ping"}}]}
+_INVALID_PARAMS = (-32602, "Invalid params: the params are not what the method takes")
+
+
+def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
+
+
+def _error(answer: dict[str, Any]) -> tuple[object, int, str]:
+    assert set(answer) == {"jsonrpc", "id", "error"}, answer
+    error = answer["error"]
+    return answer["id"], error["code"], error["message"]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize("history_length", [2**31, -(2**31) - 1, str(2**31)], ids=["past-int32", "below-int32", "a-string"])
+async def test_a_0_3_history_length_past_32_bits_is_invalid_params_for_every_method_that_takes_one(
+    history_length: object,
+) -> None:
+    host = _host()
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        task = await _task(http, "ping", {})
+        legacy = {"A2A-Version": "0.3"}
+        get = (await http.post("/a2a", json=_rpc("tasks/get", {"id": task.id, "historyLength": history_length}), headers=legacy)).json()
+        configuration = {"message": _MESSAGE_0_3, "configuration": {"historyLength": history_length}}
+        send = (await http.post("/a2a", json=_rpc("message/send", configuration), headers=legacy)).json()
+        streamed = await http.post("/a2a", json=_rpc("message/stream", configuration), headers=legacy)
+        # A2A 1.0 refuses the same params in the same words.
+        current = (await http.post("/a2a", json=_rpc("GetTask", {"id": task.id, "historyLength": 2**31}))).json()
+    (event,) = [json.loads(line[len("data:") :]) for line in streamed.text.splitlines() if line.startswith("data:")]
+    for answer in (get, send, event, current):
+        assert _error(answer) == (9, *_INVALID_PARAMS)
+    assert "range" not in get["error"]["message"] + send["error"]["message"] + streamed.text
+    assert host.dispatched == [Ping()]  # only the first call: nothing refused was sent
+
+
+class _BrokenStore(BoundedTaskStore):
+    """A store whose reads fail as a defect would, past the 0.3 conversion."""
+
+    async def get(self, task_id: str, context: ServerCallContext | None = None) -> Task | None:
+        raise RuntimeError("secret internals")
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_defect_after_a_0_3_method_reached_the_handler_stays_an_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    legacy = {"A2A-Version": "0.3"}
+    async with _http(a2a_app(_runtime(_host()), CARD, task_store=_BrokenStore())) as http:
+        with caplog.at_level(logging.ERROR):
+            get = await http.post("/a2a", json=_rpc("tasks/get", {"id": "t", "historyLength": 2}), headers=legacy)
+            cancel = await http.post("/a2a", json=_rpc("tasks/cancel", {"id": "t"}), headers=legacy)
+    for answer in (get, cancel):
+        assert "secret" not in answer.text
+        assert _error(answer.json()) == (9, -32603, "Internal error")

@@ -4,8 +4,9 @@ This layer owns what a JSON-RPC error from ``/a2a`` says. The SDK answers a
 body it cannot decode, a request that does not validate, or an exception it
 did not expect, with the decoder's, the validator's or the exception's own
 text (with what the client sent quoted in it), in ``message`` and in
-``data``; its 0.3 binding answers a message it cannot convert (file bytes
-that are not base64, data nested too deep) as ``-32603``, an internal error.
+``data``; its 0.3 binding answers params it cannot convert (a message's
+file bytes that are not base64 or data nested too deep, a ``historyLength``
+past 32 bits) as ``-32603``, an internal error.
 So, as the MCP HTTP server does:
 
 - a body that is not JSON, or not one JSON object, is answered here, before
@@ -17,8 +18,9 @@ So, as the MCP HTTP server does:
   (:data:`KEPT`, the SDK's terminal-state refusal), its ``data`` dropped
   but for A2A 1.0's ``ErrorInfo`` reason and domain (its metadata emptied);
 - an ``-32603`` of the 0.3 binding that the request itself caused (its
-  ``A2A-Version`` is not 0.3's, or its message could not be converted) is
-  answered as the client's mistake: ``-32600`` or ``-32602``.
+  ``A2A-Version`` is not 0.3's, or its params could not be converted: a
+  message's file bytes or data, a ``historyLength`` past 32 bits), for any
+  0.3 method, is answered as the client's mistake: ``-32600`` or ``-32602``.
 
 It deliberately knows nothing of tasks, dispatch or authentication: what it
 knows of a request is the :class:`Exchange` the guard and the SDK's hooks
@@ -111,6 +113,8 @@ _REASON = re.compile(r"[A-Z][A-Z_]{0,63}")
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _DOMAIN = "a2a-protocol.org"
 _SEND_0_3 = frozenset({"message/send", "message/stream"})
+_OUT_OF_RANGE = re.compile(r"Value out of range: -?[0-9]{1,64}")
+"""Protobuf's words for a number its 32-bit field cannot hold: a 0.3 ``historyLength``, the only integer 0.3 params carry."""
 
 EXCHANGE_KEY = "agentfx.a2a.exchange"
 """Where the :class:`Exchange` of a request is kept: in its ASGI scope, and in the SDK's call context state."""
@@ -154,8 +158,8 @@ class Exchange:
     """One request to the endpoint, as far as the SDK took it.
 
     ``context`` is set once the SDK built the call context, ``reached``
-    once the request handler was handed a message; between the two the
-    0.3 binding checks the version and converts the message.
+    once the request handler was handed the request's params; between the
+    two the 0.3 binding checks the version and converts the params.
     """
 
     envelope: Envelope
@@ -311,13 +315,17 @@ class Answers:
         exchange = self._exchange
         if code == -32603 and exchange.context is not None and not exchange.reached:
             method = exchange.envelope.method
-            # The 0.3 binding checks the version and converts the message
-            # between building the context and handing the message over;
-            # what fails there is the request's doing.
-            if method in JSONRPC03Adapter.METHOD_TO_MODEL and not await _versions_agree(exchange.context):
-                return -32600, VERSION_MISMATCH_0_3
-            if method in _SEND_0_3:
-                return -32602, NOT_READABLE
+            # The 0.3 binding checks the version and converts the params
+            # between building the context and handing them over; what
+            # fails there is the request's doing, whichever method it is.
+            if method in JSONRPC03Adapter.METHOD_TO_MODEL:
+                if not await _versions_agree(exchange.context):
+                    return -32600, VERSION_MISMATCH_0_3
+                # A historyLength too large is refused as 1.0 refuses it; the
+                # rest of a message's conversion is its parts'.
+                if method in _SEND_0_3 and not _OUT_OF_RANGE.fullmatch(message):
+                    return -32602, NOT_READABLE
+                return -32602, INVALID_PARAMS
         if message in self._own or message in KEPT or _TASK_FINISHED.fullmatch(message):
             return code, message
         return code, MESSAGES.get(code, _OTHER)

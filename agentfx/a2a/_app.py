@@ -48,7 +48,23 @@ from a2a.server.routes import (
 )
 from a2a.server.events import Event
 from a2a.server.tasks import TaskStore
-from a2a.types.a2a_pb2 import AgentCard, ListTasksRequest, Message, SendMessageRequest, Task, TaskState
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
 from a2a.utils.errors import UnsupportedOperationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -365,6 +381,8 @@ class _Handler(DefaultRequestHandler):
     for) with :data:`NOT_WAITING`. Whatever room a follow-up was admitted
     to the store with is given back once its request ends, unless a save
     counted the task since (a follow-up the SDK refused after admission).
+    Every method the 0.3 binding hands params to marks its request's
+    :class:`~._answers.Exchange` as reached first.
     """
 
     def __init__(self, *, tasks: TaskStore, **options: Any) -> None:
@@ -374,10 +392,7 @@ class _Handler(DefaultRequestHandler):
 
     @asynccontextmanager
     async def _follow_up(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[None]:
-        exchange = context.state.get(EXCHANGE_KEY)
-        if isinstance(exchange, Exchange):
-            # The message reached the handler: what fails from here is not the request's reading.
-            exchange.reached = True
+        _reach(context)
         task_id = params.message.task_id
         if not task_id:
             yield
@@ -416,6 +431,69 @@ class _Handler(DefaultRequestHandler):
         async with self._follow_up(params, context), aclosing(stream(params, context)) as events:
             async for event in events:
                 yield event
+
+
+    # The 0.3 binding converts a method's params before handing them over
+    # here: marking each request reached lets only what failed before that
+    # (the conversion) be answered as the client's mistake.
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        _reach(context)
+        base: Any = super()
+        return await base.on_get_task(params, context)
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        _reach(context)
+        base: Any = super()
+        return await base.on_cancel_task(params, context)
+
+    async def on_subscribe_to_task(self, params: SubscribeToTaskRequest, context: ServerCallContext) -> AsyncGenerator[Event]:
+        _reach(context)
+        base: Any = super()
+        stream = cast("Callable[[SubscribeToTaskRequest, ServerCallContext], AsyncGenerator[Event]]", base.on_subscribe_to_task)
+        async with aclosing(stream(params, context)) as events:
+            async for event in events:
+                yield event
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        _reach(context)
+        base: Any = super()
+        return await base.on_create_task_push_notification_config(params, context)
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        _reach(context)
+        base: Any = super()
+        return await base.on_get_task_push_notification_config(params, context)
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        _reach(context)
+        base: Any = super()
+        return await base.on_list_task_push_notification_configs(params, context)
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        _reach(context)
+        base: Any = super()
+        await base.on_delete_task_push_notification_config(params, context)
+
+    async def on_get_extended_agent_card(self, params: GetExtendedAgentCardRequest, context: ServerCallContext) -> AgentCard:
+        _reach(context)
+        base: Any = super()
+        return await base.on_get_extended_agent_card(params, context)
+
+
+def _reach(context: ServerCallContext) -> None:
+    """Mark the request ``context`` is for as handed to the handler: what fails from here is not its params' reading."""
+    exchange = context.state.get(EXCHANGE_KEY)
+    if isinstance(exchange, Exchange):
+        exchange.reached = True
 
 
 _ANSWER_GRACE = 1.0
