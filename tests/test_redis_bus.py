@@ -15,11 +15,13 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.subscriptions import ResourceUpdated, ServerEvent, ToolsListChanged
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
+from agentfx.contract import ContractError
 from agentfx.redis import subscription_bus
 from agentfx.redis import _client as raw_client
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, free_port
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import server as server
 
@@ -34,6 +36,17 @@ async def received(events: list[ServerEvent], count: int) -> None:
     with anyio.fail_after(5):
         while len(events) < count:
             await anyio.sleep(0.005)
+
+
+async def test_a_bus_refuses_a_malformed_namespace_and_says_at_once_that_redis_is_unreachable(server: RedisServer) -> None:
+    with pytest.raises(ContractError, match="namespace must be a non-empty string"):
+        async with subscription_bus(server.url, namespace=""):
+            pass
+    # A port nothing listens on: the connection is refused at once, and said
+    # bare, not as a listener's timeout wrapped in an exception group.
+    with anyio.fail_after(5), pytest.raises(RedisConnectionError):
+        async with subscription_bus(f"redis://127.0.0.1:{free_port()}/0", namespace=namespace()):
+            pass
 
 
 async def test_an_event_published_on_one_process_reaches_the_others_once_each(server: RedisServer) -> None:

@@ -33,6 +33,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from . import _client
+from ._program import check_namespace
 
 if TYPE_CHECKING:
     from mcp.shared.subscriptions import ServerEvent
@@ -207,8 +208,11 @@ async def subscription_bus(url: str, *, namespace: str) -> AsyncGenerator[RedisS
         namespace: Processes sharing it share events.
 
     Raises:
+        ContractError: A malformed namespace.
         RuntimeError: Not running on asyncio.
+        redis.exceptions.ConnectionError: Redis is unreachable when the bus starts.
     """
+    check_namespace(namespace)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -218,6 +222,9 @@ async def subscription_bus(url: str, *, namespace: str) -> AsyncGenerator[RedisS
     # Redis restarted (a repeated event is harmless); more would multiply the bound.
     client = _client.client(url, socket_connect_timeout=2, socket_timeout=_TIMEOUT, retry=Retry(NoBackoff(), 1))
     try:
+        # Once, before listening: an unreachable Redis is said at once, as
+        # run_program says it, not after the listener's retries time out.
+        await _client.reachable(client)
         bus = RedisSubscriptionBus(client, f"{namespace}:events")
         async with anyio.create_task_group() as task_group:
             ready = anyio.Event()

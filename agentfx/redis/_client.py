@@ -16,7 +16,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
 
-__all__ = ["client", "message_data", "next_message", "ping", "pool", "publish", "pubsub"]
+__all__ = ["client", "message_data", "next_message", "ping", "pool", "publish", "pubsub", "reachable"]
 
 
 def pool(url: str, **options: object) -> BlockingConnectionPool:
@@ -60,3 +60,8 @@ def next_message(pubsub: PubSub, timeout: float = 1.0) -> Awaitable[object]:
 def ping(pubsub: PubSub) -> Awaitable[object]:
     """``PING`` on a pub/sub connection: its answer arrives as a ``pong`` message."""
     return cast("Callable[[], Awaitable[object]]", getattr(pubsub, "ping"))()
+
+
+def reachable(redis: Redis) -> Awaitable[object]:
+    """``PING`` on a client: raises redis-py's ``ConnectionError`` when Redis cannot be reached."""
+    return cast("Callable[[], Awaitable[object]]", getattr(redis, "ping"))()

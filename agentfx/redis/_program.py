@@ -40,9 +40,11 @@ only, because redis-py's client is asyncio-only.
 from __future__ import annotations
 
 import asyncio
+import decimal
 import hashlib
 import logging
 import math
+import numbers
 import os
 import socket
 import uuid
@@ -1072,15 +1074,47 @@ class _Options(msgspec.Struct, frozen=True):
         return max(1, int(self.lease * 1000 / 3))
 
 
-def _check(namespace: str, lease: float, apply_timeout: float, max_pending: int, log_length: int) -> None:
-    if not namespace or any(c.isspace() for c in namespace):
+def check_namespace(namespace: object) -> None:
+    """Refuse a namespace that is not a non-empty string without spaces (it prefixes every key).
+
+    Raises:
+        ContractError: It is not.
+    """
+    if not isinstance(namespace, str) or not namespace or any(c.isspace() for c in namespace):
         raise ContractError(f"The Redis namespace must be a non-empty string without spaces, got {namespace!r}")
-    if not (lease > 0 and math.isfinite(lease)):
-        raise ContractError(f"The writer lease must be a positive number of seconds, got {lease!r}")
-    if not (apply_timeout > 0 and math.isfinite(apply_timeout)):
-        raise ContractError(f"apply_timeout must be a positive number of seconds, got {apply_timeout!r}")
-    if max_pending < 1 or log_length < 1:
-        raise ContractError("max_pending and log_length must be at least 1")
+
+
+def _check(
+    namespace: object,
+    lease: object,
+    apply_timeout: object,
+    max_pending: object,
+    log_length: object,
+    message_type: object,
+    model_type: object,
+) -> None:
+    check_namespace(namespace)
+    for name, seconds in (("The writer lease", lease), ("apply_timeout", apply_timeout)):
+        if not (_is_number(seconds) and 0 < float(cast(float, seconds)) < math.inf):
+            raise ContractError(f"{name} must be a positive number of seconds, got {seconds!r}")
+    for name, size in (("max_pending", max_pending), ("log_length", log_length)):
+        if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
+            raise ContractError(f"{name} must be an integer of at least 1, got {size!r}")
+    if message_type is None:
+        raise ContractError("message_type is the Message union the inbox and the log carry (msgspec decodes them with it)")
+    for name, tp in (("message_type", message_type), ("model_type", model_type)):
+        if tp is None:
+            continue
+        try:
+            msgspec.msgpack.Decoder(cast("Any", tp))
+        except TypeError:
+            # msgspec's text names the type it cannot decode, which is the developer's own.
+            raise ContractError(f"{name} must be a type msgspec can decode, got {tp!r}") from None
+
+
+def _is_number(value: object) -> bool:
+    # Any real number (a Fraction, a Decimal) is seconds, as for completion timeouts; a bool is not.
+    return not isinstance(value, bool) and isinstance(value, numbers.Real | decimal.Decimal)
 
 
 @asynccontextmanager
@@ -1131,7 +1165,9 @@ async def run_program(
     serving its copy, and looks again later.
 
     Raises:
-        ContractError: A malformed namespace or a non-positive duration or size.
+        ContractError: A malformed namespace, a duration that is not a positive
+            number, a size that is not a positive integer, or a ``message_type``
+            (or ``model_type``) msgspec cannot decode.
         RuntimeError: Not running on asyncio.
         redis.exceptions.ConnectionError: Redis is unreachable when the program starts.
         RedisProgramError: A key of the namespace holds the wrong kind of
@@ -1139,12 +1175,12 @@ async def run_program(
             raises it), or the stored Model does not decode with
             ``model_type`` at the start.
     """
-    _check(namespace, lease, apply_timeout, max_pending, log_length)
+    _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         raise RuntimeError("agentfx.redis runs on asyncio only: redis-py's client does not run on trio") from None
-    options = _Options(lease, apply_timeout, max_pending, log_length, _BACKOFF[1])
+    options = _Options(float(lease), float(apply_timeout), max_pending, log_length, _BACKOFF[1])
     # No retries: a retried XADD whose first reply was lost would queue the
     # Message twice. Failures surface, and the loops reconnect with backoff.
     pool = _client.pool(
@@ -1221,7 +1257,7 @@ def program(
     >>> factory
     <agentfx.redis program namespace='todo'>
     """
-    _check(namespace, lease, apply_timeout, max_pending, log_length)
+    _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type)
     return _Factory[Any, Any](
         url,
         namespace=namespace,
