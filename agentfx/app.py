@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
+from .contract import check_definition
 from .program import Commands, Program, run_program
 from .runtime import AgentRuntime, bind
 
@@ -70,6 +71,10 @@ class App(Generic[M, Msg, P]):
             :func:`agentfx.run_program` by default. :meth:`program`,
             :meth:`run` and every server given this App use it.
 
+    Raises:
+        ContractError: ``definition`` is not a ``Definition`` (say, an
+            ``expose(...)`` that was never passed to ``define``).
+
     >>> import anyio, msgspec, agentfx
     >>> class Bumped(msgspec.Struct, frozen=True, tag=True):
     ...     by: int
@@ -95,7 +100,9 @@ class App(Generic[M, Msg, P]):
         audit: AuditSink | None = None,
         program: ProgramFactory | None = None,
     ) -> None:
-        self.definition = definition
+        # Checked here, not at the first run: the CLI and servers read the
+        # contract of an App long before, or without, binding it.
+        self.definition: Definition[M, P] = check_definition("App()", definition)
         self.init = init
         self.update = update
         self.principal = principal

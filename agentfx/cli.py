@@ -41,7 +41,7 @@ import anyio
 
 from . import __version__
 from .app import App
-from .contract import Definition, bare_signature
+from .contract import Definition, Exposed, bare_signature
 from .docs import to_manifest, to_markdown
 from .errors import kind_of
 from .runtime import AgentRuntime
@@ -244,6 +244,8 @@ def _describe(obj: object) -> str:
         return f"the class {obj.__qualname__}"
     if isinstance(obj, Definition):
         return "a Definition, a contract without a program to run"
+    if isinstance(obj, Exposed):
+        return "the result of expose(...), never passed to define(...)"
     if inspect.isroutine(obj):
         kind = (
             "async generator function"

@@ -253,6 +253,35 @@ class Definition(Generic[M, P]):
     context: Projection[M] | None = None
 
 
+_WRITE_DEFINE = "write define(expose(Message, variant(...), ...))"
+
+
+def check_definition(where: str, definition: object) -> Definition[Any, Any]:
+    """``definition`` if it is a :class:`Definition`, else the :class:`ContractError` ``where`` raises.
+
+    Whatever takes a contract checks it where it is given, so a forgotten
+    ``define(...)`` is named there rather than failing on a missing attribute
+    at the first listing or call.
+
+    Args:
+        where: What took it, as the message names it (``bind()``).
+        definition: What it was given as ``definition``.
+
+    >>> import msgspec
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> check_definition("bind()", expose(Ping, variant(Ping, "Ping")))
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: bind() takes the result of define(...) as "definition", got the result of expose(...); write define(expose(Message, variant(...), ...))
+    """
+    if isinstance(definition, Definition):
+        return cast("Definition[Any, Any]", definition)
+    # An Exposed's repr lists every capability's hooks; what it is says more.
+    got = "the result of expose(...)" if isinstance(definition, Exposed) else repr(definition)
+    raise ContractError(f'{where} takes the result of define(...) as "definition", got {got}; {_WRITE_DEFINE}')
+
+
 def _union_members(union: object) -> tuple[type[Any], ...]:
     if isinstance(union, type):
         return (union,)
@@ -788,8 +817,7 @@ class Declarations(Generic[M, P]):
         # The annotations promise these, but untyped callers can pass anything.
         if not isinstance(cast(object, messages), Exposed):
             raise ContractError(
-                f'define() takes the result of expose(...) as "messages", got {messages!r}; '
-                "write define(expose(Message, variant(...), ...))"
+                f'define() takes the result of expose(...) as "messages", got {messages!r}; {_WRITE_DEFINE}'
             )
         if isinstance(cast(object, resources), Resource | str | bytes) or not isinstance(
             cast(object, resources), Iterable

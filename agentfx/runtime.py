@@ -25,7 +25,7 @@ from ._returns import failure, future_result, success
 from ._tracing import active_tracer
 from .audit import AuditRecord, AuditSink, safe_record
 from .completion import Completion, StateCompletion, truth
-from .contract import Definition
+from .contract import Definition, check_definition
 from .docs import MessageDescriptor, ResourceDescriptor, describe, resources
 from .errors import (
     AgentCompletionTimeoutError,
@@ -92,7 +92,8 @@ def bind(
             provider's, and no span work at all when none is configured.
 
     Raises:
-        ContractError: A Message completion without ``host.observe``, or a
+        ContractError: ``definition`` is not a ``Definition``; a Message
+            completion without ``host.observe``, or a
             Model state completion without ``host.subscribe``; an ``audit``
             without a ``record`` method, or a ``tracer`` without
             ``start_as_current_span``.
@@ -108,6 +109,7 @@ def bind(
     >>> [d.name for d in runtime.messages.list()]
     ['ping']
     """
+    check_definition("bind()", definition)
     _check_host(definition, host)
     # Each would fail every dispatch, so they are refused here, once.
     if audit is not None and not callable(getattr(audit, "record", None)):

@@ -119,3 +119,15 @@ async def test_each_run_starts_from_init() -> None:
 
 def test_the_repr_names_the_capabilities() -> None:
     assert repr(App(counter, 0, update)) == "<App capabilities=[counted, reset]>"
+
+
+def test_an_app_refuses_what_expose_made_without_define() -> None:
+    exposed = Counter.expose(Message, Counter.variant(Counted, "Count up"))
+    with pytest.raises(agentfx.ContractError) as raised:
+        App(exposed, 0, update)  # pyright: ignore[reportArgumentType]
+    assert str(raised.value) == (
+        'App() takes the result of define(...) as "definition", got the result of expose(...); '
+        "write define(expose(Message, variant(...), ...))"
+    )
+    with pytest.raises(agentfx.ContractError, match=r'^App\(\) takes the result of define\(\.\.\.\) as "definition", got 3;'):
+        App(3, 0, update)  # pyright: ignore[reportArgumentType]

@@ -318,6 +318,48 @@ def test_a_target_without_a_contract_is_one_line_and_exit_2_from_the_command() -
     assert done.stderr == f'agentfx: "{target}" {found}; {command} accepts a Definition or an App\n'
 
 
+def test_what_expose_made_without_define_is_one_line_for_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "undefined.py").write_text(
+        "import msgspec, agentfx\n"
+        "class Ping(msgspec.Struct, tag=True):\n"
+        "    pass\n"
+        "exposed = agentfx.expose(Ping, agentfx.variant(Ping, 'Ping'))\n"
+    )
+    found = '"undefined:exposed" is the result of expose(...), never passed to define(...)'
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    committed = tmp_path / "agent.json"
+    committed.write_text(render_manifest(definition))
+    for argv, accepts in [
+        (("manifest", "undefined:exposed", "--check", str(committed)), "manifest accepts a Definition or an App"),
+        (("markdown", "undefined:exposed"), "markdown accepts a Definition or an App"),
+        (("serve", "undefined:exposed"), SERVABLE),
+    ]:
+        try:
+            # Not 1, which would tell CI that the committed manifest drifted.
+            assert run(*argv) == (2, "", f"agentfx: {found}; {accepts}\n")
+        finally:
+            sys.modules.pop("undefined", None)
+
+
+def test_an_app_of_what_expose_made_is_refused_where_it_is_written(tmp_path: Path) -> None:
+    (tmp_path / "undefined_app.py").write_text(
+        "import msgspec, agentfx\n"
+        "class Ping(msgspec.Struct, tag=True):\n"
+        "    pass\n"
+        "app = agentfx.App(agentfx.expose(Ping, agentfx.variant(Ping, 'Ping')), init=0, update=lambda m, msg: m)\n"
+    )
+    committed = tmp_path / "agent.json"
+    committed.write_text(render_manifest(definition))
+    for argv in (("manifest", "undefined_app:app", "--check", str(committed)), ("serve", "undefined_app:app")):
+        done = agentfx_(*argv, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, "")
+        assert f'File "{tmp_path / "undefined_app.py"}", line 4, in <module>' in done.stderr
+        assert "write define(expose(Message, variant(...), ...))" in done.stderr
+        assert done.stderr.endswith('agentfx: Cannot import "undefined_app": it raised ContractError (traceback above)\n')
+
+
 def test_help_lists_every_exit_code() -> None:
     done = agentfx_("--help")
     assert done.returncode == 0

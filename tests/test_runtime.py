@@ -293,6 +293,20 @@ def test_a_contract_without_completions_binds_to_a_minimal_host() -> None:
     agentfx.bind(_completing(), host=minimal(rec))
 
 
+def test_bind_refuses_what_expose_made_without_define() -> None:
+    rec = recorder()
+    exposed = agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear"))
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.bind(exposed, host=minimal(rec))  # pyright: ignore[reportArgumentType]
+    assert str(raised.value) == (
+        'bind() takes the result of define(...) as "definition", got the result of expose(...); '
+        "write define(expose(Message, variant(...), ...))"
+    )
+    # The typed builder's bind is the same check.
+    with pytest.raises(agentfx.ContractError, match=r'^bind\(\) takes the result of define\(\.\.\.\) as "definition", got None;'):
+        agentfx.for_model(Model).bind(None, host=minimal(rec))  # pyright: ignore[reportArgumentType]
+
+
 def test_bind_refuses_an_audit_or_a_tracer_that_every_dispatch_would_fail_on() -> None:
     rec = recorder()
     sent: list[object] = []
