@@ -276,6 +276,39 @@ async def test_whole_numbers_arrive_as_integers_and_fractions_stay_floats() -> N
     assert _text(fraction) == 'Invalid input for "count": "n" must be an integer'
 
 
+_EXACT_INTEGERS_TEXT = (
+    "A data part carries numbers as doubles, exact only below 2**53: send a larger integer "
+    "in a call as JSON text, in one text part of media type application/json"
+)
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize("n", [1e300, 2**53 + 1, 2**53, -(2**53)], ids=["1e300", "2**53+1", "2**53", "-2**53"])
+async def test_a_whole_double_past_2_53_in_a_data_part_is_refused_for_an_int_field_and_steers_to_json_text(
+    n: float,
+) -> None:
+    # 2**53 + 1 arrives as the double 2**53, which 2**53 itself also is: neither is known to be what was sent.
+    host = _host()
+    audit = agentfx.audit_log()
+    async with _http(a2a_app(_runtime(host, audit), CARD)) as http:
+        refused = await _task(http, "count", {"n": n})
+        # Below 2**53 a whole double is the one integer it was sent as; a float field takes any.
+        edge = await _task(http, "count", {"n": 2**53 - 1, "ratio": n})
+        negative = await _task(http, "count", {"n": -(2**53 - 1)})
+    assert refused.status.state == TaskState.TASK_STATE_REJECTED
+    assert _text(refused) == f'Invalid input for "count": "n" must be an integer\n{_EXACT_INTEGERS_TEXT}'
+    failure = json_format.MessageToDict(refused.status.message.parts[1].data)
+    assert failure["_tag"] == "AgentInvalidInputError" and failure["path"] == "$.n"
+    assert edge.status.state == negative.status.state == TaskState.TASK_STATE_COMPLETED
+    assert host.dispatched == [Count(n=2**53 - 1, ratio=float(n)), Count(n=-(2**53 - 1))]
+    assert [(e.decision, e.outcome) for e in audit.entries()] == [
+        ("refused", "AgentInvalidInputError"),
+        ("dispatched", "dispatched"),
+        ("dispatched", "dispatched"),
+    ]
+
+
 @ASYNCIO
 @pytest.mark.anyio
 async def test_an_absent_input_is_the_payload_free_call() -> None:
@@ -855,8 +888,9 @@ async def test_a_call_as_json_text_reads_its_numbers_exactly() -> None:
     assert typed.status.state == TaskState.TASK_STATE_COMPLETED
     assert fraction.status.state == TaskState.TASK_STATE_REJECTED
     assert _text(fraction) == 'Invalid input for "count": "n" must be an integer'
-    assert host.dispatched[:2] == [Count(n=big, ratio=0.25), Count(n=2)]
-    assert rounded.status.state == TaskState.TASK_STATE_COMPLETED and host.dispatched[2] == Count(n=2**53)
+    # The same number in a data part is a double that is no one integer: refused, not rounded.
+    assert rounded.status.state == TaskState.TASK_STATE_REJECTED
+    assert host.dispatched == [Count(n=big, ratio=0.25), Count(n=2)]
 
 
 @ASYNCIO

@@ -35,7 +35,6 @@ and ``asyncio.Lock``), so this one does too.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -121,6 +120,11 @@ _CALL_ROLE = (
 _CONFIRM_SHAPE = 'This task waits for a person\'s answer: reply on it with one data part {"confirm": true} or {"confirm": false}'
 _JSON = "application/json"
 """The media type of a text part holding exact JSON: a call or an answer read from one, every reply's copy."""
+_EXACT_INTEGERS = (
+    "A data part carries numbers as doubles, exact only below 2**53: send a larger integer "
+    "in a call as JSON text, in one text part of media type application/json"
+)
+"""Added to the text refusing the input of a call in a data part with a whole number past 2**53."""
 _GAVE_UP = (
     f"No valid answer after {MAX_CONFIRM_REASKS + 1} tries: the call was not made. "
     "Start a new task to try again"
@@ -141,11 +145,17 @@ class _Malformed(Exception):
         self.text = text
 
 
+_EXACT = 2**53
+"""Past this magnitude a double is not one integer's: 2**53 + 1 arrives as 2**53, 1e300 as no integer sent."""
+
+
 def _integral(value: object) -> object:
     # google.protobuf.Value keeps every number as a double, so a JSON 3 arrives
     # as 3.0; strict decoding would refuse it for an int field. A whole float
-    # becomes an int again (an int is accepted where a float is declared).
-    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+    # the client can only have sent as that integer becomes an int again (an
+    # int is accepted where a float is declared); a larger one stays a float,
+    # refused for an int field rather than dispatched as an integer nobody sent.
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT:
         return int(value)
     if isinstance(value, dict):
         return {k: _integral(v) for k, v in cast("dict[str, object]", value).items()}
@@ -154,11 +164,27 @@ def _integral(value: object) -> object:
     return value
 
 
+def _past_exact(value: object) -> bool:
+    """Whether ``value``, read from a data part, holds a whole number past 2**53 (left a float by :func:`_integral`)."""
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, dict):
+        return any(_past_exact(v) for v in cast("dict[str, object]", value).values())
+    if isinstance(value, list):
+        return any(_past_exact(v) for v in cast("list[object]", value))
+    return False
+
+
+def _carries_doubles(message: Message | None) -> bool:
+    """Whether ``message`` is a call in a data part, whose numbers are doubles."""
+    return message is not None and len(message.parts) == 1 and message.parts[0].WhichOneof("content") == "data"
+
+
 def _data_object(message: Message | None, shape: str) -> dict[str, object]:
     """The one part of ``message`` as a JSON object, or :class:`_Malformed`.
 
-    The part is a data part, whose numbers arrive as doubles (a whole one is
-    an integer again), or a text part of media type ``application/json``
+    The part is a data part, whose numbers arrive as doubles (a whole one
+    below 2**53 is an integer again), or a text part of media type ``application/json``
     holding the same object as JSON text, whose numbers are read exactly: an
     integer past 2**53, which a double would round, arrives as sent.
     """
@@ -272,7 +298,11 @@ class AgentfxExecutor(AgentExecutor):
     ``"user"``) carrying one data part
     ``{"skill": <capability name>, "input": {...}}`` (``input`` may be left
     out for a capability without payload); one in the agent's role is the
-    malformed message, as a call and as an answer. The invocation's id is the task
+    malformed message, as a call and as an answer. A data part's numbers are
+    doubles: a whole one below 2**53 is the integer it was sent as, a larger
+    one stays a double (an integer field refuses it, the refusal's text
+    saying to send the call as JSON text in an ``application/json`` text
+    part, whose numbers are read exactly). The invocation's id is the task
     id and its transport ``"a2a"``. Every outcome leaves the task in the
     state the module docstring lists, with a status message whose text part
     is the reply text (:func:`agentfx.tools.reply`) and, for anything but
@@ -341,11 +371,13 @@ class AgentfxExecutor(AgentExecutor):
             return
         try:
             if current is None:
-                skill, payload = _call(context.message)
+                call = context.message
+                skill, payload = _call(call)
                 confirmation: bool | None = None
             else:
                 confirmation = _answer(context.message)
-                skill, payload = _call(_first_user_message(current))
+                call = _first_user_message(current)
+                skill, payload = _call(call)
         except _Malformed as exc:
             # A task given at all is waiting for an answer: any other was turned away above.
             waiting = current is not None
@@ -365,6 +397,8 @@ class AgentfxExecutor(AgentExecutor):
         try:
             await updater.start_work()
             answer = await self._dispatch(context, task_id, skill, payload, running, confirmation)
+            if _carries_doubles(call):
+                answer = _steered(answer, payload)
             await self._settle(updater, answer)
         finally:
             self._running.pop(task_id, None)
@@ -448,6 +482,18 @@ class AgentfxExecutor(AgentExecutor):
         with anyio.move_on_after(CANCEL_GRACE):
             for each in running:
                 await each.done.wait()
+
+
+def _steered(answer: tuple[TaskState, ToolReply, bool], payload: object) -> tuple[TaskState, ToolReply, bool]:
+    """``answer``, its text saying how to send an integer past 2**53 when it refuses an input holding one.
+
+    Such a number, sent in a data part, is a double no integer field takes;
+    the client learns the form that carries it exactly.
+    """
+    state, tool_reply, artifact = answer
+    if tool_reply.data.get("_tag") != "AgentInvalidInputError" or not _past_exact(payload):
+        return answer
+    return state, msgspec.structs.replace(tool_reply, text=f"{tool_reply.text}\n{_EXACT_INTEGERS}"), artifact
 
 
 def _confirmed(invocation: Invocation) -> Invocation:
