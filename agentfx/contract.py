@@ -300,14 +300,14 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
         return
     if isinstance(completion, StateCompletion):
         state = completion
-        _check_hook(where, "predicate", state.predicate, ("value", "request"), synchronous=True)
+        check_hook(where, "predicate", state.predicate, ("value", "request"), synchronous=True)
         if state.projection is not None:
-            _check_hook(where, "projection", state.projection, ("the Model",), synchronous=True)
+            check_hook(where, "projection", state.projection, ("the Model",), synchronous=True)
         if state.source is not None:
             if not isinstance(cast(object, state.source), Source):
                 raise ContractError(f"{where}: its completion's source must be an agentfx.Source")
-            _check_hook(where, "Source.get", state.source.get, ())
-            _check_hook(where, "Source.subscribe", state.source.subscribe, ("listener",))
+            check_hook(where, "Source.get", state.source.get, ())
+            check_hook(where, "Source.subscribe", state.source.subscribe, ("listener",))
         return
     # The annotation promises a completion, but untyped callers can pass anything.
     if not isinstance(cast(object, completion), Completion):
@@ -315,12 +315,12 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
             f"{where}: its completion must be an agentfx.Completion(...) or agentfx.when(...), got {completion!r}"
         )
     if completion.correlate is not None:
-        _check_hook(where, "correlate", completion.correlate, ("request", "result", "call"), synchronous=True)
+        check_hook(where, "correlate", completion.correlate, ("request", "result", "call"), synchronous=True)
     if completion.correlate_key is not None:
         # ``Completion`` itself refused anything but a pair.
         request_key, result_key = completion.correlate_key
-        _check_hook(where, "correlate_key[0]", request_key, ("request", "call"), synchronous=True)
-        _check_hook(where, "correlate_key[1]", result_key, ("result",), synchronous=True)
+        check_hook(where, "correlate_key[0]", request_key, ("request", "call"), synchronous=True)
+        check_hook(where, "correlate_key[1]", result_key, ("result",), synchronous=True)
     if not completion.success:
         raise ContractError(f'Cannot expose "{name}": its completion contract names no success Message')
     for cls in completion.success:
@@ -343,7 +343,7 @@ def _check_schema(schema: object, what: str) -> None:
 _COUNTS = ("no arguments", "one argument", "two arguments", "three arguments")
 
 
-def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, synchronous: bool = False) -> None:
+def check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, synchronous: bool = False) -> None:
     """Refuse a hook that cannot be called as it will be: ``hook(*takes)``, positionally.
 
     Checked once, where the contract is written, so a wrong hook is a
@@ -351,7 +351,7 @@ def _check_hook(where: str, role: str, hook: object, takes: tuple[str, ...], *, 
     call (or, listed with others, a failure of calls to other capabilities).
     A signature that cannot be read (some builtins) or takes ``*args`` passes.
 
-    >>> _check_hook('Cannot expose "A"', "available", lambda: True, ("the Model",))
+    >>> check_hook('Cannot expose "A"', "available", lambda: True, ("the Model",))
     Traceback (most recent call last):
     ...
     agentfx.ContractError: Cannot expose "A": "available" must take one argument (the Model); it takes no arguments
@@ -416,11 +416,11 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         raise ContractError(f'Cannot expose "{tag}": {exc}') from None
     where = f'Cannot expose "{tag}"'
     if v.available is not None:
-        _check_hook(where, "available", v.available, ("the Model",), synchronous=True)
+        check_hook(where, "available", v.available, ("the Model",), synchronous=True)
     if v.to_message is not None:
-        _check_hook(where, "to_message", v.to_message, ("the input", "an InvocationContext"), synchronous=True)
+        check_hook(where, "to_message", v.to_message, ("the input", "an InvocationContext"), synchronous=True)
     if v.authorize is not None:
-        _check_hook(where, "authorize", v.authorize, ("an AuthorizationRequest",))
+        check_hook(where, "authorize", v.authorize, ("an AuthorizationRequest",))
     _check_completion(name, v.completion, members)
     title, hints = _check_presentation(tag, v.title, v.hints)
     if v.may_confirm and v.authorize is None:
@@ -751,7 +751,7 @@ class Declarations(Generic[M, P]):
         _check_resource_name(name)
         _check_description(f'Cannot define the resource "{name}"', description, "what it holds")
         _check_schema(schema, f'Cannot define the resource "{name}"')
-        _check_hook(f'Cannot define the resource "{name}"', "read", read, ("the Model",), synchronous=True)
+        check_hook(f'Cannot define the resource "{name}"', "read", read, ("the Model",), synchronous=True)
         return Resource(name, description, schema, read)
 
     def projection(self, schema: object, read: Callable[[M], object]) -> Projection[M]:
@@ -778,7 +778,7 @@ class Declarations(Generic[M, P]):
         2
         """
         _check_schema(schema, "Cannot define the context projection")
-        _check_hook("Cannot define the context projection", "read", read, ("the Model",), synchronous=True)
+        check_hook("Cannot define the context projection", "read", read, ("the Model",), synchronous=True)
         return Projection(schema, read)
 
     def define(

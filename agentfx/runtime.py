@@ -23,9 +23,9 @@ from returns.unsafe import unsafe_perform_io
 
 from ._returns import failure, future_result, success
 from ._tracing import active_tracer
-from .audit import AuditRecord, AuditSink, safe_record
+from .audit import AuditLog, AuditRecord, AuditSink, safe_record
 from .completion import Completion, StateCompletion, truth
-from .contract import Definition, check_definition
+from .contract import Definition, check_definition, check_hook
 from .docs import MessageDescriptor, ResourceDescriptor, describe, resources
 from .errors import (
     AgentCompletionTimeoutError,
@@ -54,7 +54,26 @@ Runner: TypeAlias = "Callable[[InvocationEnv[Any, Any]], Outcome | Later]"
 """A way of running the pipeline: the outcome now, or the coroutine that gives it."""
 
 
+_HOST_HOOKS = (
+    # (field, what it is called with, whether its answer is used at once)
+    ("model", (), True),
+    ("dispatch", ("the Message",), False),
+    ("principal", ("the Invocation",), True),
+    ("observe", ("listener",), True),
+    ("subscribe", ("listener",), True),
+)
+
+
 def _check_host(definition: Definition[Any, Any], host: Host[Any, Any, Any]) -> None:
+    # The annotation promises a Host, but untyped callers can pass anything.
+    if not isinstance(cast(object, host), Host):
+        raise ContractError(f"bind(host=...) takes an agentfx.Host(model=..., dispatch=...); got {_kind(host)}")
+    # Host is a plain dataclass, so nothing checked its fields when it was
+    # made; a value where a function belongs would fail every call instead.
+    for field, takes, synchronous in _HOST_HOOKS:
+        hook: object = getattr(host, field)
+        if hook is not None or field in ("model", "dispatch"):
+            check_hook("Cannot bind this host", f"host.{field}", hook, takes, synchronous=synchronous)
     observing = [c.name for c in definition.capabilities if isinstance(c.completion, Completion)]
     if observing and host.observe is None:
         names = ", ".join(f'"{n}"' for n in observing)
@@ -92,7 +111,9 @@ def bind(
             provider's, and no span work at all when none is configured.
 
     Raises:
-        ContractError: ``definition`` is not a ``Definition``; a Message
+        ContractError: ``definition`` is not a ``Definition``; ``host`` is
+            not a ``Host``, or one of its functions is missing, not callable
+            or not callable with what it is given; a Message
             completion without ``host.observe``, or a
             Model state completion without ``host.subscribe``; an ``audit``
             without a ``record`` method, or a ``tracer`` without
@@ -111,16 +132,31 @@ def bind(
     """
     check_definition("bind()", definition)
     _check_host(definition, host)
-    # Each would fail every dispatch, so they are refused here, once.
-    if audit is not None and not callable(getattr(audit, "record", None)):
+    # Each would fail every dispatch, so they are refused here, once. A class
+    # has its methods too, but calling one on the class fails every record.
+    if audit is not None and (isinstance(audit, type) or not callable(getattr(audit, "record", None))):
         raise ContractError(
-            f"bind(audit=...) takes an AuditSink, an object with a record(AuditRecord) method; got {type(audit).__name__}"
+            f"bind(audit=...) takes an AuditSink, an object with a record(AuditRecord) method; got {_kind(audit)}"
         )
-    if tracer is not None and not callable(getattr(tracer, "start_as_current_span", None)):
+    if tracer is not None and (isinstance(tracer, type) or not callable(getattr(tracer, "start_as_current_span", None))):
         raise ContractError(
-            f"bind(tracer=...) takes an OpenTelemetry Tracer (trace.get_tracer(...)); got {type(tracer).__name__}"
+            f"bind(tracer=...) takes an OpenTelemetry Tracer (trace.get_tracer(...)); got {_kind(tracer)}"
         )
     return AgentRuntime(definition, host, audit, tracer)
+
+
+def _kind(value: object) -> str:
+    """What ``bind`` was given instead: a type's name, or a class named as one, with what makes an instance.
+
+    >>> from agentfx.audit import AuditLog
+    >>> _kind(3), _kind(AuditLog)
+    ('int', 'the class AuditLog, not an instance of it (agentfx.audit_log() makes one)')
+    """
+    if not isinstance(value, type):
+        return type(value).__name__
+    if issubclass(value, AuditLog):
+        return f"the class {value.__name__}, not an instance of it (agentfx.audit_log() makes one)"
+    return f"the class {value.__name__}, not an instance of it"
 
 
 def _outcome_label(outcome: DispatchResult | DispatchError) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -305,6 +305,55 @@ def test_bind_refuses_what_expose_made_without_define() -> None:
     # The typed builder's bind is the same check.
     with pytest.raises(agentfx.ContractError, match=r'^bind\(\) takes the result of define\(\.\.\.\) as "definition", got None;'):
         agentfx.for_model(Model).bind(None, host=minimal(rec))  # pyright: ignore[reportArgumentType]
+
+
+def test_bind_refuses_a_host_that_every_call_would_fail_on() -> None:
+    rec = recorder()
+    ok: dict[str, Any] = {"model": rec.model, "dispatch": rec.dispatch, "observe": rec.observe}
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.bind(_completing(), host=cast(Any, "x"))
+    assert str(raised.value) == "bind(host=...) takes an agentfx.Host(model=..., dispatch=...); got str"
+
+    async def principal(invocation: agentfx.Invocation) -> str:
+        return "ada"
+
+    wrong: dict[str, tuple[Any, str]] = {
+        "model": (Model(), '"host.model" must be a function taking no arguments; it is a Model'),
+        "dispatch": (None, '"host.dispatch" must be a function taking one argument (the Message); it is a NoneType'),
+        "principal": ("ada", '"host.principal" must be a function taking one argument (the Invocation); it is a str'),
+        "observe": (True, '"host.observe" must be a function taking one argument (listener); it is a bool'),
+        "subscribe": (3, '"host.subscribe" must be a function taking one argument (listener); it is an int'),
+    }
+    for field, (value, message) in wrong.items():
+        with pytest.raises(agentfx.ContractError) as raised:
+            agentfx.bind(_completing("create_todo"), host=agentfx.Host(**{**ok, field: value}))
+        assert str(raised.value) == f"Cannot bind this host: {message}"
+    # Called as they will be: the Model with nothing, the principal synchronously.
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.bind(_completing(), host=agentfx.Host(model=cast(Any, _identity), dispatch=rec.dispatch))
+    assert str(raised.value) == 'Cannot bind this host: "host.model" must take no arguments; it takes (model)'
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.bind(_completing(), host=agentfx.Host(model=rec.model, dispatch=rec.dispatch, principal=principal))
+    assert str(raised.value) == 'Cannot bind this host: "host.principal" must answer synchronously; it is a coroutine function'
+    # An async dispatch is a host's right.
+    agentfx.bind(_completing(), host=recorder(async_dispatch=True).host)
+
+
+def test_bind_refuses_an_audit_or_a_tracer_class_rather_than_an_instance() -> None:
+    rec = recorder()
+    with pytest.raises(agentfx.ContractError) as audit:
+        agentfx.bind(_completing(), host=minimal(rec), audit=cast(Any, agentfx.AuditLog))
+    assert str(audit.value) == (
+        "bind(audit=...) takes an AuditSink, an object with a record(AuditRecord) method; "
+        "got the class AuditLog, not an instance of it (agentfx.audit_log() makes one)"
+    )
+    tracer = type(trace.get_tracer("tests"))
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.bind(_completing(), host=minimal(rec), tracer=tracer)
+    assert str(raised.value) == (
+        f"bind(tracer=...) takes an OpenTelemetry Tracer (trace.get_tracer(...)); got the class {tracer.__name__}, "
+        "not an instance of it"
+    )
 
 
 def test_bind_refuses_an_audit_or_a_tracer_that_every_dispatch_would_fail_on() -> None:
