@@ -482,27 +482,27 @@ async def test_a_completion_that_succeeds_carries_the_completion_message(served:
 
 @PROTOCOLS
 async def test_the_artifact_carries_the_reply_exactly_as_mcp_structured_content(fresh: Served, protocol: str) -> None:
-    # 2**53 and 1 arrive exactly (a data part's numbers are doubles); their
-    # sum, the total the app computes, is no double's.
-    big = 2**53
+    # 2**53 - 1 and 2 arrive exactly (a data part's numbers are doubles, whole
+    # ones exact below 2**53); their sum, the total the app computes, is no double's.
+    big = 2**53 - 1
     async with caller(fresh, protocol) as a2a:
         await a2a.call("add", {"amount": big})
-        task = await a2a.call("add", {"amount": 1})
+        task = await a2a.call("add", {"amount": 2})
     app = App(CONTRACT, init=Model(), update=update)
     async with app.program() as program, mcp.Client(mcp_server(app.bind(program, principal=ADMIN))) as client:
         await client.call_tool("add", {"amount": big})
-        result = await client.call_tool("add", {"amount": 1})
+        result = await client.call_tool("add", {"amount": 2})
     expected = result.structured_content
-    assert expected is not None and expected["completion"]["message"]["total"] == big + 1
+    assert expected is not None and expected["completion"]["message"]["total"] == big + 2
     (only,) = task.artifacts
     as_data, as_json = only.parts
     assert as_json.text == msgspec.json.encode(expected).decode()
     assert as_json.media_type == ("application/json" if protocol == "1.0" else "")  # 0.3 text has none
     value = msgspec.json.decode(as_json.text)
-    assert msgspec.convert(value["completion"]["message"], Added, strict=True) == Added(amount=1, total=big + 1)
+    assert msgspec.convert(value["completion"]["message"], Added, strict=True) == Added(amount=2, total=big + 2)
     # The data part stays, its numbers doubles: the reason for the exact one.
     rounded = json_format.MessageToDict(as_data.data)["completion"]["message"]
-    assert rounded == {"type": "Added", "amount": 1.0, "total": float(big + 1)}
+    assert rounded == {"type": "Added", "amount": 2.0, "total": float(big + 2)}
     assert rounded["total"] != value["completion"]["message"]["total"]
 
 
