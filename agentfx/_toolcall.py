@@ -8,7 +8,9 @@ framework is not installed, reading arguments the framework hands over as JSON
 text (:func:`json_arguments`), running one call so that it never raises (a
 defect is logged on the adapter's own logger and answered with
 :func:`~agentfx.tools.defect_reply`), the invocation id that keeps the
-framework's call id visible, and the metadata a framework keeps beside a tool.
+framework's call id visible, which capabilities a framework that asks per
+tool may offer (:func:`offered`), the checks on an entry point's arguments,
+and the metadata a framework keeps beside a tool.
 
 Every framework call is answered through :func:`run_call`, so the one check
 the runtime cannot make lives there too: a string with a lone surrogate. The
@@ -36,26 +38,32 @@ import json
 import logging
 import math
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import msgspec
 
-from .errors import AgentInvalidInputError, echo, is_failure
+from .completion import truth
+from .errors import AgentInvalidInputError, ContractError, echo, is_failure, kind_of
 from .invocation import Invocation, new_invocation_id
+from .runtime import AgentRuntime
 from .schema import InvalidPayload, field_label
 from .tools import ToolReply, ToolView, defect_reply, reply
 
 if TYPE_CHECKING:
+    from .contract import Capability
     from .errors import DispatchError
-    from .runtime import AgentRuntime
 
 __all__ = [
     "UNREADABLE",
     "UnreadableInput",
     "call_invocation_id",
+    "check_confirm",
+    "check_runtime",
     "json_arguments",
     "missing_framework",
     "not_unicode",
+    "offered",
     "run_call",
     "tool_metadata",
 ]
@@ -224,18 +232,104 @@ def missing_framework(
     ) from missing
 
 
-def call_invocation_id(call_id: str | None) -> str:
+def call_invocation_id(call_id: object) -> str:
     """A fresh invocation id per call, with the framework's call id (when it has one) kept visible.
 
     A model may reuse a call id (a resumed, approved call does), so the id is
     always fresh; the call id after the slash matches the audit with the
-    conversation.
+    conversation. The call id is the model's (or the framework's) text, so it
+    is kept as every echo is (:func:`~agentfx.errors.echo`): cut to its first
+    128 characters, a lone surrogate replaced. The invocation id reaches the
+    audit, ``to_message`` and the Messages it builds; it must always encode.
+    A call id that is not text (``None``, or a stored block's odd value) is no
+    call id.
 
     >>> call_invocation_id("toolu_1").endswith("/toolu_1"), "/" in call_invocation_id(None)
     (True, False)
+    >>> len(call_invocation_id("x" * 10_000)) < 200
+    True
+    >>> call_invocation_id("toolu_" + chr(0xD800)).endswith("/toolu_\N{REPLACEMENT CHARACTER}")
+    True
     """
     fresh = new_invocation_id()
-    return fresh if call_id is None else f"{fresh}/{call_id}"
+    return f"{fresh}/{echo(call_id)}" if isinstance(call_id, str) else fresh
+
+
+def check_runtime(runtime: object, where: str) -> None:
+    """Raise :class:`~agentfx.ContractError` unless ``runtime`` is a bound runtime.
+
+    A framework builds its tools long before the first call: a ``Definition``
+    (or anything else) passed by mistake must be named where it was passed,
+    not fail inside the framework's run.
+
+    >>> check_runtime(None, "function_tools(runtime)")
+    Traceback (most recent call last):
+    agentfx.ContractError: function_tools(runtime) needs a bound agentfx.AgentRuntime, got a NoneType: pass agentfx.bind(definition, host=...), or app.bind(program) for an agentfx.App
+    """
+    if not isinstance(runtime, AgentRuntime):
+        raise ContractError(
+            f"{where} needs a bound agentfx.AgentRuntime, got {kind_of(runtime)}: "
+            "pass agentfx.bind(definition, host=...), or app.bind(program) for an agentfx.App"
+        )
+
+
+def check_confirm(confirm: object, where: str) -> None:
+    """Raise :class:`~agentfx.ContractError` unless ``confirm`` is ``None`` or callable.
+
+    Otherwise every call that asks a person would fail (a defect) long after
+    the tools were built.
+
+    >>> check_confirm(True, "structured_tools")
+    Traceback (most recent call last):
+    agentfx.ContractError: structured_tools(confirm=True): confirm is an async function taking a ConfirmationRequest and answering a bool, or None
+    """
+    if confirm is not None and not callable(confirm):
+        raise ContractError(
+            f"{where}(confirm={confirm!r}): confirm is an async function taking a ConfirmationRequest "
+            "and answering a bool, or None"
+        )
+
+
+def offered(
+    runtime: AgentRuntime[Any, Any], capabilities: Sequence[Capability[Any, Any]], logger: logging.Logger
+) -> list[bool]:
+    """Whether each of ``capabilities`` is available in the current Model (read once); never raises.
+
+    The same decision as ``runtime.messages.available()`` (a capability
+    without ``available`` is always offered), for only the capabilities a
+    framework asks about. A hook that raises, or a Model that cannot be read,
+    is logged on ``logger`` with its traceback and the capability not offered:
+    the framework would otherwise end its run with the exception, or show its
+    text to the model. A call that still reaches the runtime is answered as a
+    defect there.
+
+    >>> import msgspec, agentfx
+    >>> class Ping(msgspec.Struct, tag=True):
+    ...     pass
+    >>> class Pong(msgspec.Struct, tag=True):
+    ...     pass
+    >>> runtime = agentfx.bind(
+    ...     agentfx.define(agentfx.expose(
+    ...         Ping | Pong, agentfx.variant(Ping, "Ping"), agentfx.variant(Pong, "Pong", available=lambda m: 1 / 0)
+    ...     )),
+    ...     host=agentfx.Host(model=lambda: None, dispatch=lambda message: None),
+    ... )
+    >>> offered(runtime, runtime.definition.capabilities, logging.getLogger("doctest"))
+    [True, False]
+    """
+    try:
+        model = runtime.host.model()
+    except Exception:
+        logger.exception("reading the Model failed; no capability is offered")
+        return [False] * len(capabilities)
+    answers: list[bool] = []
+    for capability in capabilities:
+        try:
+            answers.append(capability.available is None or truth(capability.available(model), "available"))
+        except Exception:
+            logger.exception("the availability of capability %r could not be read; it is not offered", capability.name)
+            answers.append(False)
+    return answers
 
 
 async def run_call(

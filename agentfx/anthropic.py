@@ -6,7 +6,9 @@ call dispatched through the runtime as ``Invocation(transport="anthropic")``:
 - **Your own loop**: send ``tools=tool_params(runtime)`` with each request (it
   lists what is available in the current Model, so build it per request), and
   answer every ``tool_use`` block of the reply with ``await run_tool_use(runtime,
-  block)``, a ``tool_result`` block for the next user message.
+  block)``, a ``tool_result`` block for the next user message. The block may
+  be the SDK's ``ToolUseBlock`` or, as a stored transcript holds it, a
+  ``ToolUseBlockParam`` mapping.
 - **The SDK's tool runner**: ``client.beta.messages.tool_runner(...,
   tools=beta_tools(runtime))`` on an ``AsyncAnthropic`` client. The runner
   sends the tool definitions it was given on every request, so it is given
@@ -37,13 +39,14 @@ agentfx's core imports it.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol, cast
 
-from ._toolcall import call_invocation_id, missing_framework, run_call
+from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, run_call
 
 try:
     from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, BetaFunctionToolResultType, ToolError
-    from anthropic.types import ToolParam, ToolResultBlockParam
+    from anthropic.types import ToolParam, ToolResultBlockParam, ToolUseBlockParam
     from anthropic.types.beta import BetaToolParam
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
     missing_framework(
@@ -81,6 +84,9 @@ class ToolUse(Protocol):
 def tool_params(runtime: AgentRuntime[Any, Any]) -> list[ToolParam]:
     """The capabilities available in the current Model (read once), as the ``tools`` of one request.
 
+    Raises:
+        ContractError: ``runtime`` is not a bound runtime.
+
     >>> import msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
     ...     pass
@@ -91,6 +97,7 @@ def tool_params(runtime: AgentRuntime[Any, Any]) -> list[ToolParam]:
     >>> tool_params(runtime)
     [{'name': 'ping', 'description': 'Ping the app', 'input_schema': {'type': 'object', 'properties': {}, 'required': [], 'additionalProperties': False}}]
     """
+    check_runtime(runtime, "tool_params(runtime)")
     return [_param(view) for view in tool_views(runtime)]
 
 
@@ -99,15 +106,30 @@ def _param(view: ToolView) -> ToolParam:
 
 
 async def run_tool_use(
-    runtime: AgentRuntime[Any, Any], block: ToolUse, *, confirm: Confirmer | None = None
+    runtime: AgentRuntime[Any, Any],
+    block: ToolUse | ToolUseBlockParam | Mapping[str, object],
+    *,
+    confirm: Confirmer | None = None,
 ) -> ToolResultBlockParam:
-    """Answer one ``tool_use`` block: dispatch it and return its ``tool_result``. Never raises an ``Exception``.
+    """Answer one ``tool_use`` block: dispatch it and return its ``tool_result``.
+
+    Never raises an ``Exception`` for what the block holds: whatever the model
+    (or a stored transcript) put in it is answered, a block without a name or
+    input as a refusal.
 
     Args:
         runtime: The bound runtime the call goes through.
-        block: The ``tool_use`` block of the model's reply.
+        block: The ``tool_use`` block of the model's reply: the SDK's
+            ``ToolUseBlock`` (or its beta twin), or a ``ToolUseBlockParam``
+            mapping with ``id``, ``name`` and ``input``, as a conversation
+            history keeps it.
         confirm: Asks a person when ``authorize`` answers
             :class:`~agentfx.Confirm`; without it such a call is refused.
+
+    Raises:
+        ContractError: ``runtime`` is not a bound runtime, or ``confirm`` is
+            neither ``None`` nor callable (mistakes in the application's code,
+            not in the block).
 
     >>> import anyio, msgspec, agentfx
     >>> from anthropic.types import ToolUseBlock
@@ -120,9 +142,20 @@ async def run_tool_use(
     >>> block = ToolUseBlock(type="tool_use", id="toolu_1", name="ping", input={"loud": True})
     >>> anyio.run(run_tool_use, runtime, block)
     {'type': 'tool_result', 'tool_use_id': 'toolu_1', 'content': 'Invalid input for "ping": "loud" is not a field of this input', 'is_error': True}
+    >>> anyio.run(run_tool_use, runtime, {"type": "tool_use", "id": "toolu_2", "name": "ping", "input": {}})
+    {'type': 'tool_result', 'tool_use_id': 'toolu_2', 'content': 'Dispatched Ping'}
     """
-    answer = await _dispatch(runtime, block.name, block.input, block.id, confirm)
-    result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": block.id, "content": answer.text}
+    check_runtime(runtime, "run_tool_use(runtime, block)")
+    check_confirm(confirm, "run_tool_use")
+    if isinstance(block, Mapping):
+        fields = cast("Mapping[str, object]", block)
+        call_id, name, payload = fields.get("id"), fields.get("name"), fields.get("input")
+    else:
+        # Read leniently: an object missing a field is answered, never an AttributeError.
+        call_id, name, payload = getattr(block, "id", None), getattr(block, "name", None), getattr(block, "input", None)
+    # The id is the conversation's own, sent back as it came so the API pairs the result with its call.
+    answer = await _dispatch(runtime, cast("str", name), payload, call_id, confirm)
+    result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": cast("str", call_id), "content": answer.text}
     if not answer.ok:
         result["is_error"] = True
     return result
@@ -137,6 +170,8 @@ class AgentfxTool(BetaAsyncBuiltinFunctionTool):
     """
 
     def __init__(self, runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | None = None) -> None:
+        check_runtime(runtime, "AgentfxTool(runtime, view)")
+        check_confirm(confirm, "AgentfxTool")
         self._runtime = runtime
         self._confirm = confirm
         self._definition: BetaToolParam = {
@@ -162,6 +197,10 @@ def beta_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | None = N
     ``confirm`` asks a person when ``authorize`` answers
     :class:`~agentfx.Confirm`, as for :func:`run_tool_use`.
 
+    Raises:
+        ContractError: ``runtime`` is not a bound runtime, or ``confirm`` is
+            neither ``None`` nor callable.
+
     >>> import msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
     ...     pass
@@ -172,11 +211,13 @@ def beta_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | None = N
     >>> [tool.name for tool in beta_tools(runtime)]
     ['ping']
     """
+    check_runtime(runtime, "beta_tools(runtime)")
+    check_confirm(confirm, "beta_tools")
     return [AgentfxTool(runtime, view, confirm) for view in tool_views(runtime, available_only=False)]
 
 
 async def _dispatch(
-    runtime: AgentRuntime[Any, Any], name: str, payload: object, call_id: str | None, confirm: Confirmer | None
+    runtime: AgentRuntime[Any, Any], name: str, payload: object, call_id: object, confirm: Confirmer | None
 ) -> ToolReply:
     """The reply to one call; never raises an ``Exception`` (the runner would send its ``repr``)."""
     invocation = Invocation(id=call_invocation_id(call_id), transport=TRANSPORT, confirm=confirm)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 from typing import Any, cast
 
-from ._toolcall import missing_framework, run_call, tool_metadata
+from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, run_call, tool_metadata
 
 try:
     from langchain_core.tools import StructuredTool, ToolException
@@ -76,6 +76,10 @@ def structured_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | No
         confirm: Asks a person when ``authorize`` answers
             :class:`~agentfx.Confirm`; without it such a call is refused.
 
+    Raises:
+        ContractError: ``runtime`` is not a bound runtime, or ``confirm`` is
+            neither ``None`` nor callable.
+
     >>> import asyncio, msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
     ...     pass
@@ -89,17 +93,21 @@ def structured_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | No
     >>> answer.status, answer.content
     ('error', 'Invalid input for "ping": "loud" is not a field of this input')
     """
+    check_runtime(runtime, "structured_tools(runtime)")
+    check_confirm(confirm, "structured_tools")
     return [_tool(runtime, view, confirm) for view in tool_views(runtime)]
 
 
 class _WholeInputTool(StructuredTool):
-    """A ``StructuredTool`` whose coroutine gets the tool input whole, as its one positional argument.
+    """A ``StructuredTool`` whose coroutine gets the tool input whole, then the tool call's id, as positional arguments.
 
     ``BaseTool.arun`` turns the input into ``self._arun(*args, **kwargs)``
     arguments here; a ``dict`` input becomes keywords, beside the ``config``
     and ``run_manager`` LangChain adds, so the model's keys would share a
     namespace with LangChain's own. Passed whole, whatever its keys, the input
-    meets only the runtime's strict decoding.
+    meets only the runtime's strict decoding. The call id (``None`` when the
+    tool is invoked with bare arguments, not a tool call) keeps the audit
+    matched with the conversation, as on every framework.
     """
 
     def _to_args_and_kwargs(
@@ -107,15 +115,16 @@ class _WholeInputTool(StructuredTool):
     ) -> tuple[tuple[str, ...], dict[str, Any]]:
         # LangChain annotates the positional arguments as strings (its
         # single-string tools); ``_arun`` passes them on to the coroutine as they are.
-        return cast("tuple[str, ...]", (tool_input,)), {}
+        return cast("tuple[str, ...]", (tool_input, tool_call_id)), {}
 
 
 def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | None) -> StructuredTool:
     name = view.name
 
-    async def call(arguments: object) -> tuple[str, dict[str, Any]]:
+    async def call(arguments: object, call_id: str | None) -> tuple[str, dict[str, Any]]:
         # The tool call's ``args`` exactly as the model sent them, unchecked.
-        answer, _ = await run_call(runtime, name, arguments, Invocation(transport=TRANSPORT, confirm=confirm), _logger)
+        invocation = Invocation(id=call_invocation_id(call_id), transport=TRANSPORT, confirm=confirm)
+        answer, _ = await run_call(runtime, name, arguments, invocation, _logger)
         if not answer.ok:
             raise ToolException(answer.text)
         return answer.text, answer.data

@@ -25,7 +25,10 @@ The SDK's traps, and how the tools avoid them:
   rewrite it (every field required), and the model would be told a different
   contract than the runtime enforces.
 - ``is_enabled`` reads the Model at every turn, so the model is offered only
-  what is available now. A call to a tool that was hidden is the SDK's own
+  what is available now. Each tool asks only its own capability's
+  ``available`` (the SDK asks every tool), and a hook that raises hides its
+  tool, logged here with its traceback, instead of ending the run with the
+  exception. A call to a tool that was hidden is the SDK's own
   affair: it aborts the run unless ``RunConfig(tool_not_found_behavior=
   "return_error_to_model")``, which answers the model ``Tool '<name>' not found.``
   (also what a call approved after its capability went away gets). A tool
@@ -57,7 +60,7 @@ import logging
 import weakref
 from typing import Any
 
-from ._toolcall import call_invocation_id, json_arguments, missing_framework, run_call
+from ._toolcall import call_invocation_id, check_runtime, json_arguments, missing_framework, offered, run_call
 
 try:
     from agents import FunctionTool, RunContextWrapper
@@ -71,6 +74,7 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
         packages=frozenset({"agents"}),
     )
 
+from .contract import Capability
 from .docs import MessageDescriptor
 from .invocation import Invocation
 from .runtime import AgentRuntime
@@ -90,6 +94,9 @@ def function_tools(runtime: AgentRuntime[Any, Any]) -> list[FunctionTool]:
     Every capability is built, available or not: ``is_enabled`` decides per
     turn, so the list can be built once and kept on the ``Agent``.
 
+    Raises:
+        ContractError: ``runtime`` is not a bound runtime.
+
     >>> import msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
     ...     pass
@@ -100,16 +107,28 @@ def function_tools(runtime: AgentRuntime[Any, Any]) -> list[FunctionTool]:
     >>> [(tool.name, tool.description, tool.needs_approval) for tool in function_tools(runtime)]
     [('ping', 'Ping the app', False)]
     """
-    descriptors = {d.name: d for d in runtime.messages.list()}
-    return [_tool(runtime, view, descriptors[view.name]) for view in tool_views(runtime, available_only=False)]
+    check_runtime(runtime, "function_tools(runtime)")
+    views = tool_views(runtime, available_only=False)
+    return [
+        _tool(runtime, capability, view, descriptor)
+        for capability, view, descriptor in zip(
+            runtime.definition.capabilities, views, runtime.messages.list(), strict=True
+        )
+    ]
 
 
-def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, descriptor: MessageDescriptor) -> FunctionTool:
+def _tool(
+    runtime: AgentRuntime[Any, Any], capability: Capability[Any, Any], view: ToolView, descriptor: MessageDescriptor
+) -> FunctionTool:
     name = view.name
     offers = _Offers()
+    own = (capability,)
 
     def is_enabled(ctx: RunContextWrapper[Any], _agent: Any) -> bool:
-        return offers.enabled(ctx, any(d.name == name for d in runtime.messages.available()))
+        # The SDK asks every tool in turn: each evaluates its own hook, against
+        # one Model read, so a turn costs one hook call per capability.
+        [available] = offered(runtime, own, _logger)
+        return offers.enabled(ctx, available)
 
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
         # Approval is per call: a call that reached the tool after a person approved it

@@ -12,8 +12,11 @@ runtime decode it strictly. Its arguments validator only reads JSON text, as
 every adapter does (:func:`agentfx._toolcall.json_arguments`): arguments that
 are not JSON reach the runtime as a stand-in it refuses like any other invalid
 input (``the input must be an object``), audited, instead of pydantic-core's
-decoder text and the raw arguments going back to the model. The outcome is
-carried over in pydantic-ai's own terms:
+decoder text and the raw arguments going back to the model. JSON that is not
+an object (``null``, ``[1]``) reaches the runtime as it was sent and is
+refused in the same words; pydantic-ai itself is only ever handed a ``dict``
+(it ends the run on ``null``). The outcome is carried over in pydantic-ai's
+own terms:
 
 - a success returns the reply text (which carries the completion's data), with
   the reply's ``data`` as the ``ToolReturn`` metadata the application can read
@@ -41,9 +44,17 @@ agentfx's core imports it.
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from ._toolcall import UNREADABLE, call_invocation_id, json_arguments, missing_framework, run_call, tool_metadata
+from ._toolcall import (
+    call_invocation_id,
+    check_runtime,
+    json_arguments,
+    missing_framework,
+    offered,
+    run_call,
+    tool_metadata,
+)
 
 try:
     from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolDefinition, ToolFailed, ToolReturn
@@ -58,7 +69,7 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
         packages=frozenset({"pydantic_ai", "pydantic_core"}),
     )
 
-from .errors import AgentConfirmationRequiredError, AgentInvalidInputError
+from .errors import AgentConfirmationRequiredError, AgentInvalidInputError, ContractError
 from .invocation import Invocation
 from .runtime import AgentRuntime
 from .tools import ToolView, tool_views
@@ -74,15 +85,28 @@ _logger = logging.getLogger(__name__)
 _PARTIAL = SchemaValidator(core_schema.any_schema())
 
 
-class _Unreadable(dict[str, Any]):
-    """The validated arguments of a call whose arguments are not JSON: empty, and told apart by type.
+class _NotAnObject(dict[str, Any]):
+    """The validated arguments of a call whose arguments are not a JSON object: empty, and told apart by type.
 
-    A dict, as pydantic-ai's hooks expect validated arguments to be; a model
-    cannot make one, so :meth:`AgentfxToolset.call_tool` hands the runtime
-    :data:`~agentfx._toolcall.UNREADABLE` for it.
+    A dict, as pydantic-ai expects validated arguments to be (it ends the run
+    on anything else, ``None`` included); a model cannot make one, so
+    :meth:`AgentfxToolset.call_tool` hands the runtime what was sent instead:
+    the value itself (``None``, a list, a number), or
+    :data:`~agentfx._toolcall.UNREADABLE` for text that is not JSON. The
+    runtime refuses either as ``the input must be an object``, audited.
     """
 
-    __slots__ = ()
+    __slots__ = ("sent",)
+
+    def __init__(self, sent: object) -> None:
+        super().__init__()
+        self.sent = sent
+
+
+def _validated(arguments: object) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return cast("dict[str, Any]", arguments)
+    return _NotAnObject(arguments)
 
 
 class _Arguments:
@@ -102,13 +126,12 @@ class _Arguments:
     ) -> Any:
         if allow_partial not in (False, "off"):
             return _PARTIAL.validate_json(input, allow_partial=allow_partial)
-        arguments = json_arguments(input)
-        return _Unreadable() if arguments is UNREADABLE else arguments
+        return _validated(json_arguments(input))
 
     def validate_python(
         self, input: Any, *, allow_partial: bool | Literal["off", "on", "trailing-strings"] = False, **kwargs: Any
     ) -> Any:
-        return input
+        return _validated(input)
 
 
 _ARGUMENTS = _Arguments()
@@ -123,6 +146,10 @@ class AgentfxToolset(AbstractToolset[Any]):
             execution needs one).
         max_retries: How many invalid inputs in a row the model may send to one
             tool before pydantic-ai ends the run (pydantic-ai's ``retries``).
+
+    Raises:
+        ContractError: ``runtime`` is not a bound runtime, ``id`` not a string
+            or ``None``, or ``max_retries`` not a whole number of at least 0.
 
     >>> import asyncio, msgspec, agentfx
     >>> from pydantic_ai import Agent
@@ -139,9 +166,20 @@ class AgentfxToolset(AbstractToolset[Any]):
     """
 
     def __init__(self, runtime: AgentRuntime[Any, Any], *, id: str | None = None, max_retries: int = 1) -> None:
+        check_runtime(runtime, "AgentfxToolset(runtime)")
+        if id is not None and not isinstance(cast(object, id), str):
+            raise ContractError(f"AgentfxToolset(id={id!r}): the id is a string, or None")
+        retries = cast(object, max_retries)
+        # A bool is an int to Python, and pydantic-ai would count against it.
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ContractError(
+                f"AgentfxToolset(max_retries={max_retries!r}): the retries are a whole number of at least 0"
+            )
         self._runtime = runtime
         self._id = id
         self._max_retries = max_retries
+        # The contract is fixed once bound: only which of these are offered changes.
+        self._views = tool_views(runtime, available_only=False)
 
     @property
     def id(self) -> str | None:
@@ -153,8 +191,19 @@ class AgentfxToolset(AbstractToolset[Any]):
         return self._runtime
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        """The capabilities available in the current Model (read once), in declaration order."""
-        return {view.name: self._tool(view) for view in tool_views(self._runtime)}
+        """The capabilities available in the current Model (read once), in declaration order.
+
+        A capability whose ``available`` raised is left out of this step's
+        tools (the error is logged on this module's logger, with its
+        traceback), and every other capability is listed as usual: one broken
+        hook hides its own tool, not the agent's others, and a call to the
+        hidden tool is pydantic-ai's unknown tool. When the Model itself
+        cannot be read, no tool is listed. The exception never reaches
+        pydantic-ai, which would end the run with it.
+        """
+        capabilities = self._runtime.definition.capabilities
+        shown = offered(self._runtime, capabilities, _logger)
+        return {view.name: self._tool(view) for view, show in zip(self._views, shown, strict=True) if show}
 
     def _tool(self, view: ToolView) -> ToolsetTool[Any]:
         return ToolsetTool(
@@ -176,7 +225,7 @@ class AgentfxToolset(AbstractToolset[Any]):
         invocation = Invocation(
             id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT, confirmed=ctx.tool_call_approved
         )
-        payload: object = UNREADABLE if type(tool_args) is _Unreadable else tool_args
+        payload: object = tool_args.sent if isinstance(tool_args, _NotAnObject) else tool_args
         answer, failure = await run_call(self._runtime, name, payload, invocation, _logger)
         if isinstance(failure, AgentInvalidInputError):
             raise ModelRetry(answer.text)

@@ -14,6 +14,8 @@ the Model is this suite's, since the tests replace its fields by name.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -241,6 +243,12 @@ NOT_JSON_ARGUMENTS = [
     '{"title": 1e400}',
 ]
 
+NOT_AN_OBJECT_ARGUMENTS = ["null", "[1]", '"Buy milk"', "1", "true"]
+"""JSON arguments that are not an object: read as JSON, then refused with :data:`NOT_AN_OBJECT_TEXT` like any input that is not an object.
+
+The frameworks that hand over decoded arguments are given ``json.loads`` of each.
+"""
+
 
 def unreadable_input_audits() -> list[tuple[agentfx.AuditLog, str]]:
     """Fresh audit logs that keep inputs, each with what it records for arguments that are not JSON (never their text)."""
@@ -325,3 +333,88 @@ def titled_runtime() -> agentfx.AgentRuntime[None, None]:
 
 TITLED_METADATA = {"title": "Ping", "hints": {"read_only": True, "open_world": False}}
 """What a framework that keeps tool metadata carries for :func:`titled_runtime`'s capability."""
+
+
+# Call ids a framework passes on as the model wrote them. ---------------------------
+
+CALL_IDS: list[tuple[str, str]] = [
+    ("call_" + "x" * 10_000, "call_" + "x" * 123 + "…"),
+    ("call_\ud800", "call_\N{REPLACEMENT CHARACTER}"),
+]
+"""A call id too long to repeat and one with a lone surrogate, each with what the invocation id keeps of it (after its ``/``)."""
+
+CALL_ID_NAMES = ["too-long", "lone-surrogate"]
+"""The test ids of :data:`CALL_IDS`, in its order."""
+
+
+def assert_call_id_kept(h: Harness, kept: str) -> None:
+    """The one audited call completed, its invocation id ends with ``kept``, and it and the Message it built encode."""
+    [entry] = h.audit.entries()
+    assert entry.outcome == "completed"
+    assert entry.invocation.rpartition("/")[2] == kept
+    msgspec.json.encode(entry)
+    [sent] = h.recorder.dispatched
+    assert isinstance(sent, RequestedCreateTodo) and sent.request_id == entry.invocation
+    msgspec.json.encode(sent)
+
+
+# Availability that cannot be read. -------------------------------------------------
+
+
+class Ping(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Pong(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Pang(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+HOOK_TOOLS = ["ping", "pong", "pang"]
+"""The capabilities of :func:`hook_harness`, in declaration order."""
+
+
+class HookHarness:
+    """A runtime whose every capability declares ``available``, counting the hook calls and the Model reads.
+
+    The hooks of the capabilities named in ``broken`` raise, and so does the
+    Model when ``model_broken``; the exceptions carry :data:`SECRET`.
+    """
+
+    def __init__(self, broken: frozenset[str] = frozenset(), *, model_broken: bool = False) -> None:
+        self.sent: list[object] = []
+        self.asked: Counter[str] = Counter()
+        self.model_reads = 0
+        self.audit = agentfx.audit_log()
+
+        def hook(name: str) -> Callable[[None], bool]:
+            def available(_: None) -> bool:
+                self.asked[name] += 1
+                if name in broken:
+                    raise RuntimeError(SECRET)
+                return True
+
+            return available
+
+        def model() -> None:
+            self.model_reads += 1
+            if model_broken:
+                raise RuntimeError(SECRET)
+
+        contract = agentfx.define(
+            agentfx.expose(
+                Ping | Pong | Pang,
+                *(
+                    agentfx.variant(message, f"Send {name}", name=name, available=hook(name))
+                    for message, name in zip((Ping, Pong, Pang), HOOK_TOOLS, strict=True)
+                ),
+            )
+        )
+        host: agentfx.Host[None, object, None] = agentfx.Host(model=model, dispatch=self.sent.append)
+        self.runtime: agentfx.AgentRuntime[None, None] = agentfx.bind(contract, host=host, audit=self.audit)
+
+    def outcomes(self) -> list[tuple[str, str]]:
+        return [(entry.capability, entry.outcome) for entry in self.audit.entries()]

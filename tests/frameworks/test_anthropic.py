@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -20,8 +21,9 @@ import httpx2 as httpx  # the Anthropic SDK's own HTTP client package
 import msgspec
 import pytest
 from anthropic import AsyncAnthropic
-from anthropic.types import MessageParam, ToolResultBlockParam
+from anthropic.types import MessageParam, ToolResultBlockParam, ToolUseBlock, ToolUseBlockParam
 
+import agentfx
 from agentfx.anthropic import TRANSPORT, beta_tools, run_tool_use, tool_params
 from agentfx.confirm import Confirmer
 from examples.frameworks import anthropic_agent
@@ -38,6 +40,10 @@ from tests.frameworks.app import (
     INVALID_TEXT,
     KEYWORD_CALLS,
     KEYWORD_SETTINGS,
+    CALL_ID_NAMES,
+    CALL_IDS,
+    NOT_AN_OBJECT_ARGUMENTS,
+    NOT_AN_OBJECT_TEXT,
     NOT_UNICODE_TEXT,
     PINNED,
     SURROGATE_ARGUMENTS,
@@ -46,12 +52,14 @@ from tests.frameworks.app import (
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
+    Contract,
     Harness,
     KeywordHarness,
     Person,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
+    assert_call_id_kept,
     created_data,
     harness,
     keyword_harness,
@@ -66,8 +74,9 @@ ToolCall = tuple[str, object]  # (tool name, input)
 class MessagesAPI:
     """A scripted ``POST /v1/messages``: records every request, answers each with the next turn."""
 
-    def __init__(self, *turns: Turn[ToolCall]) -> None:
+    def __init__(self, *turns: Turn[ToolCall], call_ids: Sequence[str] = ()) -> None:
         self.turns = Turns(turns)
+        self._ids = list(call_ids)
         self.tools: list[list[str]] = []
         self.results: list[list[dict[str, Any]]] = []
         self._calls = 0
@@ -92,7 +101,8 @@ class MessagesAPI:
             content = []
             for name, arguments in turn:
                 self._calls += 1
-                content.append({"type": "tool_use", "id": f"toolu_{self._calls}", "name": name, "input": arguments})
+                call_id = self._ids.pop(0) if self._ids else f"toolu_{self._calls}"
+                content.append({"type": "tool_use", "id": call_id, "name": name, "input": arguments})
         return {
             "id": f"msg_{len(self.tools)}",
             "type": "message",
@@ -272,6 +282,96 @@ async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing(anyio_backe
     # encoder refuses the surrogate), whatever the tool answered.
 
 
+# The SDK warns when it sends back a tool_use input that is not an object; it sends it all the same.
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("arguments", NOT_AN_OBJECT_ARGUMENTS)
+async def test_an_input_that_is_not_an_object_is_an_error_result(anyio_backend: str, loop: Loop, arguments: str) -> None:
+    h = harness(audit=agentfx.audit_log(include_input=True))
+    api = MessagesAPI([("create_todo", json.loads(arguments))], "done")
+    assert await loop(h, api) == "done"
+    assert api.returned(1) == [(NOT_AN_OBJECT_TEXT, True)]
+    [entry] = h.audit.entries()
+    assert (entry.outcome, entry.input) == ("AgentInvalidInputError", json.loads(arguments))
+
+
+@pytest.mark.parametrize(("call_id", "kept"), CALL_IDS, ids=CALL_ID_NAMES)
+async def test_any_tool_use_id_is_kept_bounded_and_encodable_and_the_call_completes(
+    anyio_backend: str, call_id: str, kept: str
+) -> None:
+    h = harness()
+    api = MessagesAPI([("create_todo", {"title": "Buy bread"})], call_ids=[call_id])
+    async with _client(api) as client:
+        reply = await client.messages.create(
+            model="claude-test", max_tokens=256, messages=[{"role": "user", "content": "Go"}], tools=tool_params(h.runtime)
+        )
+    [block] = [block for block in reply.content if block.type == "tool_use"]
+    assert block.id == call_id
+    result = await run_tool_use(h.runtime, block)
+    # The result answers the block's own id, so the API pairs them.
+    assert result["tool_use_id"] == call_id and "is_error" not in result
+    assert _text(result.get("content")).startswith(CREATED_TEXT_PREFIX)
+    assert_call_id_kept(h, kept)
+
+
+async def _stored_loop(h: Harness, api: MessagesAPI) -> str:
+    """An application that keeps its transcript as plain params and answers the stored ``tool_use`` blocks."""
+    messages: list[MessageParam] = [{"role": "user", "content": "Go"}]
+    async with _client(api) as client:
+        for _ in range(10):
+            reply = await client.messages.create(
+                model="claude-test", max_tokens=256, messages=messages, tools=tool_params(h.runtime)
+            )
+            stored: list[ToolUseBlockParam] = [
+                cast(ToolUseBlockParam, block.model_dump(exclude_none=True))
+                for block in reply.content
+                if block.type == "tool_use"
+            ]
+            if not stored:
+                return "".join(block.text for block in reply.content if block.type == "text")
+            messages.append({"role": "assistant", "content": stored})
+            messages.append({"role": "user", "content": [await run_tool_use(h.runtime, block) for block in stored]})
+    raise AssertionError("the loop did not end")
+
+
+async def test_a_stored_tool_use_block_is_answered_like_the_sdk_s_own(anyio_backend: str) -> None:
+    h = harness()
+    api = MessagesAPI([("create_todo", {"title": "Buy bread"})], [("create_todo", {})], "done")
+    assert await _stored_loop(h, api) == "done"
+    [(text, is_error)] = api.returned(1)
+    assert not is_error and text.startswith(CREATED_TEXT_PREFIX)
+    assert api.returned(2) == [(INVALID_TEXT, True)]
+    assert [i.rpartition("/")[2] for i in (e.invocation for e in h.audit.entries())] == ["toolu_1", "toolu_2"]
+    assert h.outcomes() == [("create_todo", "completed"), ("create_todo", "AgentInvalidInputError")]
+
+
+async def test_a_stored_block_missing_its_fields_is_answered_not_raised(anyio_backend: str) -> None:
+    h = harness()
+    for block in ({}, {"id": "toolu_1"}, {"id": "toolu_1", "name": "create_todo"}):
+        result = await run_tool_use(h.runtime, cast(ToolUseBlockParam, block))
+        assert result.get("is_error") is True and result["tool_use_id"] == block.get("id")
+    assert h.recorder.dispatched == []
+
+
+def test_a_mistake_in_the_tools_arguments_is_a_contract_error_when_they_are_built() -> None:
+    with pytest.raises(agentfx.ContractError, match=re.escape("tool_params(runtime) needs a bound agentfx.AgentRuntime")):
+        tool_params(cast(Any, Contract))
+    with pytest.raises(agentfx.ContractError, match=re.escape("beta_tools(runtime) needs a bound agentfx.AgentRuntime")):
+        beta_tools(cast(Any, Contract))
+    with pytest.raises(agentfx.ContractError, match=re.escape("beta_tools(confirm=True)")):
+        beta_tools(harness().runtime, confirm=cast(Any, True))
+
+
+async def test_a_mistake_in_run_tool_use_s_arguments_is_a_contract_error(anyio_backend: str) -> None:
+    h = harness()
+    block = ToolUseBlock(type="tool_use", id="toolu_1", name="select_todo", input={"id": "milk"})
+    with pytest.raises(agentfx.ContractError, match=re.escape("agentfx.bind")):
+        await run_tool_use(cast(Any, Contract), block)
+    with pytest.raises(agentfx.ContractError, match=re.escape("confirm=True")):
+        await run_tool_use(h.runtime, block, confirm=cast(Any, True))
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
 async def test_the_tool_runner_answers_a_lone_surrogate_as_invalid_input(anyio_backend: str) -> None:
     h = harness()
     api = MessagesAPI([("create_todo", json.loads(SURROGATE_ARGUMENTS))], "done")
@@ -357,8 +457,6 @@ async def test_a_person_who_declines_stops_the_call(anyio_backend: str, loop: Lo
 
 
 async def test_run_tool_use_never_raises_for_any_input(anyio_backend: str) -> None:
-    from anthropic.types import ToolUseBlock
-
     h = harness()
     cases: list[tuple[str, object]] = [("create_todo", None), ("create_todo", [1]), ("x" * 300, {}), ("export_todos", {})]
     for name, arguments in cases:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -26,6 +26,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
+import agentfx
 from agentfx.confirm import Confirmer
 from agentfx.langchain import TRANSPORT, structured_tools
 from examples.frameworks import langchain_agent
@@ -41,6 +42,10 @@ from tests.frameworks.app import (
     INVALID_TEXT,
     KEYWORD_CALLS,
     KEYWORD_SETTINGS,
+    CALL_ID_NAMES,
+    CALL_IDS,
+    NOT_AN_OBJECT_ARGUMENTS,
+    NOT_AN_OBJECT_TEXT,
     NOT_UNICODE_TEXT,
     PINNED,
     SURROGATE_ARGUMENTS,
@@ -50,12 +55,14 @@ from tests.frameworks.app import (
     TOOLS_WITH_SELECTION,
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
+    Contract,
     Harness,
     KeywordHarness,
     Person,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
+    assert_call_id_kept,
     created_data,
     harness,
     keyword_harness,
@@ -237,6 +244,48 @@ async def test_a_string_input_is_refused_not_raised() -> None:
     assert await create.ainvoke("Buy milk") == 'Invalid input for "create_todo": the input must be an object'
     assert (await create.ainvoke(call)).status == "error"
     assert h.recorder.dispatched == []
+
+
+@pytest.mark.parametrize("arguments", NOT_AN_OBJECT_ARGUMENTS)
+async def test_an_input_that_is_not_an_object_is_refused_not_raised(arguments: str) -> None:
+    # A tool call's args are always an object (LangChain's parser reads ``null`` as ``{}``
+    # and AIMessage refuses anything else); a tool invoked with a bare input may get any.
+    h = harness(audit=agentfx.audit_log(include_input=True))
+    create = next(tool for tool in structured_tools(h.runtime) if tool.name == "create_todo")
+    assert await create.ainvoke(json.loads(arguments)) == NOT_AN_OBJECT_TEXT
+    [entry] = h.audit.entries()
+    assert (entry.outcome, entry.input) == ("AgentInvalidInputError", json.loads(arguments))
+
+
+async def test_the_invocation_id_keeps_the_tool_call_id_visible_and_is_fresh_per_call() -> None:
+    h = harness()
+    same = [_call("select_todo", {"id": "milk"}, "call_same")]
+    model = ScriptedChatModel(messages=iter([AIMessage(content="", tool_calls=same)] * 2 + [AIMessage(content="done")]))
+    assert (await _loop(h, model))[0] == "done"
+    ids = [entry.invocation for entry in h.audit.entries()]
+    assert len(ids) == 2 and len(set(ids)) == 2 and all(i.endswith("/call_same") for i in ids)
+    # A tool invoked with bare arguments has no call id to keep.
+    select = next(tool for tool in structured_tools(h.runtime) if tool.name == "select_todo")
+    await select.ainvoke({"id": "milk"})
+    assert "/" not in h.audit.entries()[-1].invocation
+
+
+@pytest.mark.parametrize(("call_id", "kept"), CALL_IDS, ids=CALL_ID_NAMES)
+async def test_any_call_id_is_kept_bounded_and_encodable_and_the_call_completes(call_id: str, kept: str) -> None:
+    h = harness()
+    create = AIMessage(content="", tool_calls=[_call("create_todo", {"title": "Buy bread"}, call_id)])
+    model = ScriptedChatModel(messages=iter([create, AIMessage(content="done")]))
+    _, [answer] = await _loop(h, model)
+    assert answer.tool_call_id == call_id and answer.status == "success"
+    assert str(answer.content).startswith(CREATED_TEXT_PREFIX)
+    assert_call_id_kept(h, kept)
+
+
+def test_a_mistake_in_the_tools_arguments_is_a_contract_error_when_they_are_built() -> None:
+    with pytest.raises(agentfx.ContractError, match=r"agentfx\.bind"):
+        structured_tools(cast(Any, Contract))
+    with pytest.raises(agentfx.ContractError, match=r"confirm=True"):
+        structured_tools(harness().runtime, confirm=cast(Any, True))
 
 
 async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing() -> None:

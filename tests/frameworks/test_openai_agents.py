@@ -9,8 +9,10 @@ run cannot start on trio.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 import msgspec
@@ -34,6 +36,7 @@ from agents.models.interface import Model
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from agents.testing import assistant_message, function_call
 
+import agentfx
 from agentfx.openai_agents import TRANSPORT, function_tools
 from examples.frameworks import openai_agents_agent
 from tests.frameworks.script import Turn, Turns
@@ -48,6 +51,10 @@ from tests.frameworks.app import (
     INVALID_TEXT,
     KEYWORD_CALLS,
     KEYWORD_SETTINGS,
+    CALL_ID_NAMES,
+    CALL_IDS,
+    HOOK_TOOLS,
+    NOT_AN_OBJECT_ARGUMENTS,
     NOT_AN_OBJECT_TEXT,
     NOT_JSON_ARGUMENTS,
     unreadable_input_audits,
@@ -60,11 +67,15 @@ from tests.frameworks.app import (
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Asked,
+    Contract,
     Harness,
+    HookHarness,
+    Pong,
     KeywordHarness,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
+    assert_call_id_kept,
     created_data,
     harness,
     keyword_harness,
@@ -124,7 +135,7 @@ class ScriptedModel(Model):
         raise NotImplementedError
 
 
-def _agent(h: Harness | KeywordHarness, model: ScriptedModel) -> Agent[None]:
+def _agent(h: Harness | KeywordHarness | HookHarness, model: ScriptedModel) -> Agent[None]:
     return Agent(name="todos", model=model, tools=list(function_tools(h.runtime)))
 
 
@@ -267,6 +278,66 @@ async def test_arguments_that_are_not_json_are_refused_and_never_recorded_as_tex
         [entry] = h.audit.entries()
         assert (entry.outcome, entry.input) == ("AgentInvalidInputError", recorded)
         assert "Buy milk" not in repr(h.audit.entries())
+
+
+@pytest.mark.parametrize("arguments", NOT_AN_OBJECT_ARGUMENTS)
+async def test_json_that_is_not_an_object_is_refused_and_audited(arguments: str) -> None:
+    h = harness(audit=agentfx.audit_log(include_input=True))
+    model = ScriptedModel([function_call("create_todo", arguments, call_id="c1")], "done")
+    assert (await Runner.run(_agent(h, model), "Add a todo", run_config=_CONFIG)).final_output == "done"
+    assert model.outputs[1] == [("c1", NOT_AN_OBJECT_TEXT)]
+    [entry] = h.audit.entries()
+    assert (entry.outcome, entry.input) == ("AgentInvalidInputError", json.loads(arguments))
+
+
+@pytest.mark.parametrize(("call_id", "kept"), CALL_IDS, ids=CALL_ID_NAMES)
+async def test_any_call_id_is_kept_bounded_and_encodable_and_the_call_completes(call_id: str, kept: str) -> None:
+    h = harness()
+    model = ScriptedModel([function_call("create_todo", {"title": "Buy bread"}, call_id=call_id)], "done")
+    assert (await Runner.run(_agent(h, model), "Add bread", run_config=_CONFIG)).final_output == "done"
+    [(answered, text)] = model.outputs[1]
+    assert answered == call_id and text.startswith(CREATED_TEXT_PREFIX)
+    assert_call_id_kept(h, kept)
+
+
+async def test_a_raising_available_hides_its_tool_and_the_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    h = HookHarness(frozenset({"ping"}))
+    model = ScriptedModel([function_call("pong", {}, call_id="c1")], "done")
+    with caplog.at_level(logging.ERROR, logger="agentfx.openai_agents"):
+        assert (await Runner.run(_agent(h, model), "Pong", run_config=_CONFIG)).final_output == "done"
+    # Only the capability whose hook raised is hidden; the others are offered and work.
+    assert model.tools == [HOOK_TOOLS[1:], HOOK_TOOLS[1:]]
+    assert model.outputs[1] == [("c1", "Dispatched Pong")] and h.sent == [Pong()]
+    assert SECRET not in repr(model.outputs)
+    assert SECRET in caplog.text
+
+
+async def test_each_tool_asks_only_its_own_capability_against_one_model_read() -> None:
+    h = HookHarness()
+    tools = function_tools(h.runtime)
+    checks: Counter[str] = Counter()
+
+    def counted(tool_name: str, is_enabled: Callable[..., Any]) -> Callable[..., Any]:
+        def check(ctx: Any, agent: Any) -> Any:
+            checks[tool_name] += 1
+            return is_enabled(ctx, agent)
+
+        return check
+
+    for tool in tools:
+        tool.is_enabled = counted(tool.name, cast(Callable[..., Any], tool.is_enabled))
+    model = ScriptedModel([function_call("pong", {}, call_id="c1")], "done")
+    await Runner.run(Agent(name="hooks", model=model, tools=list(tools)), "Pong", run_config=_CONFIG)
+    assert set(checks) == set(HOOK_TOOLS) and h.sent == [Pong()]
+    # However often the SDK asks, one check is one hook call and one Model read, not one
+    # per capability; the call itself is checked once more, by the runtime.
+    assert h.asked == checks + Counter({"pong": 1})
+    assert h.model_reads == sum(checks.values()) + 1
+
+
+def test_a_definition_in_place_of_the_runtime_is_a_contract_error() -> None:
+    with pytest.raises(agentfx.ContractError, match=r"agentfx\.bind"):
+        function_tools(cast(Any, Contract))
 
 
 async def test_a_lone_surrogate_is_invalid_input_and_changes_nothing() -> None:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 import msgspec
 import pytest
+
+import agentfx
 from pydantic_ai import (
     Agent,
     DeferredToolRequests,
@@ -44,6 +47,10 @@ from tests.frameworks.app import (
     INVALID_TEXT,
     KEYWORD_CALLS,
     KEYWORD_SETTINGS,
+    CALL_ID_NAMES,
+    CALL_IDS,
+    HOOK_TOOLS,
+    NOT_AN_OBJECT_ARGUMENTS,
     NOT_AN_OBJECT_TEXT,
     NOT_JSON_ARGUMENTS,
     unreadable_input_audits,
@@ -58,11 +65,15 @@ from tests.frameworks.app import (
     UNAVAILABLE_TEXT,
     CreatedTodo,
     Asked,
+    Contract,
     Harness,
+    HookHarness,
+    Pong,
     KeywordHarness,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
+    assert_call_id_kept,
     created_data,
     harness,
     keyword_harness,
@@ -107,7 +118,7 @@ class Script:
         ]
 
 
-def _agent(h: Harness | KeywordHarness, script: Script, **kwargs: Any) -> Agent[None, str | DeferredToolRequests]:
+def _agent(h: Harness | KeywordHarness | HookHarness, script: Script, **kwargs: Any) -> Agent[None, str | DeferredToolRequests]:
     return Agent(
         FunctionModel(script),
         toolsets=[AgentfxToolset(h.runtime, **kwargs)],
@@ -240,6 +251,67 @@ async def test_arguments_that_are_not_json_are_refused_by_the_runtime_in_its_own
         assert "json_invalid" not in read and "Invalid JSON" not in read and arguments not in read
         assert h.outcomes() == [("create_todo", "AgentInvalidInputError"), ("create_todo", "completed")]
         assert h.audit.entries()[0].input == recorded
+
+
+@pytest.mark.parametrize("arguments", NOT_AN_OBJECT_ARGUMENTS)
+async def test_json_that_is_not_an_object_is_refused_by_the_runtime_and_the_run_goes_on(arguments: str) -> None:
+    # pydantic-ai ends the whole run on validated arguments that are None: it must never be handed any.
+    h = harness(audit=agentfx.audit_log(include_input=True))
+    script = Script([_call("create_todo", arguments, "c1")], [_call("create_todo", {"title": "Buy milk"}, "c2")], "done")
+    assert (await _agent(h, script).run("Add milk")).output == "done"
+    assert script.returns(1) == [(NOT_AN_OBJECT_TEXT, "retried")]
+    assert h.outcomes() == [("create_todo", "AgentInvalidInputError"), ("create_todo", "completed")]
+    # What was sent reaches the runtime (and its audit) as it was sent, not as the empty stand-in.
+    assert h.audit.entries()[0].input == json.loads(arguments)
+
+
+@pytest.mark.parametrize(("call_id", "kept"), CALL_IDS, ids=CALL_ID_NAMES)
+async def test_any_call_id_is_kept_bounded_and_encodable_and_the_call_completes(call_id: str, kept: str) -> None:
+    h = harness()
+    script = Script([_call("create_todo", {"title": "Buy bread"}, call_id)], "done")
+    assert (await _agent(h, script).run("Add bread")).output == "done"
+    [(text, outcome)] = script.returns(1)
+    assert outcome == "success" and text.startswith(CREATED_TEXT_PREFIX)
+    assert_call_id_kept(h, kept)
+
+
+async def test_a_raising_available_hides_its_tool_and_the_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    h = HookHarness(frozenset({"ping"}))
+    script = Script([_call("pong", {}, "c1")], "done")
+    with caplog.at_level(logging.ERROR, logger="agentfx.pydantic_ai"):
+        assert (await _agent(h, script).run("Pong")).output == "done"
+    # Only the capability whose hook raised is hidden; the others are offered and work.
+    assert script.tools == [HOOK_TOOLS[1:], HOOK_TOOLS[1:]]
+    assert h.sent == [Pong()]
+    assert SECRET not in _everything_the_model_read(script)
+    assert SECRET in caplog.text
+
+
+async def test_a_model_that_cannot_be_read_offers_no_tool_and_the_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    h = HookHarness(model_broken=True)
+    script = Script("done")
+    with caplog.at_level(logging.ERROR, logger="agentfx.pydantic_ai"):
+        assert (await _agent(h, script).run("Ping")).output == "done"
+    assert script.tools == [[]]
+    assert SECRET in caplog.text and sum(h.asked.values()) == 0
+
+
+@pytest.mark.parametrize(
+    ("runtime", "kwargs", "names"),
+    [
+        pytest.param(Contract, {}, "agentfx.bind", id="a-definition"),
+        pytest.param(None, {"max_retries": -1}, "max_retries=-1", id="negative-retries"),
+        pytest.param(None, {"max_retries": "2"}, "max_retries='2'", id="text-retries"),
+        pytest.param(None, {"max_retries": True}, "max_retries=True", id="bool-retries"),
+        pytest.param(None, {"id": 3}, "id=3", id="a-number-id"),
+    ],
+)
+def test_a_mistake_in_the_toolset_s_arguments_is_a_contract_error_when_it_is_built(
+    runtime: object, kwargs: dict[str, Any], names: str
+) -> None:
+    given: Any = harness().runtime if runtime is None else runtime
+    with pytest.raises(agentfx.ContractError, match=re.escape(names)):
+        AgentfxToolset(given, **kwargs)
 
 
 @pytest.mark.parametrize(
