@@ -374,7 +374,7 @@ class Pang(msgspec.Struct, frozen=True, tag=True):
 
 
 HOOK_TOOLS = ["ping", "pong", "pang"]
-"""The capabilities of :func:`hook_harness`, in declaration order."""
+"""The capabilities of :class:`HookHarness`, in declaration order."""
 
 
 class HookHarness:
