@@ -999,11 +999,64 @@ class _MirrorBuilder:
             return tp if mirrored is inner else Annotated[(mirrored, *metadata)]
         args = typing.get_args(tp)
         mirrored_args = tuple(arg if arg is Ellipsis else self.type(arg) for arg in args)
+        names = _property_names(args[0]) if _is_mapping(origin) and args else None
+        if names is not None:
+            # msgspec says nothing of the keys of such a mapping, so its schema
+            # would admit any key while the decoder refuses all but these.
+            return Annotated[origin[mirrored_args], msgspec.Meta(extra_json_schema={"propertyNames": names})]
         if all(new is old for new, old in zip(mirrored_args, args, strict=True)):
             return tp
         if origin is Union or origin is types.UnionType:
             return Union[mirrored_args]  # noqa: UP007
         return origin[mirrored_args]
+
+
+INTEGER_KEY = "^-?(0|[1-9][0-9]*)$"
+"""The object keys msgspec decodes to an ``int``: decimal digits without a ``+``, spaces or leading zeros."""
+
+
+def _property_names(key: Any) -> dict[str, Any] | None:
+    """The schema of the object keys msgspec decodes to ``key``, or ``None`` when msgspec says it or it cannot be said.
+
+    JSON spells every key as a string, and with ``str_keys`` msgspec reads an
+    integer key from its decimal digits and a UUID key from its text; msgspec's
+    own schema of such a mapping is silent about its keys.
+
+    >>> import uuid
+    >>> _property_names(int), _property_names(uuid.UUID), _property_names(str)
+    ({'type': 'string', 'pattern': '^-?(0|[1-9][0-9]*)$'}, {'type': 'string', 'format': 'uuid'}, None)
+    """
+    if "propertyNames" in msgspec.json.schema(dict[key, int]):
+        return None  # string-like keys (a pattern, a Literal, an Enum): msgspec describes them
+    inner = _unwrapped(key)
+    if inner is int:
+        return {"type": "string", "pattern": INTEGER_KEY}
+    values: tuple[object, ...] = ()
+    if typing.get_origin(inner) is Literal:
+        values = typing.get_args(inner)
+    elif isinstance(inner, type) and issubclass(inner, enum.Enum):
+        values = tuple(member.value for member in inner)
+    if values and all(type(value) is int for value in values):
+        return {"enum": [str(value) for value in sorted(cast("tuple[int, ...]", values))]}
+    if values:
+        return None
+    # A key read from its own string form (a UUID, a date) is described as a
+    # field of that type is; a plain string says nothing an object key is not.
+    own = msgspec.json.schema(inner)
+    return own if own.get("type") == "string" and len(own) > 1 and "$defs" not in own else None
+
+
+def _unwrapped(tp: Any) -> Any:
+    """``tp`` without the NewTypes, type aliases and ``Annotated`` around it."""
+    for _ in range(32):
+        if typing.get_origin(tp) is Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
+        if inner is None:
+            return tp
+        tp = inner
+    return tp
 
 
 def _is_flag(tp: object) -> bool:

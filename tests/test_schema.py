@@ -8,12 +8,16 @@ import datetime
 import enum
 import importlib
 import json
-from collections.abc import Callable
+import re
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal, NamedTuple, NotRequired, TypedDict, cast
 
 import msgspec
 import pytest
-from jsonschema import Draft202012Validator
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator, ValidationError, validators
 
 from agentfx.errors import AgentProjectionError
 from agentfx.schema import InputCodec, InvalidPayload, json_schema, project
@@ -560,6 +564,71 @@ def test_integer_keys_decode_from_the_strings_json_spells_them_as() -> None:
     assert isinstance(by_id.attempt({"scores": {"x": "a"}}), InvalidPayload)
     assert by_name.decode({"scores": {"a": 1}}) == _ScoresByName({"a": 1})
     assert isinstance(by_name.attempt({"scores": {"a": "1"}}), InvalidPayload)
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+    HIGH = -2
+
+
+class _Keyed(msgspec.Struct, frozen=True, tag=True):
+    by_id: dict[int, str] = {}
+    by_uuid: dict[uuid.UUID, str] = {}
+    deep: list[dict[int, dict[uuid.UUID, int]]] = []
+    by_level: dict[_Level, int] = {}
+    by_code: dict[Literal[3, 1], int] = {}
+    by_name: dict[str, int] = {}
+
+
+_INTEGER_NAMES = {"type": "string", "pattern": "^-?(0|[1-9][0-9]*)$"}
+_UUID_NAMES = {"type": "string", "format": "uuid"}
+
+
+def test_a_mapping_with_integer_or_uuid_keys_says_which_keys_it_takes_at_every_depth() -> None:
+    properties = InputCodec(_Keyed).schema["properties"]
+    assert properties["by_id"]["propertyNames"] == _INTEGER_NAMES
+    assert properties["by_uuid"]["propertyNames"] == _UUID_NAMES
+    outer = properties["deep"]["items"]
+    assert outer["propertyNames"] == _INTEGER_NAMES
+    assert outer["additionalProperties"]["propertyNames"] == _UUID_NAMES
+    assert properties["by_level"]["propertyNames"] == {"enum": ["-2", "1"]}
+    assert properties["by_code"]["propertyNames"] == {"enum": ["1", "3"]}
+    assert "propertyNames" not in properties["by_name"]
+    Draft202012Validator.check_schema(InputCodec(_Keyed).schema)
+
+
+def _ecma_pattern(validator: Any, pattern: str, instance: object, schema: object) -> Iterator[ValidationError]:
+    # JSON Schema patterns are ECMA-262, whose ``$`` is the end of the string;
+    # Python's also matches before a final newline, which no JSON validator does.
+    if isinstance(instance, str) and re.search(pattern.removesuffix("$") + r"\Z", instance) is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_EcmaValidator: Any = cast(Any, validators).extend(Draft202012Validator, {"pattern": _ecma_pattern})
+
+_KEYS = st.one_of(
+    st.text(max_size=6),
+    st.from_regex(r"[-+ 0]?[0-9]{1,3}[ \n]?", fullmatch=True),
+    st.integers().map(str),
+    st.uuids().map(str),
+    st.uuids().map(lambda u: u.hex),
+    st.sampled_from(["1", "3", "-2", "01", "+1", "-0", "2"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=_KEYS, field=st.sampled_from(["by_id", "by_uuid", "deep", "by_level", "by_code"]))
+def test_the_advertised_schema_admits_only_keys_the_decoder_takes(key: str, field: str) -> None:
+    codec = InputCodec(_Keyed)
+    validator: Any = _EcmaValidator(codec.schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    payload: dict[str, Any] = {field: [{"7": {key: 1}}, {key: {}}] if field == "deep" else {key: 1}}
+    decoded = not isinstance(codec.attempt(payload), InvalidPayload)
+    advertised = validator.is_valid(payload)
+    if field == "by_uuid":
+        # A UUID's format is its hyphenated form; msgspec also reads 32 bare hex digits.
+        assert decoded or not advertised, payload
+    else:
+        assert advertised == decoded, payload
 
 
 class _Priority(msgspec.Struct, frozen=True, tag=True):
