@@ -215,7 +215,12 @@ class AgentAuthorizationError(_Failure, frozen=True):
 
     @classmethod
     def of(cls, capability: str, tag: str, reason: str | None = None) -> AgentAuthorizationError:
-        return cls(capability, tag, reason if reason else f'Not authorized to invoke "{capability}"')
+        """The refusal the agent is told: ``reason``, unless it is absent or blank.
+
+        >>> AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo", "  ").message
+        'Not authorized to invoke "delete_todo"'
+        """
+        return cls(capability, tag, reason if reason and not reason.isspace() else f'Not authorized to invoke "{capability}"')
 
     @classmethod
     def declined(cls, capability: str, tag: str, prompt: str) -> AgentAuthorizationError:
@@ -340,11 +345,31 @@ DispatchError = (
 class Refusal(msgspec.Struct, frozen=True):
     """An authorization refusal with a reason the agent is told.
 
+    A blank reason is no reason: the agent is told what ``False`` tells it,
+    ``Not authorized to invoke "<capability>"``.
+
+    Raises:
+        ContractError: ``reason`` is not a string, so no failure could carry
+            it to the agent and be decoded on the other side.
+
     >>> Refusal("Only the owner may delete a todo").reason
     'Only the owner may delete a todo'
+    >>> Refusal(403)
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: Refusal takes its reason as a string the agent is told, got an int; return False to refuse without one
     """
 
     reason: str
+
+    def __post_init__(self) -> None:
+        # Annotated as str, but Refusal is built by application code at dispatch time.
+        reason = cast(object, self.reason)
+        if not isinstance(reason, str):
+            raise ContractError(
+                f"Refusal takes its reason as a string the agent is told, got {kind_of(reason)}; "
+                "return False to refuse without one"
+            )
 
 
 class DispatchFailed(Exception):

@@ -6,14 +6,14 @@ import gc
 import pickle
 import re
 import weakref
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 import pytest
 from returns.result import Failure
 
 import agentfx
-from agentfx.errors import format_seconds
+from agentfx.errors import format_seconds, kind_of
 from tests.support import AppAgent, Model, RequestedCreateTodo, RequestedRenameTodo, User, outcome_of, recorder
 
 EVERY_FAILURE: list[agentfx.DispatchError] = [
@@ -224,6 +224,24 @@ def test_contract_error_is_a_value_error() -> None:
 
 def test_refusal_carries_its_reason() -> None:
     assert agentfx.Refusal("Only the owner").reason == "Only the owner"
+
+
+@pytest.mark.parametrize("reason", [403, None, b"no", ["no"]])
+def test_a_refusal_whose_reason_is_not_a_string_is_a_contract_error(reason: object) -> None:
+    # It would make a failure whose message no other process can decode.
+    with pytest.raises(agentfx.ContractError) as raised:
+        agentfx.Refusal(cast(Any, reason))
+    assert str(raised.value) == (
+        f"Refusal takes its reason as a string the agent is told, got {kind_of(reason)}; "
+        "return False to refuse without one"
+    )
+
+
+@pytest.mark.parametrize("reason", ["", "  ", "\n\t"])
+def test_a_blank_refusal_reason_tells_the_agent_what_false_does(reason: str) -> None:
+    refused = agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo", agentfx.Refusal(reason).reason)
+    assert refused == agentfx.AgentAuthorizationError.of("delete_todo", "RequestedDeleteTodo")
+    assert refused.message == 'Not authorized to invoke "delete_todo"'
 
 
 def test_model_is_not_an_error() -> None:
