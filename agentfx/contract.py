@@ -651,6 +651,9 @@ class Declarations(Generic[M, P]):
         Returns:
             A :class:`Variant`, to pass to :func:`expose`.
 
+        Raises:
+            ContractError: ``action`` is not an :class:`Action`.
+
         >>> import msgspec
         >>> class AddedToCart(msgspec.Struct, tag=True):
         ...     sku: str
@@ -661,6 +664,17 @@ class Declarations(Generic[M, P]):
         >>> [c.name for c in expose(AddedToCart, action(add)).capabilities]
         ['add_to_cart']
         """
+        # The annotation promises an Action, but untyped callers can pass anything.
+        if not isinstance(cast(object, action), Action):
+            hint = (
+                f'; to expose a Message class, write variant({action.__name__}, "...")'
+                if isinstance(action, type)
+                else ""
+            )
+            raise ContractError(
+                f"action() takes an agentfx.Action(name, description, input, to_message, message=...), "
+                f"got {action!r}{hint}"
+            )
         return Variant(
             action.message,
             action.description,
@@ -988,6 +1002,9 @@ def action(
 
     Returns:
         A :class:`Variant`, to pass to :func:`expose`.
+
+    Raises:
+        ContractError: ``action`` is not an :class:`Action`.
 
     >>> import msgspec
     >>> class AddedToCart(msgspec.Struct, tag=True):

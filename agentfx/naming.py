@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import cast
 
 from agentfx.errors import ContractError
 
@@ -82,8 +83,15 @@ def check_name(tag: str, name: str) -> str:
     Use 1-128 characters of [a-zA-Z0-9_-].
 
     Raises:
-        ContractError: when the name uses another character or has the wrong length.
+        ContractError: when the name is not a string, uses another character
+            or has the wrong length.
     """
+    # Annotated as str, but an untyped contract can pass anything as a name.
+    if not isinstance(cast(object, name), str):
+        raise ContractError(
+            f'Cannot expose "{tag}": {name!r} is not a valid capability name. '
+            "Use a string of 1-128 characters of [a-zA-Z0-9_-]."
+        )
     if _VALID_NAME.fullmatch(name) is None:
         raise ContractError(
             f'Cannot expose "{tag}": "{name}" is not a valid capability name. '

@@ -179,6 +179,15 @@ def test_an_invalid_explicit_name_is_refused_at_expose(name: str) -> None:
         agentfx.expose(Message, declared)
 
 
+def test_an_explicit_name_that_is_not_a_string_is_refused_at_expose() -> None:
+    declared = agentfx.variant(RequestedCreateTodo, "Create", name=cast(Any, 1))
+    with raises(
+        'Cannot expose "RequestedCreateTodo": 1 is not a valid capability name. '
+        "Use a string of 1-128 characters of [a-zA-Z0-9_-]."
+    ):
+        agentfx.expose(Message, declared)
+
+
 def test_the_longest_valid_name_is_accepted() -> None:
     [capability] = agentfx.expose(Message, agentfx.variant(RequestedCreateTodo, "Create", name="x" * 128)).capabilities
     assert capability.name == "x" * 128
@@ -380,6 +389,19 @@ def test_an_action_whose_message_is_outside_the_union_is_refused_with_that_tag()
     outside = Action("outside", "Outside", DeleteInput, to_message, message=NotInUnion)
     with raises('Cannot expose "NotInUnion": it is not a variant of this Message union'):
         agentfx.expose(Message, agentfx.action(outside))
+
+
+def test_action_takes_only_an_action() -> None:
+    with raises(
+        "action() takes an agentfx.Action(name, description, input, to_message, message=...), got 'delete_todo'"
+    ):
+        agentfx.action(cast(Any, "delete_todo"))
+    # A Message class is what variant takes; the typed builder's action is the same check.
+    with raises(
+        "action() takes an agentfx.Action(name, description, input, to_message, message=...), "
+        f'got {RequestedDeleteTodo!r}; to expose a Message class, write variant(RequestedDeleteTodo, "...")'
+    ):
+        TodoAgent.action(cast(Any, RequestedDeleteTodo))
 
 
 def test_an_action_name_is_checked_like_any_other() -> None:

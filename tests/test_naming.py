@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import msgspec
 import pytest
 
@@ -99,6 +101,16 @@ def test_check_name_rejects_invalid_names(name: str) -> None:
     assert str(info.value) == (
         f'Cannot expose "RequestedCreateTodo": "{name}" is not a valid capability name. '
         "Use 1-128 characters of [a-zA-Z0-9_-]."
+    )
+
+
+@pytest.mark.parametrize("name", [1, None, b"create_todo", ["create_todo"]])
+def test_check_name_rejects_a_name_that_is_not_a_string(name: object) -> None:
+    with pytest.raises(ContractError) as info:
+        check_name("RequestedCreateTodo", cast(Any, name))
+    assert str(info.value) == (
+        f'Cannot expose "RequestedCreateTodo": {name!r} is not a valid capability name. '
+        "Use a string of 1-128 characters of [a-zA-Z0-9_-]."
     )
 
 
