@@ -283,11 +283,15 @@ def check_definition(where: str, definition: object) -> Definition[Any, Any]:
 
 
 def _union_members(union: object) -> tuple[type[Any], ...]:
+    # ``type Message = A | B`` (a TypeAliasType) names its union, or its one
+    # class, lazily: unwrapped first, so an alias of a class is that class.
+    # Bounded: two aliases may name each other.
+    for _ in range(32):
+        if not (hasattr(union, "__value__") and hasattr(union, "__type_params__")):
+            break
+        union = cast(object, getattr(union, "__value__"))
     if isinstance(union, type):
         return (union,)
-    # ``type Message = A | B`` (a TypeAliasType) names its union lazily.
-    if hasattr(union, "__value__") and hasattr(union, "__type_params__"):
-        union = cast(object, getattr(union, "__value__"))
     origin = typing.get_origin(union)
     if origin is typing.Union or isinstance(union, UnionType):
         return tuple(arg for arg in typing.get_args(union) if isinstance(arg, type))

@@ -111,6 +111,19 @@ def test_a_type_alias_of_a_union_is_unwrapped() -> None:
         agentfx.expose(alias, agentfx.variant(RequestedDeleteTodo, "Delete"))
 
 
+def test_a_type_alias_of_one_class_or_of_another_alias_is_unwrapped() -> None:
+    typing_extensions = pytest.importorskip("typing_extensions")
+    single: object = typing_extensions.TypeAliasType("Single", ClearedSelection)
+    exposed = agentfx.expose(single, agentfx.variant(ClearedSelection, "Clear"))
+    assert [c.message for c in exposed.capabilities] == [ClearedSelection]
+    with raises('Cannot expose "RequestedCreateTodo": it is not a variant of this Message union'):
+        agentfx.expose(single, agentfx.variant(RequestedCreateTodo, "Create"))
+    renamed: object = typing_extensions.TypeAliasType("Renamed", single)
+    assert [c.message for c in agentfx.expose(renamed, agentfx.variant(ClearedSelection, "Clear")).capabilities] == [
+        ClearedSelection
+    ]
+
+
 def test_something_that_is_not_a_union_is_refused() -> None:
     with pytest.raises(ContractError, match="expose\\(\\) needs a Message class or a union of Message classes"):
         agentfx.expose("Message", agentfx.variant(ClearedSelection, "Clear"))
