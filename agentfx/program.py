@@ -12,6 +12,8 @@ It deliberately knows nothing of contracts, dispatch, completion or agents:
 
 from __future__ import annotations
 
+import logging
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias, TypeVar, cast, overload
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
     from .invocation import Invocation
 
-__all__ = ["Command", "Commands", "Program", "run_program"]
+__all__ = ["NESTED_MAX", "Command", "Commands", "Program", "run_program"]
 
 M = TypeVar("M")
 Msg = TypeVar("Msg")
@@ -39,6 +41,17 @@ A non-``None`` result is sent back into the program like any other Message.
 
 Commands: TypeAlias = list[Command[Msg]] | tuple[Command[Msg], ...]
 """The commands half of an ``update`` result: a ``list`` or ``tuple`` of commands."""
+
+
+NESTED_MAX = 10_000
+"""Messages a program takes while it is processing, before it refuses another.
+
+A listener (or ``update``) that sends a Message while one is being processed
+has it queued; one that sends on every change would never let the first send
+return, so past this many the send raises instead.
+"""
+
+_logger = logging.getLogger("agentfx.program")
 
 
 def _ignore(*_: object) -> None:
@@ -135,9 +148,18 @@ class Program(Generic[M, Msg]):
     again, one added mid-notification first hears the next notification. An
     exception raised by a listener propagates out of :meth:`send`; the Model has
     already been replaced and later listeners miss that notification.
+
+    A Message sent while another is being processed (a listener reacting
+    through ``host.dispatch``) is queued, as in Elm, and processed once the
+    current Message's listeners have all been notified, in the order sent; so
+    observers hear every Message in processing order. Such a send returns
+    before its Message is applied, and the outer send returns once the queue
+    is empty. Every queued Message is processed even when a listener raised;
+    the first exception then propagates. Past :data:`NESTED_MAX` queued
+    Messages in one send, the next send raises ``RuntimeError``.
     """
 
-    __slots__ = ("_model", "_observers", "_subscribers", "_task_group", "_update")
+    __slots__ = ("_busy", "_model", "_nested", "_observers", "_queue", "_subscribers", "_task_group", "_update")
 
     def __init__(
         self,
@@ -150,6 +172,10 @@ class Program(Generic[M, Msg]):
         self._task_group = task_group
         self._observers = _Listeners()
         self._subscribers = _Listeners()
+        # Messages sent while one is processed, and how many this send took.
+        self._busy = False
+        self._queue: deque[Msg] = deque()
+        self._nested = 0
 
     @property
     def model(self) -> M:
@@ -196,6 +222,54 @@ class Program(Generic[M, Msg]):
         self._process(message)
 
     def _process(self, message: Msg) -> None:
+        if self._busy:
+            # Processed now, it would reach update, and its listeners, before
+            # the listeners of the Message being processed had all heard it.
+            if self._nested >= NESTED_MAX:
+                raise RuntimeError(
+                    f"Cannot send {message!r}: {NESTED_MAX} Messages were sent while processing one; "
+                    "a listener that sends a Message on every change never lets the program settle"
+                )
+            self._nested += 1
+            self._queue.append(message)
+            return
+        self._busy = True
+        try:
+            self._apply(message)
+        except BaseException:
+            self._drain(raising=False)
+            raise
+        else:
+            if self._queue:
+                self._drain(raising=True)
+        finally:
+            self._busy = False
+            self._nested = 0
+
+    def _drain(self, *, raising: bool) -> None:
+        """Process every queued Message, in order, even past a listener that raised.
+
+        Each was accepted by the send that queued it, so each reaches update.
+        The first failure is raised once the queue is empty when ``raising``;
+        any other is logged, as only one exception can propagate.
+        """
+        queue = self._queue
+        first: BaseException | None = None
+        while queue:
+            try:
+                self._apply(queue.popleft())
+            except BaseException as exc:
+                if raising and first is None:
+                    first = exc
+                else:
+                    _logger.error("a listener raised while a queued Message was processed", exc_info=exc)
+        if first is not None:
+            try:
+                raise first
+            finally:
+                del first
+
+    def _apply(self, message: Msg) -> None:
         old = self._model
         result = self._update(old, message)
         # The common case, a bare Model, costs one type check.

@@ -11,7 +11,7 @@ import pytest
 
 from agentfx.host import Host, Unsubscribe
 from agentfx.invocation import Invocation
-from agentfx.program import Command, Commands, Program, run_program
+from agentfx.program import NESTED_MAX, Command, Commands, Program, run_program
 
 pytestmark = pytest.mark.anyio
 
@@ -301,6 +301,75 @@ async def test_a_listener_that_raises_propagates_out_of_send() -> None:
         with pytest.raises(ListenerBroke):
             await program.send(Add(1))
         assert program.model.count == 1
+
+
+# --- Messages sent while one is processed ----------------------------------------
+
+
+async def test_a_message_sent_by_a_listener_is_processed_after_every_listener_heard_the_current_one() -> None:
+    async with run_program(init=Model(), update=update) as program:
+        host = program.host()
+        seen: list[Message] = []
+        counts_when_sent: list[int] = []
+
+        def react() -> None:
+            if program.model.log[-1] == "add 1":
+                host.dispatch(Add(10))
+                # Queued, not applied: the Message being processed is not done yet.
+                counts_when_sent.append(program.model.count)
+
+        program.subscribe(react)
+        program.observe(seen.append)
+        await program.send(Add(1))
+        assert program.model.log == ("add 1", "add 10")
+        assert seen == [Add(1), Add(10)]
+        assert counts_when_sent == [1]
+
+
+async def test_messages_sent_while_processing_are_processed_in_the_order_sent() -> None:
+    async with run_program(init=Model(), update=update) as program:
+        host = program.host()
+        reactions = {"add 1": [Add(2), Add(3)], "add 2": [Add(4)]}
+        program.subscribe(lambda: [host.dispatch(m) for m in reactions.get(program.model.log[-1], [])])
+        program.observe(lambda message: host.dispatch(Add(5)) if message == Add(3) else None)
+        await program.send(Add(1))
+        assert program.model.log == ("add 1", "add 2", "add 3", "add 4", "add 5")
+
+
+async def test_a_listener_that_sends_on_every_change_is_refused_past_the_bound() -> None:
+    async with run_program(init=Model(), update=update) as program:
+        host = program.host()
+        unsubscribe = program.subscribe(lambda: host.dispatch(Add(1)))
+        with pytest.raises(RuntimeError, match=f"^Cannot send Add\\(amount=1\\): {NESTED_MAX} Messages were sent"):
+            await program.send(Add(1))
+        assert program.model.count == NESTED_MAX + 1
+        # The program is not stuck: the next send is processed as any other.
+        unsubscribe()
+        await program.send(Add(1))
+        assert program.model.count == NESTED_MAX + 2
+
+
+async def test_a_queued_message_is_processed_even_when_a_listener_raised() -> None:
+    class ListenerBroke(Exception):
+        pass
+
+    async with run_program(init=Model(), update=update) as program:
+        host = program.host()
+        seen: list[Message] = []
+
+        def broken(message: Message) -> None:
+            if message == Add(1):
+                host.dispatch(Add(10))
+                raise ListenerBroke
+
+        program.observe(broken)
+        program.observe(seen.append)
+        with pytest.raises(ListenerBroke):
+            await program.send(Add(1))
+        # The listener after the one that raised missed Add(1); Add(10), accepted, was applied.
+        assert (program.model.count, seen) == (11, [Add(10)])
+        await program.send(Add(100))
+        assert program.model.count == 111
 
 
 # --- lifetime -------------------------------------------------------------------
