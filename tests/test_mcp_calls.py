@@ -62,7 +62,23 @@ class Boom(msgspec.Struct, frozen=True, tag=True):
     """``authorize`` raises."""
 
 
-Msg = Poke | Hang | Wait | Done | Nope | Boom
+class Ponder(msgspec.Struct, frozen=True, tag=True):
+    """Awaits its completion, behind an ``authorize`` that never answers."""
+
+
+class Linger(msgspec.Struct, frozen=True, tag=True):
+    """Awaits its completion, and the host never finishes dispatching it."""
+
+
+Msg = Poke | Hang | Wait | Done | Nope | Boom | Ponder | Linger
+
+PONDERING: list[anyio.Event] = []
+
+
+async def _ponder(_request: object) -> bool:
+    PONDERING[-1].set()
+    await anyio.sleep_forever()
+    raise AssertionError("never answered")
 
 
 def _boom(_request: object) -> bool:
@@ -77,6 +93,8 @@ definition = agentfx.define(
         agentfx.variant(Wait, "Wait", name="wait", completion=agentfx.Completion(success=Done)),
         agentfx.variant(Nope, "Nope", name="nope", authorize=lambda _: False),
         agentfx.variant(Boom, "Boom", name="boom", authorize=_boom),
+        agentfx.variant(Ponder, "Ponder", name="ponder", authorize=_ponder, completion=agentfx.Completion(success=Done)),
+        agentfx.variant(Linger, "Linger", name="linger", completion=agentfx.Completion(success=Done)),
     )
 )
 
@@ -94,7 +112,7 @@ class Host:
 
     def dispatch(self, message: Any) -> object:
         self.tasks.append(anyio.get_current_task().id)
-        if isinstance(message, Hang):
+        if isinstance(message, Hang | Linger):
             return self._hang()
         for listener in list(self.listeners):
             listener(message)
@@ -268,6 +286,35 @@ async def test_a_cancelled_completion_wait_is_aborted_audited_and_removed(mode: 
         assert s.in_flight == 0
 
 
+@MODES
+@pytest.mark.parametrize(
+    ("tool", "expected"),
+    [("ponder", ("ponder", "refused", "AgentCancelledError")), ("linger", ("linger", "unknown", "AgentCancelledError"))],
+    ids=["while authorize is pending", "while the host is still dispatching"],
+)
+async def test_a_call_awaiting_its_completion_cancelled_before_the_host_accepted_it_is_aborted_at_once(
+    mode: str, tool: str, expected: tuple[str, str, str]
+) -> None:
+    # Such a call runs shielded; in process (2026-07-28) its cancellation is
+    # only the handler's cancelled scope, so what watches beside the call must
+    # be watching from its start, not once the host accepted the Message.
+    s = served()
+    PONDERING.append(anyio.Event())
+    s.start_hanging()
+    async with connected(mode, s) as client:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(client.call_tool, tool, None)
+                with anyio.fail_after(5):
+                    await (PONDERING[-1] if tool == "ponder" else s.host.hanging[-1]).wait()
+                task_group.cancel_scope.cancel()
+        (entry,) = await audited(s.log, 1)
+        assert (entry.capability, entry.decision, entry.outcome) == expected
+        assert s.in_flight == 0
+    # Refused before the host: nothing was sent.
+    assert len(s.host.tasks) == (0 if tool == "ponder" else 1)
+
+
 async def test_a_notification_for_another_request_aborts_nothing() -> None:
     s = served()
     async with raw(s) as wire:
@@ -379,8 +426,8 @@ async def test_the_connections_end_aborts_every_call_in_flight(how: str) -> None
 @MODES
 async def test_a_call_runs_in_its_request_handlers_own_task(mode: str) -> None:
     # A synchronous host: the host is called from the very task the SDK runs
-    # the handler in, so no task was started for the call (a completion's
-    # progress and watch start only once the host accepted the Message).
+    # the handler in, never from a task started for the call (a completion's
+    # progress and watch run beside it, in a task of their own).
     s = served()
     async with connected(mode, s) as client:
         await client.call_tool("poke", {})

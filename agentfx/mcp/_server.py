@@ -827,7 +827,7 @@ def serve_runtime(
             else:
                 assert shield is not None and descriptor is not None
                 async with anyio.create_task_group() as task_group:
-                    watch = _Watch(ctx, task_group, controller, shield, descriptor)
+                    watch = _Watch(ctx, task_group, controller, shield, descriptor, early=_structural(ctx))
                     try:
                         with shield:
                             result = await _dispatch(runtime, params.name, payload, invocation, ask_later, watch.dispatched)
@@ -950,11 +950,15 @@ class _Watch:
     request cut short at shutdown) lands here instead, in the one task
     outside the shield: it aborts the call's controller and goes on.
 
-    The task starts only when there is something to wait for: when the host
-    accepted the Message (:meth:`dispatched`, the pipeline's ``on_dispatched``).
+    On a transport whose cancellations come as messages, the task starts
+    only when there is something to wait for: when the host accepted the
+    Message (:meth:`dispatched`, the pipeline's ``on_dispatched``). In process
+    (``early``) it starts with the call, since there it is the only thing that
+    hears a cancellation, which may come while ``authorize`` or an async host
+    is still pending; its progress still waits for the host to accept.
     """
 
-    __slots__ = ("_controller", "_ctx", "_scope", "_shield", "_tag", "_task_group", "_waiting_for")
+    __slots__ = ("_accepted", "_controller", "_ctx", "_scope", "_shield", "_tag", "_task_group", "_waiting_for")
 
     def __init__(
         self,
@@ -963,6 +967,8 @@ class _Watch:
         controller: AbortController,
         shield: anyio.CancelScope,
         descriptor: MessageDescriptor,
+        *,
+        early: bool = False,
     ) -> None:
         self._ctx = ctx
         self._task_group = task_group
@@ -973,12 +979,19 @@ class _Watch:
         self._tag = descriptor.tag
         self._waiting_for = ", ".join(completion["success"]) if "success" in completion else "its declared state"
         self._scope: anyio.CancelScope | None = None
+        self._accepted = anyio.Event()
+        if early:
+            self._start()
 
     def dispatched(self) -> None:
         """The host accepted the Message: report it, and keep reporting while the completion is awaited."""
+        self._accepted.set()
         if self._scope is None:
-            self._scope = anyio.CancelScope()
-            self._task_group.start_soon(self._run, self._scope)
+            self._start()
+
+    def _start(self) -> None:
+        self._scope = anyio.CancelScope()
+        self._task_group.start_soon(self._run, self._scope)
 
     def stop(self) -> None:
         """The call settled: no progress after this."""
@@ -988,6 +1001,7 @@ class _Watch:
     async def _run(self, scope: anyio.CancelScope) -> None:
         try:
             with scope:
+                await self._accepted.wait()
                 step = 1
                 await self._send(step, f"Dispatched {self._tag}; waiting for {self._waiting_for}")
                 started = anyio.current_time()
