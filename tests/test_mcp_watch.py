@@ -365,10 +365,12 @@ class Blocked:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, ...] | None] = []
+        self.bursts: list[Burst] = []
         self.release = anyio.Event()
         self.cancelled = 0
 
     async def notice(self, burst: Burst) -> None:
+        self.bursts.append(burst)
         self.seen.append(burst.names())
         try:
             await self.release.wait()
@@ -390,10 +392,14 @@ async def test_a_busy_listener_is_told_only_the_newest_burst_once_done_and_holds
             await anyio.wait_all_tasks_blocked()
             assert client.heard == ["watch"] * count, "the others are told on time"
         assert (blocked.seen, watcher.tasks) == ([("a",)], 2), "one task for it, not one per burst"
+        released = Burst(lambda: (), lambda _uri: None).made
         blocked.release.set()
         await anyio.wait_all_tasks_blocked()
-        # The bursts it missed while busy come as one, the newest.
+        # The bursts it missed while busy come as one, the newest, read once
+        # it is free: its baselines may have moved meanwhile (it listed, or
+        # subscribed), past what the others' burst read before.
         assert (blocked.seen, watcher.tasks) == ([("a",), ("a", "b")], 1)
+        assert blocked.bursts[1].made > released
         # Leaving mid-notice cancels it: no task outlives its listener.
         blocked.release = anyio.Event()
         runtime.change(("b",))
@@ -551,6 +557,42 @@ async def test_a_resource_watch_reset_is_what_a_change_is_measured_from() -> Non
     assert announced == ["app://items"], "told once"
     watch.reset("app://other", b"1")
     assert watch.subscribed == {"app://items"} and watch.last("app://other") is None, "an unsubscribed URI is not kept"
+
+
+async def test_a_burst_read_before_a_baseline_was_set_is_not_compared_with_it() -> None:
+    # A burst's reads are shared: another connection may have made them before
+    # this one subscribed (or was shown the tool list) anew. Compared with the
+    # newer baseline, that older read would announce a change the client knows.
+    values: list[bytes] = [b'["milk"]']
+    names: list[tuple[str, ...]] = [("a",)]
+    announced: list[str] = []
+
+    async def announce_resource(uri: str) -> None:
+        announced.append(uri)
+
+    async def announce_tools() -> None:
+        announced.append("tools")
+
+    def burst() -> Burst:
+        return Burst(lambda: names[-1], lambda _uri: values[-1])
+
+    resources, tools = ResourceWatch(lambda _uri: values[-1], announce_resource), ListWatch(lambda: names[-1], announce_tools)
+    tools.listed(names[-1])
+    older = burst()
+    assert (older.resource("app://items"), older.names()) == (b'["milk"]', ("a",))  # read for another connection
+    values.append(b'["milk","tea"]')
+    names.append(("a", "b"))
+    resources.subscribe("app://items")  # at ["milk","tea"]
+    tools.reset(names[-1])  # shown ("a", "b") while hearing nothing
+    await resources.notice(older)
+    await tools.notice(older)
+    assert announced == [], "nothing changed since the client's baselines"
+    values.append(b'["tea"]')
+    names.append(("b",))
+    newer = burst()
+    await resources.notice(newer)
+    await tools.notice(newer)
+    assert announced == ["app://items", "tools"]
 
 
 async def test_a_resumed_resource_is_measured_from_its_next_read_until_a_burst_compares_it() -> None:

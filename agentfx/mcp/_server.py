@@ -333,9 +333,9 @@ class Connection:
     async def notice(self, burst: Burst) -> None:
         """A burst of Model changes: compare what the client was told and announce the differences."""
         if self._tools is not None:
-            await self._tools.update(burst.names())
+            await self._tools.notice(burst)
         if self._resources is not None and self._resources.subscribed:
-            await self._resources.check(burst.resource)
+            await self._resources.notice(burst)
 
     # --- the tool list ----------------------------------------------------------------
 

@@ -23,6 +23,7 @@ announcement sends is the listener's business.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -49,6 +50,10 @@ class _Unreadable(Exception):
     """A value a burst could not read (logged once, where it was read)."""
 
 
+_clock = itertools.count(1)
+"""Orders bursts and baselines: a burst compares a baseline only when it was made after that baseline was set."""
+
+
 class Burst:
     """What one burst of Model changes reads, each at most once, for every listening connection.
 
@@ -64,9 +69,13 @@ class Burst:
     ['names', 'app://x']
     """
 
-    __slots__ = ("_names", "_read_names", "_read_resource", "_values")
+    __slots__ = ("_names", "_read_names", "_read_resource", "_values", "made")
 
     def __init__(self, names: Callable[[], Sequence[str]], resource: Callable[[str], bytes | None]) -> None:
+        # When it was made, on the clock baselines are stamped by: a baseline
+        # stamped later may be newer than what this burst reads (its reads are
+        # shared, and made once, by whichever listener asks first).
+        self.made = next(_clock)
         self._read_names = names
         self._read_resource = resource
         self._names: tuple[str, ...] | None | _Unreadable = None
@@ -122,12 +131,14 @@ class ListWatch:
         announce: Sends the notification.
     """
 
-    __slots__ = ("_announce", "_last", "_read")
+    __slots__ = ("_announce", "_at", "_last", "_read")
 
     def __init__(self, read: Callable[[], Sequence[str]], announce: Callable[[], Awaitable[object]]) -> None:
         self._read = read
         self._announce = announce
         self._last: tuple[str, ...] | None = None
+        # When the baseline was last set (on the bursts' clock).
+        self._at = 0
 
     @property
     def last(self) -> tuple[str, ...] | None:
@@ -138,6 +149,7 @@ class ListWatch:
         """The client, hearing of changes, has just been shown ``names``; only the first listing counts."""
         if self._last is None:
             self._last = tuple(names)
+            self._at = next(_clock)
 
     def reset(self, names: Sequence[str]) -> None:
         """The client, hearing of no change, has just been shown (or can fetch) ``names``: compare against them from now on.
@@ -150,6 +162,16 @@ class ListWatch:
         ('b',)
         """
         self._last = tuple(names)
+        self._at = next(_clock)
+
+    async def notice(self, burst: Burst) -> None:
+        """Announce a difference from ``burst``'s names, or from names read now when the baseline is newer than the burst."""
+        if self._last is None:
+            return
+        if burst.made > self._at:
+            await self.update(burst.names())
+        else:
+            await self.check()
 
     async def check(self, announce: Callable[[], Awaitable[object]] | None = None) -> None:
         """Read the names now and announce a difference (through ``announce`` when given)."""
@@ -170,10 +192,10 @@ class ListWatch:
         (its wait ran out, or its connection is closing) puts the baseline
         back, so the next check tells it again rather than never.
         """
-        previous = self._last
+        previous, since = self._last, self._at
         if previous is None or names is None or names == previous:
             return
-        self._last = names
+        self._last, self._at = names, next(_clock)
         told = False
         try:
             await (announce or self._announce)()
@@ -182,7 +204,7 @@ class ListWatch:
             _logger.exception("announcing a tool list change failed")
         finally:
             if not told and self._last == names:
-                self._last = previous
+                self._last, self._at = previous, since
 
 
 class ResourceWatch:
@@ -205,13 +227,15 @@ class ResourceWatch:
         announce: Sends ``notifications/resources/updated`` for a URI.
     """
 
-    __slots__ = ("_announce", "_last", "_read", "_resumed", "_subscribers")
+    __slots__ = ("_announce", "_at", "_last", "_read", "_resumed", "_subscribers")
 
     def __init__(self, read: Callable[[str], bytes | None], announce: Callable[[str], Awaitable[object]]) -> None:
         self._read = read
         self._announce = announce
         self._subscribers: dict[str, int] = {}
         self._last: dict[str, bytes | None] = {}
+        # When each baseline was last set (on the bursts' clock).
+        self._at: dict[str, int] = {}
         # Subscribed URIs the client hears again after hearing nothing, and
         # that no burst has compared since: their next read is the baseline.
         self._resumed: set[str] = set()
@@ -225,8 +249,12 @@ class ResourceWatch:
         """Count one more subscriber of ``uri``; the first one fixes the value changes are measured from."""
         count = self._subscribers.get(uri, 0)
         if count == 0:
-            self._last[uri] = self._value(uri, self._read)
+            self._set(uri, self._value(uri, self._read))
         self._subscribers[uri] = count + 1
+
+    def _set(self, uri: str, value: bytes | None) -> None:
+        self._last[uri] = value
+        self._at[uri] = next(_clock)
 
     def reset(self, uri: str, value: bytes | None) -> None:
         """The client, hearing of no change to ``uri``, has just been served ``value``: compare against it from now on.
@@ -240,7 +268,7 @@ class ResourceWatch:
         (b'["x"]', None)
         """
         if uri in self._subscribers:
-            self._last[uri] = value
+            self._set(uri, value)
         self._resumed.discard(uri)
 
     def resume(self, uris: Iterable[str]) -> None:
@@ -266,6 +294,7 @@ class ResourceWatch:
         if count <= 1:
             self._subscribers.pop(uri, None)
             self._last.pop(uri, None)
+            self._at.pop(uri, None)
             self._resumed.discard(uri)
         else:
             self._subscribers[uri] = count - 1
@@ -273,23 +302,31 @@ class ResourceWatch:
     async def check(self, read: Callable[[str], bytes | None] | None = None) -> None:
         """Read every subscribed resource (through ``read``, a burst's, when given) and announce those whose encoding changed."""
         for uri in list(self._subscribers):
-            value = self._value(uri, read or self._read)
-            # Compared now: what the client is shown from here on is told.
-            self._resumed.discard(uri)
-            previous = self._last.get(uri)
-            if uri not in self._subscribers or value == previous:
-                continue
-            self._last[uri] = value
-            told = False
-            try:
-                await self._announce(uri)
-                told = True
-            except Exception:
-                _logger.exception("announcing a change of %r failed", uri)
-            finally:
-                # Not told: the next burst tells it again (as for the tool list).
-                if not told and uri in self._subscribers and self._last.get(uri) == value:
-                    self._last[uri] = previous
+            await self._compare(uri, read or self._read)
+
+    async def notice(self, burst: Burst) -> None:
+        """:meth:`check` with ``burst``'s reads, each read now instead where its baseline is newer than the burst."""
+        for uri in list(self._subscribers):
+            await self._compare(uri, burst.resource if burst.made > self._at.get(uri, 0) else self._read)
+
+    async def _compare(self, uri: str, read: Callable[[str], bytes | None]) -> None:
+        value = self._value(uri, read)
+        # Compared now: what the client is shown from here on is told.
+        self._resumed.discard(uri)
+        previous, since = self._last.get(uri), self._at.get(uri, 0)
+        if uri not in self._subscribers or value == previous:
+            return
+        self._set(uri, value)
+        told = False
+        try:
+            await self._announce(uri)
+            told = True
+        except Exception:
+            _logger.exception("announcing a change of %r failed", uri)
+        finally:
+            # Not told: the next burst tells it again (as for the tool list).
+            if not told and uri in self._subscribers and self._last.get(uri) == value:
+                self._last[uri], self._at[uri] = previous, since
 
     def _value(self, uri: str, read: Callable[[str], bytes | None]) -> bytes | None:
         try:
@@ -470,16 +507,19 @@ class Watcher:
         # Never waits on a listener: one client that reads nothing must not
         # hold up the others' news, this burst's or the next one's. A listener
         # still being told of an earlier burst is told of the newest one when
-        # it is done (the one it waits for is replaced, never queued behind).
+        # it is done (the one it waits for is replaced, never queued behind),
+        # read afresh then: by that time it may have moved its baselines (it
+        # subscribed, listed, or heard a call's own change) past what this
+        # burst read now, and an older read would announce a change it knows.
         burst = Burst(self._names, self._resource)
         for listener, slot in list(self._listeners.items()):
             if slot.scope is not None:
-                slot.pending = burst
+                slot.pending = True
             else:
                 self._start(telling, listener, slot, burst)
 
     def _start(self, telling: TaskGroup, listener: Listener, slot: _Slot, burst: Burst) -> None:
-        slot.pending = None
+        slot.pending = False
         # Taken now, not when the task first runs: a burst coming before it
         # does must wait for it, not start a second one.
         slot.scope = anyio.CancelScope()
@@ -497,21 +537,22 @@ class Watcher:
                             await listener.notice(burst)
                         except Exception:
                             _logger.exception("announcing a Model change failed")
-                    burst, slot.pending = slot.pending, None
+                    burst = Burst(self._names, self._resource) if slot.pending else None
+                    slot.pending = False
         finally:
             slot.scope = None
             self._tasks -= 1
-            if slot.pending is not None and self._listeners.get(listener) is slot and self._dirty is not None:
+            if slot.pending and self._listeners.get(listener) is slot and self._dirty is not None:
                 # Cancelled with a burst still waiting (its host went, and the
                 # watcher's task moved): the next burst, wherever it runs, tells it.
                 self._dirty.set()
 
 
 class _Slot:
-    """One listener's place in the fan-out: the task telling it (while one does) and the newest burst waiting for it."""
+    """One listener's place in the fan-out: the task telling it (while one does), and whether a burst waits for it."""
 
     __slots__ = ("pending", "scope")
 
     def __init__(self) -> None:
         self.scope: anyio.CancelScope | None = None
-        self.pending: Burst | None = None
+        self.pending = False
