@@ -14,7 +14,7 @@ dispatch ran; :func:`summarize` reads only the result it is handed.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -121,6 +121,22 @@ def _const(value: str) -> dict[str, Any]:
     return {"type": "string", "const": value}
 
 
+def _null_for_numbers(schema: Any) -> Any:
+    """``schema`` with every ``"type": "number"`` also admitting ``null``.
+
+    >>> _null_for_numbers({"properties": {"x": {"type": "number", "minimum": 0}, "n": {"type": "integer"}}})
+    {'properties': {'x': {'type': ['number', 'null'], 'minimum': 0}, 'n': {'type': 'integer'}}}
+    """
+    if isinstance(schema, list):
+        return [_null_for_numbers(item) for item in cast("list[Any]", schema)]
+    if not isinstance(schema, dict):
+        return schema
+    widened = {key: _null_for_numbers(value) for key, value in cast("dict[str, Any]", schema).items()}
+    if widened.get("type") == "number":
+        widened["type"] = ["number", "null"]
+    return widened
+
+
 def output_schema(capability: Capability[Any, Any]) -> dict[str, Any]:
     """The JSON Schema of a successful call's reply ``data``, for one capability.
 
@@ -156,6 +172,10 @@ def output_schema(capability: Capability[Any, Any]) -> dict[str, Any]:
             # application's own hooks); promising only an object keeps every
             # reply valid against the schema.
             refs, defs = [{"type": "object"} for _ in classes], {}
+        # A float that is not finite encodes as null (JSON has no NaN): the
+        # settling Message's numbers admit it, or a client that validates the
+        # reply would refuse a call that completed.
+        refs, defs = _null_for_numbers(refs), _null_for_numbers(defs)
         status = {"type": "string", "enum": ["completed", "failed"]} if completion.failure else _const("completed")
         settled["properties"] = {"status": status, "message": {"anyOf": refs}}
         settled["required"] = ["status", "message"]

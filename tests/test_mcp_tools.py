@@ -138,6 +138,35 @@ async def test_every_success_is_validated_by_the_client_against_its_output_schem
                 assert msgspec.json.decode(rest[0]) == result.structured_content
 
 
+class Measure(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Measured(msgspec.Struct, frozen=True, tag=True):
+    value: float
+
+
+@MODES
+@pytest.mark.parametrize("value", [1.5, float("nan"), float("inf"), -float("inf")], ids=str)
+async def test_a_settling_message_with_a_float_that_is_not_finite_is_within_its_schema(mode: str, value: float) -> None:
+    # msgspec encodes NaN and the infinities as null (JSON has neither): the
+    # advertised schema admits it, or the client would refuse a completed call.
+    def update(model: None, message: Measure | Measured) -> tuple[None, list[Any]] | None:
+        async def measured() -> Measured:
+            return Measured(value)
+
+        return (model, [measured]) if isinstance(message, Measure) else model
+
+    measure = agentfx.variant(Measure, "Measure", completion=agentfx.Completion(success=Measured, timeout=5.0))
+    app = App(agentfx.define(agentfx.expose(Measure | Measured, measure)), None, update)
+    async with app.run() as runtime, mcp.Client(server(runtime), mode=mode) as client:
+        # The client raises on structured content its tool's schema rejects.
+        result = await client.call_tool("measure", {})
+    assert not result.is_error and result.structured_content is not None
+    shown = result.structured_content["completion"]["message"]["value"]
+    assert shown == (value if value == 1.5 else None)
+
+
 @MODES
 async def test_the_client_would_reject_a_result_outside_the_schema(mode: str) -> None:
     # The check above bites: data that breaks the advertised schema is refused.
