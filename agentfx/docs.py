@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 
 from .completion import Completion, StateCompletion
+from .contract import check_definition
 from .hints import Hints
 from .naming import message_tag
 from .schema import json_schema_components
@@ -244,6 +245,7 @@ def resources(defn: Definition[Any, Any]) -> list[ResourceDescriptor]:
     >>> resources(defn)
     [ResourceDescriptor(name='count', description='A number', schema={'type': 'integer'})]
     """
+    check_definition("resources()", defn)
     return [ResourceDescriptor(name=r.name, description=r.description, schema=_copy(r.json_schema())) for r in defn.resources]
 
 
@@ -288,6 +290,7 @@ def to_manifest(defn: Definition[Any, Any]) -> dict[str, Any]:
     >>> to_manifest(define(expose(Ping)))
     {'capabilities': [], 'resources': []}
     """
+    check_definition("to_manifest()", defn)
     capabilities: list[dict[str, Any]] = []
     for d in messages(defn):
         entry: dict[str, Any] = {"name": d.name}
@@ -367,6 +370,7 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
     <BLANKLINE>
     This contract projects no Model context.
     """
+    check_definition("to_markdown()", defn)
     manifest = to_manifest(defn)
     blocks: list[list[str]] = [["# Agent contract"]]
     capabilities: list[dict[str, Any]] = manifest["capabilities"]

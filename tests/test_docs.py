@@ -591,3 +591,12 @@ def test_a_recursive_type_is_documented_wherever_a_schema_is_declared() -> None:
     agentfx.bind(definition, host=agentfx.Host(model=lambda: None, dispatch=lambda _message: None))
     assert manifest["capabilities"][0]["inputSchema"]["properties"]["replies"]["items"] == {"$ref": "#/$defs/Thread"}
     assert manifest["resources"][0]["schema"]["$defs"]["Thread"]["properties"]["text"] == {"type": "string"}
+
+
+@pytest.mark.parametrize("render", [agentfx.to_manifest, agentfx.to_markdown, agentfx.resources], ids=lambda f: f.__name__)
+def test_documents_refuse_what_expose_made_without_define(render: Any) -> None:
+    class Ping(msgspec.Struct, tag=True):
+        pass
+
+    with pytest.raises(agentfx.ContractError, match=rf"^{render.__name__}\(\) takes the result of define"):
+        render(agentfx.expose(Ping, agentfx.variant(Ping, "Ping")))
