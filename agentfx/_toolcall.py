@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import msgspec
 
-from .completion import truth
+from .contract import available_in
 from .errors import AgentInvalidInputError, ContractError, echo, is_failure, kind_of
 from .invocation import Invocation, new_invocation_id
 from .runtime import AgentRuntime
@@ -325,7 +325,7 @@ def offered(
     answers: list[bool] = []
     for capability in capabilities:
         try:
-            answers.append(capability.available is None or truth(capability.available(model), "available"))
+            answers.append(available_in(capability, model))
         except Exception:
             logger.exception("the availability of capability %r could not be read; it is not offered", capability.name)
             answers.append(False)

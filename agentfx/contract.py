@@ -22,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast, overload
 
 import msgspec
 
-from .completion import Completion, Source, StateCompletion, asynchronous
+from .completion import Completion, Source, StateCompletion, asynchronous, truth
 from .confirm import Confirm
 from .errors import ContractError, Refusal, kind_of
 from .hints import Hints
@@ -191,6 +191,15 @@ class Capability(Generic[M, P]):
     title: str | None = None
     hints: Hints | None = None
     may_confirm: bool = False
+
+
+def available_in(capability: Capability[M, Any], model: M) -> bool:
+    """Whether ``capability`` may be offered in ``model``: no ``available``, or one that holds.
+
+    Raises whatever the hook raises (a defect), and refuses an awaitable answer.
+    """
+    available = capability.available
+    return available is None or truth(available(model), "available")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

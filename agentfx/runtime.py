@@ -24,8 +24,8 @@ from returns.unsafe import unsafe_perform_io
 from ._returns import failure, future_result, success
 from ._tracing import active_tracer
 from .audit import AuditLog, AuditRecord, AuditSink, safe_record
-from .completion import Completion, StateCompletion, truth
-from .contract import Definition, check_definition, check_hook
+from .completion import Completion, StateCompletion
+from .contract import Definition, available_in, check_definition, check_hook
 from .docs import MessageDescriptor, ResourceDescriptor, describe, resources
 from .errors import (
     AgentCompletionTimeoutError,
@@ -282,7 +282,7 @@ class Messages(Generic[M, P]):
         return [
             d
             for c, d in zip(self._runtime.definition.capabilities, self._descriptors, strict=True)
-            if c.available is None or truth(c.available(model), "available")
+            if available_in(c, model)
         ]
 
 
