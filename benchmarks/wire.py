@@ -167,6 +167,11 @@ class ServerProcess:
 async def spawn(contender: str, transport: str) -> AsyncGenerator[ServerProcess]:
     """Start ``contender``'s server over ``transport`` in a process; stop it on exit."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    # Every contender runs from bytecode, as an installed package does (pip
+    # compiles it at install). In an environment that forbids writing it,
+    # only this checkout's modules (agentfx's own, editable) would be
+    # compiled again at every spawn: a cost no installed server pays.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     process = await anyio.open_process(command(contender, transport), cwd=ROOT, env=env)
     server = ServerProcess(process, f"{contender} ({transport})")
     try:
