@@ -249,7 +249,7 @@ async def test_requests_past_the_limit_wait_while_the_answers_the_server_waits_f
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Both calls in flight wait for the person; the request behind them must
-    # not stop the reader from hearing the person's answers, nor the input end.
+    # not stop the reader from hearing the person's answers.
     monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
     log = agentfx.audit_log()
     async with serving(log, confirming, ASKING) as (peer, task_group, _):
