@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from .invocation import Invocation
 
-__all__ = ["NESTED_MAX", "Command", "Commands", "Program", "run_program"]
+__all__ = ["NESTED_MAX", "QUEUED_MAX", "Command", "Commands", "Program", "run_program"]
 
 M = TypeVar("M")
 Msg = TypeVar("Msg")
@@ -44,12 +44,15 @@ Commands: TypeAlias = list[Command[Msg]] | tuple[Command[Msg], ...]
 
 
 NESTED_MAX = 10_000
-"""Messages a program takes while it is processing, before it refuses another.
+"""How long a chain of reactions may grow: Messages sent while processing one sent while processing one, and so on.
 
-A listener (or ``update``) that sends a Message while one is being processed
-has it queued; one that sends on every change would never let the first send
-return, so past this many the send raises instead.
+A listener that sends a Message on every change never lets its first send
+return; past this depth that send raises instead. A fan-out (one Message
+answered by many) is one level deep, whatever its size.
 """
+
+QUEUED_MAX = 1_000_000
+"""Messages waiting at once to be processed, past which a send made while processing raises."""
 
 _logger = logging.getLogger("agentfx.program")
 
@@ -153,13 +156,15 @@ class Program(Generic[M, Msg]):
     through ``host.dispatch``) is queued, as in Elm, and processed once the
     current Message's listeners have all been notified, in the order sent; so
     observers hear every Message in processing order. Such a send returns
-    before its Message is applied, and the outer send returns once the queue
-    is empty. Every queued Message is processed even when a listener raised;
-    the first exception then propagates. Past :data:`NESTED_MAX` queued
-    Messages in one send, the next send raises ``RuntimeError``.
+    before its Message is applied (so an exception its Message causes comes
+    out of the outer send, not out of it), and the outer send returns once the
+    queue is empty. Every queued Message is processed even when a listener
+    raised; the first exception then propagates. A send that would make a
+    chain of reactions deeper than :data:`NESTED_MAX`, or the queue longer
+    than :data:`QUEUED_MAX`, raises ``RuntimeError``.
     """
 
-    __slots__ = ("_busy", "_model", "_nested", "_observers", "_queue", "_subscribers", "_task_group", "_update")
+    __slots__ = ("_depth", "_model", "_observers", "_queue", "_subscribers", "_task_group", "_update")
 
     def __init__(
         self,
@@ -172,10 +177,10 @@ class Program(Generic[M, Msg]):
         self._task_group = task_group
         self._observers = _Listeners()
         self._subscribers = _Listeners()
-        # Messages sent while one is processed, and how many this send took.
-        self._busy = False
-        self._queue: deque[Msg] = deque()
-        self._nested = 0
+        # How deep in a chain of reactions the Message being processed is (0:
+        # none is), and the Messages sent meanwhile, each with its own depth.
+        self._depth = 0
+        self._queue: deque[tuple[Msg, int]] = deque()
 
     @property
     def model(self) -> M:
@@ -206,14 +211,14 @@ class Program(Generic[M, Msg]):
         self._deliver(message)
 
     def _host_dispatch(self) -> Callable[[Msg], object]:
-        """What :meth:`host` dispatches through: :meth:`_deliver`, as ``update`` runs at once here.
+        """What :meth:`host` dispatches through: :meth:`_deliver`, as nothing here awaits.
 
         A program that sends elsewhere (the Redis one) hands its own, awaitable, ``send``.
         """
         return self._deliver
 
     def _deliver(self, message: Msg) -> None:
-        """:meth:`send`, synchronously: the host's ``dispatch``, as nothing in it awaits."""
+        """:meth:`send`, synchronously: the host's ``dispatch`` (``update`` runs at once, or, from a listener, queued)."""
         if self._closed:
             raise RuntimeError(
                 f"Cannot send {message!r}: the program has stopped "
@@ -222,43 +227,49 @@ class Program(Generic[M, Msg]):
         self._process(message)
 
     def _process(self, message: Msg) -> None:
-        if self._busy:
+        depth = self._depth
+        if depth:
             # Processed now, it would reach update, and its listeners, before
             # the listeners of the Message being processed had all heard it.
-            if self._nested >= NESTED_MAX:
+            if depth >= NESTED_MAX:
                 raise RuntimeError(
-                    f"Cannot send {message!r}: {NESTED_MAX} Messages were sent while processing one; "
+                    f"Cannot send {message!r}: it would be the reaction to {NESTED_MAX} reactions in a row; "
                     "a listener that sends a Message on every change never lets the program settle"
                 )
-            self._nested += 1
-            self._queue.append(message)
+            if len(self._queue) >= QUEUED_MAX:
+                raise RuntimeError(f"Cannot send {message!r}: {QUEUED_MAX} Messages are already waiting to be processed")
+            self._queue.append((message, depth + 1))
             return
-        self._busy = True
+        self._depth = 1
         try:
             self._apply(message)
-        except BaseException:
-            self._drain(raising=False)
-            raise
-        else:
             if self._queue:
                 self._drain(raising=True)
+        except Exception:
+            if self._queue:
+                self._drain(raising=False)
+            raise
         finally:
-            self._busy = False
-            self._nested = 0
+            self._depth = 0
+            if self._queue:
+                # Only past an interrupt (KeyboardInterrupt, say): nothing is processed after it.
+                self._queue.clear()
 
     def _drain(self, *, raising: bool) -> None:
         """Process every queued Message, in order, even past a listener that raised.
 
         Each was accepted by the send that queued it, so each reaches update.
         The first failure is raised once the queue is empty when ``raising``;
-        any other is logged, as only one exception can propagate.
+        any other is logged, as only one exception can propagate. An
+        interrupt (not an ``Exception``) stops it at once.
         """
         queue = self._queue
-        first: BaseException | None = None
+        first: Exception | None = None
         while queue:
+            message, self._depth = queue.popleft()
             try:
-                self._apply(queue.popleft())
-            except BaseException as exc:
+                self._apply(message)
+            except Exception as exc:
                 if raising and first is None:
                     first = exc
                 else:

@@ -340,13 +340,37 @@ async def test_a_listener_that_sends_on_every_change_is_refused_past_the_bound()
     async with run_program(init=Model(), update=update) as program:
         host = program.host()
         unsubscribe = program.subscribe(lambda: host.dispatch(Add(1)))
-        with pytest.raises(RuntimeError, match=f"^Cannot send Add\\(amount=1\\): {NESTED_MAX} Messages were sent"):
+        refusal = f"^Cannot send Add\\(amount=1\\): it would be the reaction to {NESTED_MAX} reactions in a row"
+        with pytest.raises(RuntimeError, match=refusal):
             await program.send(Add(1))
-        assert program.model.count == NESTED_MAX + 1
+        assert program.model.count == NESTED_MAX
         # The program is not stuck: the next send is processed as any other.
         unsubscribe()
         await program.send(Add(1))
-        assert program.model.count == NESTED_MAX + 2
+        assert program.model.count == NESTED_MAX + 1
+
+
+async def test_a_fan_out_of_any_size_is_one_reaction_deep() -> None:
+    # One Message answered by more Messages than a chain may be deep: each is
+    # a reaction to the first, so all are processed.
+    async with run_program(init=Model(), update=update) as program:
+        host = program.host()
+        rows = NESTED_MAX + 2_000
+        program.observe(lambda message: [host.dispatch(Add(1)) for _ in range(rows)] if message == Add(0) else None)
+        await program.send(Add(0))
+        assert program.model.count == rows
+
+
+async def test_a_send_past_the_queue_bound_is_refused_and_what_was_queued_is_processed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("agentfx.program.QUEUED_MAX", 5)
+    async with run_program(init=Model(), update=update) as program:
+        host = program.host()
+        program.observe(lambda message: [host.dispatch(Add(1)) for _ in range(6)] if message == Add(0) else None)
+        with pytest.raises(RuntimeError, match="5 Messages are already waiting to be processed"):
+            await program.send(Add(0))
+        assert program.model.count == 5
 
 
 async def test_a_queued_message_is_processed_even_when_a_listener_raised() -> None:
