@@ -296,6 +296,9 @@ async def test_a_whole_double_past_2_53_in_a_data_part_is_refused_for_an_int_fie
         # Below 2**53 a whole double is the one integer it was sent as; a float field takes any.
         edge = await _task(http, "count", {"n": 2**53 - 1, "ratio": n})
         negative = await _task(http, "count", {"n": -(2**53 - 1)})
+        # Refused for something else, the same number in a float field: nothing to steer.
+        unrelated = await _task(http, "count", {"ratio": n})
+    assert _text(unrelated) == 'Invalid input for "count": "n" is required'
     assert refused.status.state == TaskState.TASK_STATE_REJECTED
     assert _text(refused) == f'Invalid input for "count": "n" must be an integer\n{_EXACT_INTEGERS_TEXT}'
     failure = json_format.MessageToDict(refused.status.message.parts[1].data)
@@ -306,6 +309,7 @@ async def test_a_whole_double_past_2_53_in_a_data_part_is_refused_for_an_int_fie
         ("refused", "AgentInvalidInputError"),
         ("dispatched", "dispatched"),
         ("dispatched", "dispatched"),
+        ("refused", "AgentInvalidInputError"),
     ]
 
 

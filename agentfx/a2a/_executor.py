@@ -485,13 +485,18 @@ class AgentfxExecutor(AgentExecutor):
 
 
 def _steered(answer: tuple[TaskState, ToolReply, bool], payload: object) -> tuple[TaskState, ToolReply, bool]:
-    """``answer``, its text saying how to send an integer past 2**53 when it refuses an input holding one.
+    """``answer``, its text saying how to send an integer past 2**53 when it refuses, for want of an integer, an input holding one.
 
     Such a number, sent in a data part, is a double no integer field takes;
     the client learns the form that carries it exactly.
     """
     state, tool_reply, artifact = answer
-    if tool_reply.data.get("_tag") != "AgentInvalidInputError" or not _past_exact(payload):
+    data = tool_reply.data
+    # Only a refusal for want of an integer: the same number in a float field
+    # is taken, and a refusal for something else has nothing to do with it.
+    if data.get("_tag") != "AgentInvalidInputError" or "must be an integer" not in str(data.get("problem", "")):
+        return answer
+    if not _past_exact(payload):
         return answer
     return state, msgspec.structs.replace(tool_reply, text=f"{tool_reply.text}\n{_EXACT_INTEGERS}"), artifact
 
