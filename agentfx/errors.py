@@ -345,12 +345,13 @@ DispatchError = (
 class Refusal(msgspec.Struct, frozen=True):
     """An authorization refusal with a reason the agent is told.
 
-    A blank reason is no reason: the agent is told what ``False`` tells it,
-    ``Not authorized to invoke "<capability>"``.
+    A blank reason, or ``None`` (a reason looked up and not found), is no
+    reason: the agent is told what ``False`` tells it, ``Not authorized to
+    invoke "<capability>"``.
 
     Raises:
-        ContractError: ``reason`` is not a string, so no failure could carry
-            it to the agent and be decoded on the other side.
+        ContractError: ``reason`` is neither a string nor ``None``, so no
+            failure could carry it to the agent and be decoded on the other side.
 
     >>> Refusal("Only the owner may delete a todo").reason
     'Only the owner may delete a todo'
@@ -360,12 +361,12 @@ class Refusal(msgspec.Struct, frozen=True):
     agentfx.ContractError: Refusal takes its reason as a string the agent is told, got an int; return False to refuse without one
     """
 
-    reason: str
+    reason: str | None
 
     def __post_init__(self) -> None:
-        # Annotated as str, but Refusal is built by application code at dispatch time.
+        # Built by application code at dispatch time, whatever its annotation says.
         reason = cast(object, self.reason)
-        if not isinstance(reason, str):
+        if reason is not None and not isinstance(reason, str):
             raise ContractError(
                 f"Refusal takes its reason as a string the agent is told, got {kind_of(reason)}; "
                 "return False to refuse without one"
