@@ -259,6 +259,7 @@ def context_schema(defn: Definition[Any, Any]) -> dict[str, Any] | None:
     >>> context_schema(define(expose(Ping))) is None
     True
     """
+    check_definition("context_schema()", defn)
     return None if defn.context is None else _copy(defn.context.json_schema())
 
 
@@ -272,6 +273,7 @@ def schema(defn: Definition[Any, Any]) -> AgentSchema:
     >>> schema(define(expose(Ping)))
     AgentSchema(messages=[], resources=[], context=None)
     """
+    check_definition("schema()", defn)
     return AgentSchema(messages=messages(defn), resources=resources(defn), context=context_schema(defn))
 
 
