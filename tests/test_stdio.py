@@ -14,7 +14,7 @@ import os
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -223,7 +223,7 @@ async def test_a_client_that_writes_without_reading_has_only_so_many_requests_se
         assert sorted(answers) == list(range(2, 11))
         assert answers[10]["error"] == {
             "code": types.INTERNAL_ERROR,
-            "message": "Service Unavailable: 8 requests are waiting; send it again once one is answered",
+            "message": "Service Unavailable: too many requests are waiting; send it again once one is answered",
         }
         assert all("result" in answers[request_id] for request_id in range(2, 10))
         assert len(log.entries()) == 1 + 7
@@ -283,6 +283,50 @@ async def test_a_malformed_answer_to_a_confirmation_declines_it(answer: dict[str
         assert answers[1]["id"] == 1 and answers[1]["result"]["content"][0]["text"] == 'Declined: Remove "milk"?'
         task_group.cancel_scope.cancel()
     assert [(e.capability, e.outcome) for e in log.entries()] == [("remove", "AgentAuthorizationError")]
+
+
+@pytest.mark.anyio
+async def test_every_request_read_reaches_the_server_before_the_end_of_input() -> None:
+    # The held request is on its way to a server not reading this instant when
+    # the input ends: it must still arrive, before the end does.
+    limit = _stdio.MAX_UNANSWERED
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    try:
+        async with stdio_transport(server_in, server_out) as (read, write):
+            for request_id in range(limit + 1):
+                os.write(client_out, json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode() + b"\n")
+            with anyio.fail_after(5):
+                first = [await read.receive() for _ in range(limit)]
+            await anyio.sleep(0.2)  # the last is held
+            await write.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=0, result={})))
+            await anyio.sleep(0.2)  # room: it is being handed over, and nobody receives yet
+            os.close(client_out)
+            client_out = -1
+            await anyio.sleep(0.2)
+            with anyio.fail_after(5):
+                rest = [message async for message in read]
+        assert [cast(Any, m).message.id for m in first] == list(range(limit))
+        assert [cast(Any, m).message.id for m in rest] == [limit]
+    finally:
+        for fd in (server_in, client_out, client_in, server_out):
+            if fd >= 0:
+                os.close(fd)
+
+
+@pytest.mark.anyio
+async def test_a_server_that_stops_reading_ends_the_reader_quietly() -> None:
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    try:
+        async with stdio_transport(server_in, server_out) as (read, _write):
+            await read.aclose()
+            os.write(client_out, b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            await anyio.sleep(0.2)
+        # Left without an exception (an exception group, before, escaped the block).
+    finally:
+        for fd in (server_in, client_out, client_in, server_out):
+            os.close(fd)
 
 
 @pytest.mark.anyio

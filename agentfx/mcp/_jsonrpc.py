@@ -11,14 +11,17 @@ refused was answering (:func:`answer_id`), so a malformed answer to the
 server's own request still ends the wait for it.
 
 It deliberately knows nothing of transports, sessions or dispatch: parsing
-messages stays the SDK's (``jsonrpc_message_adapter``).
+messages stays the SDK's (``jsonrpc_message_adapter``); it only words the
+error answer a transport hands the server for an unreadable one
+(:func:`unreadable_answer`).
 """
 
 from __future__ import annotations
 
+import mcp_types as types
 import msgspec
 
-__all__ = ["answer_id", "has_id"]
+__all__ = ["answer_id", "has_id", "unreadable_answer"]
 
 
 class _Id(msgspec.Struct):
@@ -46,23 +49,28 @@ def has_id(data: str | bytes) -> bool:
 
 
 class _Answer(msgspec.Struct):
-    """The ``id`` of a message that is shaped as an answer (no ``method``); every other field is skipped."""
+    """What makes a message an answer (an ``id``, a ``result`` or an ``error``, no ``method``); every other field is skipped."""
 
     id: str | int | msgspec.UnsetType = msgspec.UNSET
     method: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 def answer_id(data: str | bytes) -> str | int | None:
-    """The id a JSON object answers: its string or integer ``id`` when it has no ``method``; else ``None``.
+    """The id a JSON object answers: its string or integer ``id`` when it has a ``result`` or an ``error`` and no ``method``.
 
-    Read however malformed the rest is (no ``result``, a ``result`` of the
-    wrong shape, an ``error`` without a message), so a transport can tell the
-    server which of its requests got an answer it could not read.
+    Read however malformed the rest is (a ``result`` of the wrong shape, an
+    ``error`` without a message), so a transport can tell the server which of
+    its requests got an answer it could not read. A request that lost its
+    ``method`` is no answer: it is refused as the request it was meant to be.
 
     >>> answer_id('{"jsonrpc": "2.0", "id": 3, "result": []}'), answer_id('{"id": "a", "error": {}}')
     (3, 'a')
-    >>> answer_id('{"jsonrpc": "2.0", "id": 3, "method": "x"}'), answer_id('{"id": true}'), answer_id(b"[3]")
-    (None, None, None)
+    >>> answer_id('{"jsonrpc": "2.0", "id": 3, "method": "x"}'), answer_id('{"id": 7, "params": {}}')
+    (None, None)
+    >>> answer_id('{"id": true, "result": 1}'), answer_id(b"[3]")
+    (None, None)
     """
     try:
         answer = msgspec.json.decode(data, type=_Answer)
@@ -70,4 +78,19 @@ def answer_id(data: str | bytes) -> str | int | None:
         return None
     if answer.method is not msgspec.UNSET or answer.id is msgspec.UNSET:
         return None
+    if answer.result is msgspec.UNSET and answer.error is msgspec.UNSET:
+        return None
     return answer.id
+
+
+def unreadable_answer(request_id: str | int) -> types.JSONRPCError:
+    """What the server hears for a client's answer to its request ``request_id`` that could not be read: an error answer.
+
+    >>> unreadable_answer(4).error.message
+    'Invalid Request: the answer could not be read'
+    """
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid Request: the answer could not be read"),
+    )

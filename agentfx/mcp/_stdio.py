@@ -9,11 +9,14 @@ requests read after them are held (as many again, within :data:`MAX_LINE`
 bytes) and handed over in order as answers are written, and one past that is
 answered at once that the server is busy; so a client that writes without
 reading makes it hold a bounded number of answers, not one per line it sent.
-Reading never stops for that: the client's answers to the server's own
-requests (a person's confirmation), its cancellations and the end of its
-input are heard while requests wait, and a malformed answer to a request of
-the server's ends the wait for it. It stops reading once stdout is broken,
-since no answer can reach the client any more.
+Requests waiting for room never stop reading: the client's answers to the
+server's own requests (a person's confirmation) and its cancellations are
+heard meanwhile, and a malformed answer to a request of the server's ends
+the wait for it. (An answer the reader writes itself, a parse error or the
+busy one, waits for the writer like any other: a client that reads nothing
+makes it wait.) Every request read reaches the server before the end of the
+input does. It stops reading once stdout is broken, since no answer can
+reach the client any more.
 
 It reads bytes, not text, because what the SDK's ``stdio_server`` leaves out
 matters to a client waiting on an answer: a line that is not valid UTF-8
@@ -53,7 +56,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from .. import __version__
-from ._jsonrpc import answer_id, has_id
+from ._jsonrpc import answer_id, has_id, unreadable_answer
 from ._server import server
 
 if TYPE_CHECKING:
@@ -88,8 +91,6 @@ def _error(request_id: types.RequestId | None, code: int, message: str) -> types
 _PARSE_ERROR = _error(None, types.PARSE_ERROR, "Parse error")
 _INVALID_REQUEST = _error(None, types.INVALID_REQUEST, "Invalid Request")
 _TOO_LARGE = _error(None, types.INVALID_REQUEST, "Invalid Request: the line is longer than 4 MiB")
-# What the server hears for a client's answer to its request that could not be read (its id set per answer).
-_UNREADABLE_ANSWER = _error(None, types.INVALID_REQUEST, "Invalid Request: the answer could not be read")
 
 
 def protocol_error(exc: Exception) -> types.JSONRPCError:
@@ -261,14 +262,14 @@ class _Unanswered:
     answer to one can still end the wait for it.
     """
 
-    __slots__ = ("_ids", "_limit", "_room", "asked")
+    __slots__ = ("_asked", "_ids", "_limit", "_room")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._ids: Counter[types.RequestId] = Counter()
         self._room = anyio.Event()
         # Oldest first, bounded: an id the client never answers is forgotten in time.
-        self.asked: dict[types.RequestId, None] = {}
+        self._asked: dict[types.RequestId, None] = {}
 
     def full(self) -> bool:
         return self._ids.total() >= self._limit
@@ -294,13 +295,13 @@ class _Unanswered:
 
     def ask(self, request_id: types.RequestId) -> None:
         """The server sent the client a request: its answer is awaited."""
-        self.asked[coerce_request_id(request_id)] = None
-        if len(self.asked) > _ASKED_MAX:
-            del self.asked[next(iter(self.asked))]
+        self._asked[coerce_request_id(request_id)] = None
+        if len(self._asked) > _ASKED_MAX:
+            del self._asked[next(iter(self._asked))]
 
     def heard(self, request_id: types.RequestId) -> bool:
         """The client answered ``request_id``: whether the server was waiting for that answer."""
-        return self.asked.pop(coerce_request_id(request_id), _NOT_ASKED) is not _NOT_ASKED
+        return self._asked.pop(coerce_request_id(request_id), _NOT_ASKED) is not _NOT_ASKED
 
 
 _NOT_ASKED = object()
@@ -312,36 +313,43 @@ class _Held:
     """Requests read while :data:`MAX_UNANSWERED` are waiting: handed to the server in order as room frees.
 
     Reading goes on meanwhile, so what the server's own requests wait for
-    (the client's answers, its cancellations, the end of its input) is never
-    stuck behind a request the server has no room for. At most
-    :data:`MAX_UNANSWERED` requests and :data:`MAX_LINE` bytes are held; a
-    request past that is answered at once that the server is busy.
+    (the client's answers and its cancellations) is not stuck behind a
+    request the server has no room for. At most :data:`MAX_UNANSWERED`
+    requests and :data:`MAX_LINE` bytes are held; a request past that is
+    answered at once that the server is busy.
     """
 
-    __slots__ = ("_bytes", "_changed", "_requests")
+    __slots__ = ("_bytes", "_changed", "_requests", "_sending")
 
     def __init__(self) -> None:
-        self._requests: deque[tuple[SessionMessage, int]] = deque()
+        # Each with its id and its size in bytes; the first stays here until the server has taken it.
+        self._requests: deque[tuple[SessionMessage, types.RequestId, int]] = deque()
         self._bytes = 0
+        self._sending = False
         self._changed = anyio.Event()
 
     def __bool__(self) -> bool:
         return bool(self._requests)
 
-    def hold(self, request: SessionMessage, size: int) -> bool:
+    def hold(self, request: SessionMessage, request_id: types.RequestId, size: int) -> bool:
         """Hold ``request`` (``size`` bytes read), or ``False`` when there is no room to."""
         if len(self._requests) >= MAX_UNANSWERED or self._bytes + size > MAX_LINE:
             return False
-        self._requests.append((request, size))
+        self._requests.append((request, request_id, size))
         self._bytes += size
         self._changed.set()
         return True
 
     def drop(self, request_id: types.RequestId) -> bool:
-        """Forget the first held request with this id (its client cancelled it), or ``False`` when none is held."""
+        """Forget the first held request with this id (its client cancelled it), or ``False`` when none is held.
+
+        One being handed over is no longer held: the server hears of its cancellation.
+        """
         wanted = coerce_request_id(request_id)
-        for index, (request, size) in enumerate(self._requests):
-            if coerce_request_id(cast("types.JSONRPCRequest", request.message).id) == wanted:
+        for index, (_, held_id, size) in enumerate(self._requests):
+            if index == 0 and self._sending:
+                continue
+            if coerce_request_id(held_id) == wanted:
                 del self._requests[index]
                 self._bytes -= size
                 self._changed.set()
@@ -360,10 +368,16 @@ class _Held:
             await unanswered.room()
             if not self._requests:
                 continue  # cancelled while it waited for room
-            request, size = self._requests.popleft()
+            request, request_id, size = self._requests[0]
+            unanswered.admit(request_id)
+            # Held until the server has it: the end of input waits for it, and a cancellation now is the server's to hear.
+            self._sending = True
+            try:
+                await inbound.send(request)
+            finally:
+                self._sending = False
+            self._requests.popleft()
             self._bytes -= size
-            unanswered.admit(cast("types.JSONRPCRequest", request.message).id)
-            await inbound.send(request)
             self._changed.set()
 
     async def handed_over(self) -> None:
@@ -377,7 +391,7 @@ def _busy(request_id: types.RequestId) -> SessionMessage:
         message=_error(
             request_id,
             types.INTERNAL_ERROR,
-            f"Service Unavailable: {2 * MAX_UNANSWERED} requests are waiting; send it again once one is answered",
+            "Service Unavailable: too many requests are waiting; send it again once one is answered",
         )
     )
 
@@ -400,7 +414,7 @@ async def _read(
                 # Behind a held request, never past it: requests reach the server in the order sent.
                 if held or unanswered.full():
                     assert line is not None
-                    if not held.hold(item, len(line)):
+                    if not held.hold(item, message.id, len(line)):
                         await answers.send(_busy(message.id))
                     return
                 unanswered.admit(message.id)
@@ -419,12 +433,13 @@ async def _read(
                 # A malformed answer to the server's own request (a confirmation
                 # it asked for, say): the server is told it failed, so what waits
                 # on it ends rather than waiting for an answer that never comes.
-                await inbound.send(SessionMessage(message=_UNREADABLE_ANSWER.model_copy(update={"id": waited})))
+                await inbound.send(SessionMessage(message=unreadable_answer(waited)))
             await answers.send(SessionMessage(message=item))
 
-    try:
-        async with inbound, answers, anyio.create_task_group() as task_group:
-            task_group.start_soon(_handing_over, held, inbound, unanswered)
+    async with inbound, answers, anyio.create_task_group() as task_group:
+        task_group.start_soon(_handing_over, held, inbound, unanswered)
+        # Caught in here: the task group would wrap it in an exception group.
+        try:
             while chunk := await end.read():
                 for line in lines.feed(chunk):
                     await deliver(line)
@@ -433,10 +448,9 @@ async def _read(
                 await deliver(last)
             # Every request read is served before the server hears the input ended.
             await held.handed_over()
-            task_group.cancel_scope.cancel()
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-        # The server stopped reading: nothing more to deliver.
-        pass
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the server stopped reading: nothing more to deliver
+        task_group.cancel_scope.cancel()
 
 
 async def _handing_over(
