@@ -75,7 +75,7 @@ from ..app import App
 from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
-from ._jsonrpc import answer_id, has_id
+from ._jsonrpc import answer_id, has_id, unreadable_answer
 from ._server import AgentServer, InFlight, check_identity, check_uris, request_calls, serve_runtime
 
 if TYPE_CHECKING:
@@ -606,7 +606,7 @@ class HttpApp(Generic[P]):
             return
         envelope: _Envelope | None = None
         if request.method == "POST":
-            read = _read_envelope(body)
+            read = _read_envelope(body, in_session=MCP_SESSION_ID_HEADER in request.headers)
             if isinstance(read, Response):
                 await read(scope, receive, send)
                 return
@@ -1224,21 +1224,16 @@ async def _read_body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
-_UNREADABLE_ANSWER = types.JSONRPCError(
-    jsonrpc="2.0", id=0, error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid Request: the answer could not be read")
-)
-"""What a session hears for a client's answer it could not read (its id set per answer)."""
-
-
-def _read_envelope(body: bytes) -> _Envelope | Response:
+def _read_envelope(body: bytes, *, in_session: bool = False) -> _Envelope | Response:
     """The POST body as one JSON-RPC message, or the error answering it, in this endpoint's words.
 
     Parsed as the SDK's transport will parse it (so nothing it would refuse,
     with validator text, gets that far), with every failure, a nesting too
     deep for the parser included, answered here; so is a request whose id is
     neither a string nor an integer, which the parser reads as a notification.
-    A malformed answer (an ``id`` and no ``method``) is handed on rewritten as
-    an error answer to that id, the one form a session's pending request can
+    In a 2025 session (``in_session``), a malformed answer (an ``id`` with a
+    ``result`` or an ``error``, no ``method``) is handed on rewritten as an
+    error answer to that id, the one form the session's pending request can
     hear.
     """
     try:
@@ -1249,13 +1244,13 @@ def _read_envelope(body: bytes) -> _Envelope | Response:
     try:
         message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except (ValidationError, RecursionError):
-        answered = answer_id(body)
+        answered = answer_id(body) if in_session else None
         if answered is not None:
-            # A malformed answer to a request of the server's (a person's
+            # A malformed answer to a request of the session's (a person's
             # confirmation, say): the session hears it as an error answer, so
             # what waits on it ends instead of waiting for one that never comes.
-            unreadable = _UNREADABLE_ANSWER.model_copy(update={"id": answered})
-            return _Envelope(method=None, request_id=None, body=unreadable.model_dump_json(by_alias=True).encode())
+            unreadable = unreadable_answer(answered).model_dump_json(by_alias=True).encode()
+            return _Envelope(method=None, request_id=None, body=unreadable)
         return _error("Invalid Request", 400, types.INVALID_REQUEST, request_id=request_id)
     if isinstance(message, types.JSONRPCRequest):
         return _Envelope(method=message.method, request_id=message.id)

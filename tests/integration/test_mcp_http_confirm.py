@@ -31,7 +31,7 @@ from agentfx.app import App
 from agentfx.cli import REQUEST_STATE_KEYS
 from agentfx.mcp import HttpApp, http_app
 from agentfx.mcp import _http as http_module  # pyright: ignore[reportPrivateUsage]
-from tests.http_support import JSON_AND_SSE, MODERN, modern, post, sdk_client, serving
+from tests.http_support import JSON_AND_SSE, MODERN, modern, open_session, post, sdk_client, serving
 from tests.test_mcp_confirm import APPROVE, INVALID_STATE, Contract, Model, Person, User, update
 
 pytestmark = pytest.mark.anyio
@@ -297,6 +297,20 @@ async def test_an_elicitation_answered_with_something_that_is_not_an_answer_decl
     assert asked == ['Remove "milk"?']
     assert answer["isError"] and answer["content"][0]["text"] == 'Declined: Remove "milk"?'
     assert [(e.decision, e.outcome) for e in log.entries()] == [("refused", "AgentAuthorizationError")]
+
+
+async def test_a_request_that_lost_its_method_is_refused_with_its_id_not_taken_for_an_answer() -> None:
+    # Only what has a result or an error is an answer; without either it is
+    # the request it meant to be, and is refused as one, in a session or not.
+    app = App(Contract, init=Model(), update=update, principal=User("nobody"))
+    asgi = http_app(app, authenticate=authenticate)
+    url = "http://127.0.0.1/mcp"
+    bad = {"jsonrpc": "2.0", "id": 7, "params": {"name": "remove"}}
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi), headers={"Authorization": "Bearer ann"}) as http:
+        session = await open_session(http, url)
+        for headers in ({"session": session}, {"version": MODERN}):
+            status, answer, _ = await post(http, url, bad, **headers)
+            assert (status, answer["id"], answer["error"]["code"]) == (400, 7, types.INVALID_REQUEST)
 
 
 @SDK_CLIENT
