@@ -496,10 +496,12 @@ def test_every_process_sees_every_message_in_one_version_order_with_the_model_it
         ({"namespace": ""}, "namespace must be a non-empty string"),
         ({"namespace": 5}, "namespace must be a non-empty string without spaces, got 5"),
         ({"lease": 0}, "The writer lease must be a positive number of seconds"),
-        ({"lease": "5"}, "The writer lease must be a positive number of seconds, got '5'"),
+        ({"lease": "5"}, "The writer lease must be a positive number of seconds, at most a day, got '5'"),
         ({"lease": True}, "The writer lease must be a positive number of seconds"),
         ({"apply_timeout": float("inf")}, "apply_timeout must be a positive number of seconds"),
         ({"apply_timeout": None}, "apply_timeout must be a positive number of seconds"),
+        ({"lease": 10**400}, "The writer lease must be a positive number of seconds, at most a day"),
+        ({"lease": 1e300}, "The writer lease must be a positive number of seconds, at most a day"),
         ({"max_pending": 2.5}, "max_pending must be an integer of at least 1, got 2.5"),
         ({"max_pending": True}, "max_pending must be an integer of at least 1"),
         ({"log_length": 0}, "log_length must be an integer of at least 1"),
@@ -527,9 +529,10 @@ async def test_durations_may_be_any_real_number_of_seconds(server: RedisServer) 
     from decimal import Decimal
     from fractions import Fraction
 
-    async with running(server.url, namespace(), lease=Fraction(1, 2), apply_timeout=Decimal("5")) as copy:
-        await copy.send(Added(key="k"))
-        assert copy.model.keys == ("k",)
+    for lease, apply_timeout in ((Fraction(1, 2), Decimal("5")), (Decimal("0.5"), Fraction(5))):
+        async with running(server.url, namespace(), lease=lease, apply_timeout=apply_timeout) as copy:
+            await copy.send(Added(key="k"))
+            assert copy.model.keys == ("k",)
 
 
 def test_the_factory_repr_never_shows_the_url() -> None:

@@ -1095,8 +1095,8 @@ def _check(
 ) -> None:
     check_namespace(namespace)
     for name, seconds in (("The writer lease", lease), ("apply_timeout", apply_timeout)):
-        if not (_is_number(seconds) and 0 < float(cast(float, seconds)) < math.inf):
-            raise ContractError(f"{name} must be a positive number of seconds, got {seconds!r}")
+        if not (_is_number(seconds) and 0 < _seconds(seconds) <= _LONGEST):
+            raise ContractError(f"{name} must be a positive number of seconds, at most a day, got {seconds!r}")
     for name, size in (("max_pending", max_pending), ("log_length", log_length)):
         if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
             raise ContractError(f"{name} must be an integer of at least 1, got {size!r}")
@@ -1110,6 +1110,18 @@ def _check(
         except TypeError:
             # msgspec's text names the type it cannot decode, which is the developer's own.
             raise ContractError(f"{name} must be a type msgspec can decode, got {tp!r}") from None
+
+
+_LONGEST = 86_400.0
+"""The longest lease or apply timeout: Redis takes a lease in milliseconds, and longer ones are mistakes."""
+
+
+def _seconds(value: object) -> float:
+    # A Decimal's sNaN, or an int too large for a float, is no duration either.
+    try:
+        return float(cast(float, value))
+    except (OverflowError, ValueError):
+        return math.nan
 
 
 def _is_number(value: object) -> bool:
@@ -1189,7 +1201,7 @@ async def run_program(
         timeout=5,
         retry=Retry(NoBackoff(), 0),
         socket_connect_timeout=2,
-        socket_timeout=lease + 5,
+        socket_timeout=options.lease + 5,
     )
     client = Redis(connection_pool=pool)
     lone: BaseException | None = None
