@@ -339,6 +339,11 @@ def test_an_http_app_of_an_app_refuses_the_context_clash_when_it_is_made() -> No
         http_app(clash)
 
 
+class _Verifier:
+    async def verify_token(self, token: str) -> None:
+        return None
+
+
 def _ping_app() -> App[int, Added, None]:
     def update(count: int, _message: Added) -> int:
         return count + 1
@@ -357,6 +362,7 @@ def _ping_app() -> App[int, Added, None]:
         ({"version": 2}, "http_app(version=...) takes a string, got int"),
         ({"request_state_security": "k" * 32}, "request_state_security takes the SDK's RequestStateSecurity"),
         ({"token_verifier": object(), "auth": object()}, "token_verifier=...) takes the SDK's TokenVerifier"),
+        ({"token_verifier": _Verifier(), "auth": {"issuer_url": "https://issuer.example"}}, "auth=...) takes the SDK's AuthSettings, got dict"),
     ],
     ids=lambda value: next(iter(cast("dict[str, object]", value))) if isinstance(value, dict) else "",
 )

@@ -55,7 +55,11 @@ _clock = itertools.count(1)
 
 
 class Burst:
-    """What one burst of Model changes reads, each at most once, for every listening connection.
+    """What one burst of Model changes reads, each at most once, for the listening connections told of it at once.
+
+    A connection still busy with an earlier burst is told of a fresh one when
+    it is free (so N slow connections cost N reads); one whose baseline is
+    newer than the burst reads for itself (:attr:`made`).
 
     Args:
         names: The names available right now, in declaration order.
