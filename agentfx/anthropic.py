@@ -8,7 +8,11 @@ call dispatched through the runtime as ``Invocation(transport="anthropic")``:
   answer every ``tool_use`` block of the reply with ``await run_tool_use(runtime,
   block)``, a ``tool_result`` block for the next user message. The block may
   be the SDK's ``ToolUseBlock`` or, as a stored transcript holds it, a
-  ``ToolUseBlockParam`` mapping.
+  ``ToolUseBlockParam`` mapping. Its ``id`` is the one thing in it that the
+  API, not the model, wrote: a block without one (or with one that is not a
+  non-empty string) is a mistake in how the block was kept, and is refused
+  with a ``ContractError`` before anything is dispatched, since no
+  ``tool_result`` could ever be paired with it.
 - **The SDK's tool runner**: ``client.beta.messages.tool_runner(...,
   tools=beta_tools(runtime))`` on an ``AsyncAnthropic`` client. The runner
   sends the tool definitions it was given on every request, so it is given
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, run_call
 
@@ -58,6 +62,7 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
     )
 
 from .confirm import Confirmer
+from .errors import ContractError, kind_of
 from .invocation import Invocation
 from .runtime import AgentRuntime
 from .tools import ToolReply, ToolView, tool_views
@@ -113,9 +118,10 @@ async def run_tool_use(
 ) -> ToolResultBlockParam:
     """Answer one ``tool_use`` block: dispatch it and return its ``tool_result``.
 
-    Never raises an ``Exception`` for what the block holds: whatever the model
-    (or a stored transcript) put in it is answered, a block without a name or
-    input as a refusal.
+    Never raises an ``Exception`` for what the model put in the block: a
+    block without a name or input is answered as a refusal. Its ``id`` is the
+    API's, and the result must repeat it, so a block whose ``id`` is missing,
+    not a string or empty is refused before anything is dispatched.
 
     Args:
         runtime: The bound runtime the call goes through.
@@ -127,9 +133,11 @@ async def run_tool_use(
             :class:`~agentfx.Confirm`; without it such a call is refused.
 
     Raises:
-        ContractError: ``runtime`` is not a bound runtime, or ``confirm`` is
-            neither ``None`` nor callable (mistakes in the application's code,
-            not in the block).
+        ContractError: ``runtime`` is not a bound runtime, ``confirm`` is
+            neither ``None`` nor callable, or the block has no ``id`` that a
+            ``tool_result`` could name (mistakes in the application's code or
+            in how it kept the block, not the model's). Nothing is dispatched
+            or audited.
 
     >>> import anyio, msgspec, agentfx
     >>> from anthropic.types import ToolUseBlock
@@ -144,21 +152,56 @@ async def run_tool_use(
     {'type': 'tool_result', 'tool_use_id': 'toolu_1', 'content': 'Invalid input for "ping": "loud" is not a field of this input', 'is_error': True}
     >>> anyio.run(run_tool_use, runtime, {"type": "tool_use", "id": "toolu_2", "name": "ping", "input": {}})
     {'type': 'tool_result', 'tool_use_id': 'toolu_2', 'content': 'Dispatched Ping'}
+    >>> anyio.run(run_tool_use, runtime, {"type": "tool_use", "name": "ping", "input": {}})
+    Traceback (most recent call last):
+    agentfx.ContractError: run_tool_use(block): the tool_use block has no "id", so no tool_result can answer it and nothing was dispatched: pass the block as the Messages API sent it, its "id" a non-empty str
     """
     check_runtime(runtime, "run_tool_use(runtime, block)")
     check_confirm(confirm, "run_tool_use")
     if isinstance(block, Mapping):
         fields = cast("Mapping[str, object]", block)
-        call_id, name, payload = fields.get("id"), fields.get("name"), fields.get("input")
+        call_id, name, payload = fields.get("id", _ABSENT), fields.get("name"), fields.get("input")
     else:
         # Read leniently: an object missing a field is answered, never an AttributeError.
-        call_id, name, payload = getattr(block, "id", None), getattr(block, "name", None), getattr(block, "input", None)
+        call_id = getattr(block, "id", _ABSENT)
+        name, payload = getattr(block, "name", None), getattr(block, "input", None)
+    # Checked before dispatch: a call the caller cannot answer must not have happened.
+    tool_use_id = _tool_use_id(call_id)
+    answer = await _dispatch(runtime, cast("str", name), payload, tool_use_id, confirm)
     # The id is the conversation's own, sent back as it came so the API pairs the result with its call.
-    answer = await _dispatch(runtime, cast("str", name), payload, call_id, confirm)
-    result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": cast("str", call_id), "content": answer.text}
+    result: ToolResultBlockParam = {"type": "tool_result", "tool_use_id": tool_use_id, "content": answer.text}
     if not answer.ok:
         result["is_error"] = True
     return result
+
+
+_ABSENT: Final = object()
+"""Stands in for a block's ``id`` that is not there at all, as distinct from one that is ``None``."""
+
+
+def _tool_use_id(call_id: object) -> str:
+    """The block's ``id`` as its ``tool_result`` must repeat it; a :class:`~agentfx.ContractError` when there is none.
+
+    The Messages API gives every ``tool_use`` block a non-empty string id and
+    refuses a ``tool_result`` that does not name one, so a block without it
+    was built or kept wrongly by the application. It is kept whole (not cut
+    like an echo): the result pairs with its call only by the exact id.
+    """
+    if isinstance(call_id, str) and call_id:
+        return call_id
+    if call_id is _ABSENT:
+        problem = 'has no "id"'
+    elif call_id is None:
+        problem = 'has None for its "id"'
+    elif isinstance(call_id, str):
+        problem = 'has an empty "id"'
+    else:
+        # Its kind, never its value: whatever the transcript held stays out of the message.
+        problem = f'has {kind_of(call_id)} for its "id"'
+    raise ContractError(
+        f"run_tool_use(block): the tool_use block {problem}, so no tool_result can answer it and nothing was "
+        'dispatched: pass the block as the Messages API sent it, its "id" a non-empty str'
+    )
 
 
 class AgentfxTool(BetaAsyncBuiltinFunctionTool):

@@ -345,12 +345,63 @@ async def test_a_stored_tool_use_block_is_answered_like_the_sdk_s_own(anyio_back
     assert h.outcomes() == [("create_todo", "completed"), ("create_todo", "AgentInvalidInputError")]
 
 
-async def test_a_stored_block_missing_its_fields_is_answered_not_raised(anyio_backend: str) -> None:
+async def test_a_stored_block_missing_its_name_or_input_is_answered_not_raised(anyio_backend: str) -> None:
     h = harness()
-    for block in ({}, {"id": "toolu_1"}, {"id": "toolu_1", "name": "create_todo"}):
+    for block in ({"id": "toolu_1"}, {"id": "toolu_1", "name": "create_todo"}):
         result = await run_tool_use(h.runtime, cast(ToolUseBlockParam, block))
-        assert result.get("is_error") is True and result["tool_use_id"] == block.get("id")
+        assert result.get("is_error") is True and result["tool_use_id"] == "toolu_1"
     assert h.recorder.dispatched == []
+
+
+NO_ID = 'the tool_use block has no "id"'
+_ABSENT = object()  # a stored block without the key at all
+
+
+@pytest.mark.parametrize(
+    ("call_id", "problem"),
+    [
+        pytest.param(_ABSENT, NO_ID, id="missing"),
+        pytest.param(None, 'the tool_use block has None for its "id"', id="none"),
+        pytest.param("", 'the tool_use block has an empty "id"', id="empty"),
+        pytest.param(7, 'the tool_use block has an int for its "id"', id="not-text"),
+    ],
+)
+async def test_a_block_without_an_id_to_answer_is_a_contract_error_and_nothing_is_dispatched(
+    anyio_backend: str, call_id: object, problem: str
+) -> None:
+    # A real reply's block, kept by the application both ways and spoiled the same way.
+    h = harness()
+    api = MessagesAPI([("create_todo", {"title": "Buy bread"})])
+    async with _client(api) as client:
+        reply = await client.messages.create(
+            model="claude-test", max_tokens=256, messages=[{"role": "user", "content": "Go"}], tools=tool_params(h.runtime)
+        )
+    [block] = [block for block in reply.content if block.type == "tool_use"]
+    stored: dict[str, Any] = block.model_dump()
+    if call_id is _ABSENT:
+        del stored["id"]
+    else:
+        stored["id"] = call_id
+    with pytest.raises(agentfx.ContractError, match=re.escape(f"run_tool_use(block): {problem}, so no tool_result")):
+        await run_tool_use(h.runtime, cast(ToolUseBlockParam, stored))
+    # The SDK's own block, unvalidated (one it lacks reads as None there).
+    with pytest.raises(agentfx.ContractError, match="so no tool_result can answer it and nothing was dispatched"):
+        await run_tool_use(h.runtime, ToolUseBlock.model_construct(**stored))
+    # The call itself was sound: refused for its id alone, before the runtime saw it.
+    assert h.recorder.dispatched == [] and h.recorder.model() == INITIAL
+    assert h.audit.entries() == []
+
+
+async def test_a_block_object_without_an_id_attribute_is_a_contract_error(anyio_backend: str) -> None:
+    h = harness()
+
+    class Kept:  # the application's own record of a call, which never kept the id
+        name = "create_todo"
+        input = {"title": "Buy bread"}
+
+    with pytest.raises(agentfx.ContractError, match=re.escape(NO_ID)):
+        await run_tool_use(h.runtime, cast(Any, Kept()))
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
 
 
 def test_a_mistake_in_the_tools_arguments_is_a_contract_error_when_they_are_built() -> None:
