@@ -231,6 +231,9 @@ def messages(defn: Definition[Any, Any]) -> list[MessageDescriptor]:
     >>> [d.name for d in messages(defn)]
     ['pong', 'ping']
     """
+    # What expose(...) made also lists capabilities, so without this check a
+    # forgotten define(...) would be described here and refused everywhere else.
+    check_definition("messages()", defn)
     return [describe(c) for c in defn.capabilities]
 
 

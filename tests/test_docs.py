@@ -595,7 +595,14 @@ def test_a_recursive_type_is_documented_wherever_a_schema_is_declared() -> None:
 
 @pytest.mark.parametrize(
     "render",
-    [agentfx.to_manifest, agentfx.to_markdown, agentfx.resources, agentfx.schema, agentfx.context_schema],
+    [
+        agentfx.messages,
+        agentfx.to_manifest,
+        agentfx.to_markdown,
+        agentfx.resources,
+        agentfx.schema,
+        agentfx.context_schema,
+    ],
     ids=lambda f: f.__name__,
 )
 def test_documents_refuse_what_expose_made_without_define(render: Any) -> None:
