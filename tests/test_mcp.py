@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
+import httpx
 import mcp
 import mcp_types as types
 import msgspec
@@ -34,6 +35,7 @@ from agentfx.mcp._watch import Burst, ListWatch, Watcher
 from agentfx.mcp._stdio import protocol_error
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
+from tests.http_support import MODERN, modern, post
 from tests.mcp_app import ADMIN, GUEST, SECRET, Added, Cleared, Finished, Model, Selected, User, Waited, app
 from tests.mcp_wire import INITIALIZE, call, text, tools_changed
 
@@ -490,6 +492,38 @@ async def test_without_model_change_reports_no_list_change_is_promised(mode: str
     async with agentfx.App(door, False, open_door).run() as runtime, mcp.Client(server(runtime), mode=mode) as client:
         assert client.server_capabilities.tools is not None
         assert client.server_capabilities.tools.list_changed is True
+
+
+@MODES
+async def test_every_era_promises_only_the_notifications_the_server_sends(mode: str) -> None:
+    # The resources are fixed by the contract, so their list never changes:
+    # resources.listChanged is false in both eras (2026-07-28's server/discover
+    # included); subscribe and tools.listChanged hold exactly when the host
+    # reports Model changes.
+    async with agentfx.App(door, False, open_door).run() as runtime, mcp.Client(server(runtime), mode=mode) as client:
+        capabilities = client.server_capabilities
+        assert capabilities.resources == types.ResourcesCapability(subscribe=True, list_changed=False)
+        assert capabilities.tools == types.ToolsCapability(list_changed=True)
+    blind = agentfx.bind(door, host=agentfx.Host(model=lambda: False, dispatch=lambda _message: None))
+    async with mcp.Client(server(blind), mode=mode) as client:
+        capabilities = client.server_capabilities
+        assert capabilities.resources == types.ResourcesCapability(subscribe=False, list_changed=False)
+        assert capabilities.tools == types.ToolsCapability(list_changed=False)
+
+
+async def test_the_http_wire_promises_the_same_on_initialize_and_on_server_discover() -> None:
+    asgi = http_app(app)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        url = "http://127.0.0.1/mcp"
+        status, initialized, _ = await post(http, url, INITIALIZE)
+        assert status == 200, initialized
+        status, discovered, _ = await post(http, url, modern("server/discover"), version=MODERN)
+        assert status == 200, discovered
+    for answer in (initialized, discovered):
+        capabilities = answer["result"]["capabilities"]
+        assert capabilities["resources"] == {"subscribe": True, "listChanged": False}
+        assert capabilities["tools"] == {"listChanged": True}
+    assert MODERN in discovered["result"]["supportedVersions"]
 
 
 async def test_list_changed_reaches_a_2026_client_through_its_listen_stream() -> None:

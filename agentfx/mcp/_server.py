@@ -507,11 +507,16 @@ class Connection:
 
 
 class AgentServer(Server[Connection]):
-    """The low-level server, advertising ``tools.listChanged`` exactly when it can keep the promise.
+    """The low-level server, advertising each ``listChanged`` exactly when it can keep the promise.
 
     The SDK derives ``listChanged`` from options its callers (the in-process
-    client among them) build without arguments; agentfx knows whether the
-    notification can ever come, so it says so itself.
+    client among them) build without arguments on the 2025-11-25 handshake,
+    and from whether ``subscriptions/listen`` is served on 2026-07-28's
+    ``server/discover``; agentfx knows whether the notification can ever
+    come, so it says so itself, the same in every era. ``resources.listChanged``
+    is always false: the resources are fixed by the contract, so
+    ``notifications/resources/list_changed`` is never sent (a resource whose
+    *value* changed is ``resources/updated``, promised by ``subscribe``).
 
     Its lifespan is one connection. A transport serving many connections over
     one server (HTTP) makes each with :meth:`connect` instead, and lends the
@@ -523,17 +528,26 @@ class AgentServer(Server[Connection]):
     agent_runtime: AgentRuntime[Any, Any] | None = None
     descriptors: Mapping[str, MessageDescriptor] = {}
 
-    def create_initialization_options(
+    def get_capabilities(
         self,
         notification_options: NotificationOptions | None = None,
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=self.notifies_tool_changes),
-            experimental_capabilities,
-            extensions,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        # The handshake's options and the discover answer are both built here,
+        # so each promise is made once for every era, whatever options a
+        # caller passed (agentfx's transports pass none).
+        capabilities = super().get_capabilities(
+            notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
         )
+        update: dict[str, Any] = {}
+        if capabilities.tools is not None:
+            update["tools"] = capabilities.tools.model_copy(update={"list_changed": self.notifies_tool_changes})
+        if capabilities.resources is not None:
+            update["resources"] = capabilities.resources.model_copy(update={"list_changed": False})
+        return capabilities.model_copy(update=update)
 
     def connect(self, *, standalone: bool = True) -> Connection:
         """A new connection's state; :meth:`Connection.close` it when the connection ends.
