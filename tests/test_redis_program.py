@@ -217,6 +217,51 @@ async def test_a_batch_whose_apply_reply_was_lost_runs_its_commands_exactly_once
         assert dropped and a.model.confirmed == ("r",)
 
 
+@pytest.mark.parametrize("later", [1, 70], ids=["one version since", "more versions since than a page of the log"])
+@pytest.mark.parametrize("stored", [True, False], ids=["stored, reply lost", "lost before it was stored"])
+async def test_a_lost_reply_then_a_takeover_still_runs_the_batchs_commands_exactly_once(
+    server: RedisServer, stored: bool, later: int
+) -> None:
+    # As above, but another process takes the lease and stores a later
+    # version before the writer reads again: the stored version alone cannot
+    # say whether the lost apply landed (and nobody ran its commands) or the
+    # new writer applied the batch again (and ran them itself). The log's
+    # entry of that version names its writer.
+    ns = namespace()
+    async with programs(server.url, ns, 2) as copies, client(server.url) as raw:
+        first = await writer_among(copies)
+        second = copies[1] if first is copies[0] else copies[0]
+        scripts: tuple[Any, ...] = getattr(first, "_scripts")
+        apply = scripts[1]
+        dropped: list[bool] = []
+        taken_over = anyio.Event()
+
+        async def reply_lost(**kwargs: Any) -> object:
+            if dropped:
+                return await apply(**kwargs)
+            dropped.append(True)
+            if stored:
+                await apply(**kwargs)
+            await raw.set(f"{ns}:writer", second.token, px=60_000)
+            # Shielded: the first writer's lease renewal notices the takeover and cancels this.
+            with anyio.CancelScope(shield=True), anyio.fail_after(5):
+                for index in range(later):
+                    await second.send(Added(key=f"during{index}"))
+            taken_over.set()
+            raise RedisConnectionError("the connection closed before the reply")
+
+        setattr(first, "_scripts", (scripts[0], reply_lost, *scripts[2:]))
+        await first.send(Requested(key="r"))
+        with anyio.fail_after(5):
+            await taken_over.wait()
+            while not first.model.confirmed:
+                await anyio.sleep(0.01)
+        await second.send(Added(key="after"))
+        await settled(first, second, version=second.version)
+        assert first.model.confirmed == second.model.confirmed == ("r",)
+        assert first.model.keys == (*(f"during{index}" for index in range(later)), "after")
+
+
 async def test_a_writer_whose_lease_was_taken_cannot_apply(server: RedisServer) -> None:
     ns = namespace()
     async with programs(server.url, ns, 1, apply_timeout=0.2) as (a,), client(server.url) as raw:

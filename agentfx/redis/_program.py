@@ -11,7 +11,8 @@ This layer owns the keys of one namespace and what happens to them:
   id, the log id of that version, the lease token of the writer that stored
   it and the fingerprint of the types that wrote it (a process whose Model or
   Message types differ does not write);
-- ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``.
+- ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``;
+  the last entry of each batch also names the writer that stored it.
 
 The writer applies a batch of inbox entries in one Lua script that checks it
 still holds the lease and that the version has not moved, stores the Model,
@@ -95,6 +96,7 @@ LOG_LENGTH = 10_000
 """Roughly how many versions ``<ns>:log`` keeps; a copy further behind reloads the Model."""
 
 _BATCH = 256
+_LOG_PAGE = 64
 _BACKOFF = (0.05, 2.0)
 _CHANGED, _UNCHANGED, _FAILED = b"c", b"u", b"x"
 
@@ -130,17 +132,22 @@ if types and ARGV[6] ~= '' and types ~= ARGV[6] then return redis.error_reply('A
 local model = false
 local logid = false
 local last = false
-for k = 0, tonumber(ARGV[5]) - 1 do
+local count = tonumber(ARGV[5])
+for k = 0, count - 1 do
   local b = 7 + 4 * k
   version = version + 1
+  local fields = {'v', version, 'i', ARGV[b], 'f', ARGV[b + 1], 'm', ARGV[b + 2]}
   if ARGV[b + 1] == 'c' then
     model = ARGV[b + 3]
-    logid = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*',
-      'v', version, 'i', ARGV[b], 'f', 'c', 'm', ARGV[b + 2], 's', model)
-  else
-    logid = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*',
-      'v', version, 'i', ARGV[b], 'f', ARGV[b + 1], 'm', ARGV[b + 2])
+    fields[#fields + 1] = 's'
+    fields[#fields + 1] = model
   end
+  if k == count - 1 then
+    -- The batch's last entry names its writer: a writer whose reply was lost reads it to learn whether its apply landed.
+    fields[#fields + 1] = 'w'
+    fields[#fields + 1] = ARGV[1]
+  end
+  logid = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', unpack(fields))
   last = ARGV[b]
 end
 if model then redis.call('HSET', KEYS[2], 'model', model) end
@@ -862,7 +869,7 @@ class RedisProgram(Program[M, Msg]):
                     if self._unstarted is not None:
                         # Another writer took over: what it stored says what became of the lost reply's batch.
                         version, by = await self._client.hmget(self._keys.model, ["version", "by"])
-                        self._settle_unstarted(_version_of(version), by)
+                        await self._settle_unstarted(_version_of(version), by)
                     await anyio.sleep(poll)
                     continue
                 delay = _BACKOFF[0]
@@ -963,7 +970,7 @@ class RedisProgram(Program[M, Msg]):
                 f"{self._keys.model} holds a version or an inbox id no writer stored",
                 "restore the namespace's keys or choose another namespace",
             ) from None
-        self._settle_unstarted(base, by)
+        await self._settle_unstarted(base, by)
         self._writer = True
         if self._refusal is not None:
             _logger.warning("this process writes namespace %r again: the stored Model is its types'", self._namespace)
@@ -1023,17 +1030,18 @@ class RedisProgram(Program[M, Msg]):
         for command in commands:
             start(self._run_command, command)
 
-    def _settle_unstarted(self, stored: int | None, by: object) -> None:
+    async def _settle_unstarted(self, stored: int | None, by: object) -> None:
         """Run or drop the commands of a batch whose apply reply was lost, now that the stored Model is read.
 
         ``stored`` is the stored version (``None`` when it does not read as
-        one), ``by`` the token of the writer that stored it. Below the batch's version, the batch was never
-        stored: whoever applies it asks for its commands again. At it, and
-        stored by this writer, it landed: its commands run now. Past it, or
-        by another writer, nobody can tell whether this writer's apply
-        landed before the other's (which then asked for nothing) or the
-        other applied the batch itself (and ran them): they are dropped,
-        and the log says so.
+        one), ``by`` the token of the writer that stored it. Below the batch's
+        version, the batch was never stored: whoever applies it asks for its
+        commands again. At it, and stored by this writer, it landed: its
+        commands run now. Past it, or by another writer, the log's entry of
+        that version says who stored it: this writer (its apply landed before
+        the other took over, and nobody asked for the commands) or another
+        (which applied the batch again and ran them). When the log no longer
+        holds that entry, nobody can tell: they are dropped, and the log says so.
         """
         unstarted = self._unstarted
         if unstarted is None:
@@ -1042,15 +1050,49 @@ class RedisProgram(Program[M, Msg]):
         reached, commands = unstarted
         if stored is not None and stored < reached:
             return
-        if stored == reached and by == self._token.encode():
+        token = self._token.encode()
+        writer: object = by if stored == reached else await self._writer_of(reached)
+        if writer == token:
             _logger.warning("the reply to applying version %d of %s was lost; its commands run now", reached, self._namespace)
             self._start_commands(commands)
-            return
-        _logger.error(
-            "the reply to applying version %d of %s was lost and another writer has stored since; "
-            "%d command(s) that version asked for may not have run",
-            reached, self._namespace, len(commands),
-        )
+        elif writer is not None:
+            _logger.info(
+                "the reply to applying version %d of %s was lost; another writer applied that version and ran its commands",
+                reached, self._namespace,
+            )
+        else:
+            _logger.error(
+                "the reply to applying version %d of %s was lost and another writer has stored since; "
+                "%d command(s) that version asked for may not have run",
+                reached, self._namespace, len(commands),
+            )
+
+    async def _writer_of(self, version: int) -> bytes | None:
+        """The token in the log entry of ``version``: its writer's if it ended a batch, ``b""`` if not, ``None`` if it is gone.
+
+        Read newest first, in pages, and never past the log's length: a
+        rare path (a lost reply, then a takeover), so it may read a few pages.
+        """
+        end = "+"
+        for _ in range(max(1, self._options.log_length // _LOG_PAGE + 1)):
+            try:
+                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=_LOG_PAGE)
+            except (RedisError, OSError):
+                return None
+            page = cast("list[tuple[bytes, dict[bytes, bytes]]]", reply or [])
+            for _, fields in page:
+                try:
+                    found = int(fields[b"v"])
+                except (KeyError, ValueError):
+                    continue
+                if found == version:
+                    return fields.get(b"w", b"")
+                if found < version:
+                    return None
+            if len(page) < _LOG_PAGE:
+                return None
+            end = f"({page[-1][0].decode()}"
+        return None
 
     def __repr__(self) -> str:
         state = "stopped" if self._closed else ("writer" if self._writer else "running")
