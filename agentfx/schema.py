@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Generic, Literal, NotRequired, Required, TypeVar, Union, cast
 
 import msgspec
+import msgspec.inspect
 
 from agentfx.errors import AgentProjectionError, echo
 
@@ -400,9 +401,17 @@ def _problem(text: str, schema: dict[str, Any]) -> str:
         text = text[:at]
     field = field_label(location)
     if key:
-        kinds = _kinds(text[10 : text.find("`", 10)]) if text.startswith("Expected `") else None
+        close = text.find("`", 10)
+        kinds = _kinds(text[10:close]) if text.startswith("Expected `") else None
         owner = "the input" if field is None else f'"{field}"'
-        return f"every key of {owner} must be {kinds}" if kinds else f"a key of {owner} is not valid"
+        if kinds is None:
+            return f"a key of {owner} is not valid"
+        # A key out of its bounds is an integer all the same: saying only
+        # "an integer" would leave the agent nothing to correct.
+        comparison, _, number = text[close + 1 :].strip().partition(" ")
+        bound = _COMPARISONS.get(comparison)
+        said = f"{kinds} {bound} {number}" if bound is not None and number else kinds
+        return f"every key of {owner} must be {said}"
     if text.startswith("Object missing required field `") and text.endswith("`"):
         return f'"{_join(location, text[31:-1])}" is required'
     if text.startswith("Object contains unknown field `") and text.endswith("`"):
@@ -1025,25 +1034,144 @@ def _property_names(key: Any) -> dict[str, Any] | None:
     >>> import uuid
     >>> _property_names(int), _property_names(uuid.UUID), _property_names(str)
     ({'type': 'string', 'pattern': '^-?(0|[1-9][0-9]*)$'}, {'type': 'string', 'format': 'uuid'}, None)
+
+    Raises:
+        TypeError: for an integer key that must be a multiple of a number.
     """
     if "propertyNames" in msgspec.json.schema(dict[key, int]):
         return None  # string-like keys (a pattern, a Literal, an Enum): msgspec describes them
     inner = _unwrapped(key)
     if inner is int:
-        return {"type": "string", "pattern": INTEGER_KEY}
+        return _integer_key_names(key)
     values: tuple[object, ...] = ()
     if typing.get_origin(inner) is Literal:
         values = typing.get_args(inner)
     elif isinstance(inner, type) and issubclass(inner, enum.Enum):
         values = tuple(member.value for member in inner)
     if values and all(type(value) is int for value in values):
-        return {"enum": [str(value) for value in sorted(cast("tuple[int, ...]", values))]}
+        names = [str(value) for value in sorted(cast("tuple[int, ...]", values))]
+        if "0" in names:
+            # msgspec reads "-0" as 0, so the key 0 has two spellings.
+            names.insert(names.index("0"), "-0")
+        return {"enum": names}
     if values:
         return None
     # A key read from its own string form (a UUID, a date) is described as a
     # field of that type is; a plain string says nothing an object key is not.
     own = msgspec.json.schema(inner)
     return own if own.get("type") == "string" and len(own) > 1 and "$defs" not in own else None
+
+
+def _integer_key_names(key: Any) -> dict[str, Any]:
+    """The object keys msgspec decodes to the integer type ``key``, within its ``Meta`` bounds.
+
+    A bound is part of the pattern: a pattern saying only "an integer" would
+    advertise keys the decoder refuses. Every range of integers is a regular
+    language, so any bounds are said exactly.
+
+    >>> from typing import Annotated
+    >>> _integer_key_names(Annotated[int, msgspec.Meta(ge=0)])
+    {'type': 'string', 'pattern': '^(-?0|[1-9][0-9]*)$'}
+    >>> _integer_key_names(Annotated[int, msgspec.Meta(gt=0, le=12)])
+    {'type': 'string', 'pattern': '^([1-9]|1[0-2])$'}
+
+    Raises:
+        TypeError: for a key that must be a multiple of a number other than 1.
+    """
+    info = msgspec.inspect.type_info(key)
+    assert isinstance(info, msgspec.inspect.IntType)
+    if info.multiple_of is not None and info.multiple_of != 1:
+        # No short pattern says "a multiple of 7", and neither approximation
+        # is honest. A wider pattern advertises keys every call with them is
+        # refused for; a narrower one hides keys the decoder takes, and an
+        # agent that trusts the schema can never learn they exist, since no
+        # refusal ever names them. So the contract is refused where it is
+        # written, as an enum.Flag is, and the programmer chooses keys a
+        # schema can state.
+        raise TypeError(
+            f"a mapping key that must be a multiple of {info.multiple_of} cannot be described in an input schema, "
+            "where every key is a string; key it by a Literal of the allowed integers instead"
+        )
+    low = info.ge if info.gt is None else info.gt + 1
+    high = info.le if info.lt is None else info.lt - 1
+    if low is None and high is None:
+        return {"type": "string", "pattern": INTEGER_KEY}
+    spellings = _integer_spellings(low, high)
+    if not spellings:
+        return {"enum": []}  # bounds no integer meets: the decoder takes no key
+    body = spellings[0] if len(spellings) == 1 else f"({'|'.join(spellings)})"
+    return {"type": "string", "pattern": f"^{body}$"}
+
+
+def _integer_spellings(low: int | None, high: int | None) -> list[str]:
+    """Regex alternatives for the decimals msgspec reads as an integer in ``[low, high]`` (``None``: unbounded).
+
+    >>> _integer_spellings(None, -1), _integer_spellings(-12, 5)
+    (['-[1-9][0-9]*'], ['-?0', '[1-5]', '-[1-9]', '-1[0-2]'])
+    """
+    spellings: list[str] = []
+    # msgspec reads "-0" as 0 too, so 0 has two spellings.
+    if (low is None or low <= 0) and (high is None or high >= 0):
+        spellings.append("-?0")
+    if high is None or high >= 1:
+        spellings.extend(_magnitudes(1 if low is None else max(low, 1), high))
+    if low is None or low <= -1:
+        negative = _magnitudes(1 if high is None else max(-high, 1), None if low is None else -low)
+        spellings.extend(f"-{spelling}" for spelling in negative)
+    return spellings
+
+
+def _magnitudes(low: int, high: int | None) -> list[str]:
+    """Regex alternatives for the decimals of ``low`` to ``high`` (``None``: unbounded), ``1 <= low``.
+
+    >>> _magnitudes(7, None), _magnitudes(1, 100)
+    (['[7-9]', '[1-9][0-9]+'], ['[1-9]', '[1-9][0-9]', '100'])
+    """
+    spellings: list[str] = []
+    if high is not None and low > high:
+        return spellings
+    width = len(str(low))
+    while high is None or width <= len(str(high)):
+        first = max(low, 10 ** (width - 1))
+        if high is None and first == 10 ** (width - 1):
+            # Every number of this many digits or more.
+            more = {0: "*", 1: "+"}.get(width - 1, f"{{{width - 1},}}")
+            spellings.append(f"[1-9][0-9]{more}")
+            break
+        last = 10**width - 1 if high is None else min(high, 10**width - 1)
+        spellings.extend(_same_width(str(first), str(last)))
+        width += 1
+    return spellings
+
+
+def _same_width(low: str, high: str) -> list[str]:
+    """Regex alternatives for the numbers ``low`` to ``high``, decimals of one width, ``low <= high``.
+
+    >>> _same_width("17", "42")
+    ['1[7-9]', '[2-3][0-9]', '4[0-2]']
+    """
+    if low == high:
+        return [low]
+    shared = 0
+    while low[shared] == high[shared]:
+        shared += 1
+    prefix, low, high = low[:shared], low[shared:], high[shared:]
+    rest = len(low) - 1
+    # A low end whose tail is all zeros (a high end's all nines) covers every
+    # number under its leading digit, so that digit joins the run between
+    # them instead of needing an alternative of its own.
+    low_whole, high_whole = low[1:] == "0" * rest, high[1:] == "9" * rest
+    first = low[0] if low_whole else str(int(low[0]) + 1)
+    last = high[0] if high_whole else str(int(high[0]) - 1)
+    spellings: list[str] = []
+    if not low_whole:
+        spellings.extend(low[0] + tail for tail in _same_width(low[1:], "9" * rest))
+    if first <= last:
+        digits = first if first == last else f"[{first}-{last}]"
+        spellings.append(digits + {0: "", 1: "[0-9]"}.get(rest, f"[0-9]{{{rest}}}"))
+    if not high_whole:
+        spellings.extend(high[0] + tail for tail in _same_width("0" * rest, high[1:]))
+    return [prefix + spelling for spelling in spellings]
 
 
 def _unwrapped(tp: Any) -> Any:

@@ -578,10 +578,16 @@ class _Keyed(msgspec.Struct, frozen=True, tag=True):
     by_level: dict[_Level, int] = {}
     by_code: dict[Literal[3, 1], int] = {}
     by_name: dict[str, int] = {}
+    by_slot: dict[Literal[2, 0], int] = {}
+    by_index: dict[Annotated[int, msgspec.Meta(ge=0)], str] = {}
+    by_rank: dict[Annotated[int, msgspec.Meta(gt=0)], str] = {}
+    by_debt: dict[Annotated[int, msgspec.Meta(le=-1)], str] = {}
+    by_month: dict[Annotated[int, msgspec.Meta(gt=0, lt=13)], str] = {}
 
 
 _INTEGER_NAMES = {"type": "string", "pattern": "^-?(0|[1-9][0-9]*)$"}
 _UUID_NAMES = {"type": "string", "format": "uuid"}
+_BOUNDED_FIELDS = ["by_slot", "by_index", "by_rank", "by_debt", "by_month"]
 
 
 def test_a_mapping_with_integer_or_uuid_keys_says_which_keys_it_takes_at_every_depth() -> None:
@@ -595,6 +601,29 @@ def test_a_mapping_with_integer_or_uuid_keys_says_which_keys_it_takes_at_every_d
     assert properties["by_code"]["propertyNames"] == {"enum": ["1", "3"]}
     assert "propertyNames" not in properties["by_name"]
     Draft202012Validator.check_schema(InputCodec(_Keyed).schema)
+
+
+def test_a_bounded_integer_key_advertises_only_the_keys_its_bounds_admit() -> None:
+    properties = InputCodec(_Keyed).schema["properties"]
+    # msgspec reads "-0" as the key 0, so it is one of 0's spellings.
+    assert properties["by_slot"]["propertyNames"] == {"enum": ["-0", "0", "2"]}
+    assert properties["by_index"]["propertyNames"] == {"type": "string", "pattern": "^(-?0|[1-9][0-9]*)$"}
+    assert properties["by_rank"]["propertyNames"] == {"type": "string", "pattern": "^[1-9][0-9]*$"}
+    assert properties["by_debt"]["propertyNames"] == {"type": "string", "pattern": "^-[1-9][0-9]*$"}
+    assert properties["by_month"]["propertyNames"] == {"type": "string", "pattern": "^([1-9]|1[0-2])$"}
+
+
+def test_an_integer_key_that_must_be_a_multiple_is_refused_where_the_input_is_declared() -> None:
+    # No pattern says it plainly, and a wider or narrower one would mislead.
+    class Steps(msgspec.Struct):
+        by_step: dict[Annotated[int, msgspec.Meta(multiple_of=3)], str]
+
+    class Ones(msgspec.Struct):
+        by_one: dict[Annotated[int, msgspec.Meta(multiple_of=1, ge=0)], str]
+
+    with pytest.raises(TypeError, match=r"^a mapping key that must be a multiple of 3 cannot be described"):
+        InputCodec(Steps)
+    assert InputCodec(Ones).schema["properties"]["by_one"]["propertyNames"]["pattern"] == "^(-?0|[1-9][0-9]*)$"
 
 
 def _ecma_pattern(validator: Any, pattern: str, instance: object, schema: object) -> Iterator[ValidationError]:
@@ -613,11 +642,13 @@ _KEYS = st.one_of(
     st.uuids().map(str),
     st.uuids().map(lambda u: u.hex),
     st.sampled_from(["1", "3", "-2", "01", "+1", "-0", "2"]),
+    st.integers(-15, 15).map(str),
+    st.sampled_from(["0", "-00", "00", "12", "13", "-1", "010"]),
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(key=_KEYS, field=st.sampled_from(["by_id", "by_uuid", "deep", "by_level", "by_code"]))
+@settings(max_examples=400, deadline=None)
+@given(key=_KEYS, field=st.sampled_from(["by_id", "by_uuid", "deep", "by_level", "by_code", *_BOUNDED_FIELDS]))
 def test_the_advertised_schema_admits_only_keys_the_decoder_takes(key: str, field: str) -> None:
     codec = InputCodec(_Keyed)
     validator: Any = _EcmaValidator(codec.schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
@@ -629,6 +660,31 @@ def test_the_advertised_schema_admits_only_keys_the_decoder_takes(key: str, fiel
         assert decoded or not advertised, payload
     else:
         assert advertised == decoded, payload
+
+
+# msgspec takes integer bounds that fit an int64 (a strict one a step inside).
+_BOUND = st.one_of(st.integers(-120, 120), st.integers(-(2**63) + 1, 2**63 - 2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lower=st.none() | st.tuples(st.sampled_from(["ge", "gt"]), _BOUND),
+    upper=st.none() | st.tuples(st.sampled_from(["le", "lt"]), _BOUND),
+    data=st.data(),
+)
+def test_any_integer_key_bounds_are_advertised_exactly_as_the_decoder_applies_them(
+    lower: tuple[str, int] | None, upper: tuple[str, int] | None, data: st.DataObject
+) -> None:
+    bounds: dict[str, Any] = dict(bound for bound in (lower, upper) if bound is not None)
+    key_type: Any = Annotated[int, msgspec.Meta(**bounds)]
+    keyed: Any = msgspec.defstruct("Keyed", [("by_key", dict[key_type, int])])
+    codec = InputCodec(keyed)
+    Draft202012Validator.check_schema(codec.schema)
+    near = st.sampled_from(sorted(bounds.values()) or [0]).flatmap(lambda b: st.integers(b - 12, b + 12))
+    key = data.draw(st.one_of(near.map(str), _KEYS, near.map(lambda n: f"0{n}"), near.map(lambda n: f"-{n}")))
+    payload = {"by_key": {key: 1}}
+    validator: Any = _EcmaValidator(codec.schema)
+    assert validator.is_valid(payload) == (not isinstance(codec.attempt(payload), InvalidPayload)), (bounds, key)
 
 
 class _Priority(msgspec.Struct, frozen=True, tag=True):

@@ -77,6 +77,7 @@ class Everything(msgspec.Struct, frozen=True):
     shape: Circle | Square | None = None
     lines: list[Line] = msgspec.field(default_factory=lambda: list[Line]())
     by_key: dict[int, int] = msgspec.field(default_factory=lambda: dict[int, int]())
+    by_index: dict[Annotated[int, Meta(ge=0)], int] = msgspec.field(default_factory=lambda: dict[int, int]())
     by_name: dict[str, Line] = msgspec.field(default_factory=lambda: dict[str, Line]())
     ident: uuid.UUID | None = None
     when: datetime.datetime | None = None
@@ -160,6 +161,8 @@ EVERYTHING: list[tuple[str, dict[str, Any], str, str]] = [
     ("nested missing", {"lines": [{"sku": "ABC-12"}]}, "$.lines[0]", '"lines[0].quantity" is required'),
     ("mapping value", {"by_name": {"k": {"sku": "ABC-12", "quantity": 11}}}, "$.by_name[...].quantity", '"by_name[...].quantity" must be at most 10'),
     ("mapping key", {"by_key": {"x": 1}}, "$.by_key", 'every key of "by_key" must be an integer'),
+    ("bounded mapping key", {"by_index": {"-1": 1}}, "$.by_index", 'every key of "by_index" must be an integer at least 0'),
+    ("bounded mapping key kind", {"by_index": {"x": 1}}, "$.by_index", 'every key of "by_index" must be an integer'),
 ]
 
 
