@@ -487,3 +487,42 @@ def test_a_set_default_listed_in_another_order_in_another_process_is_the_same_fi
     assert _fingerprint(Tagged, Message) != _fingerprint(Untagged, Message)
     Retagged.__name__ = Retagged.__qualname__ = "Tagged"
     assert _fingerprint(Retagged, Message) != _fingerprint(Tagged, Message)
+
+
+@pytest.mark.parametrize("reported", ["6.0.16", "5.0.7"])
+async def test_a_redis_too_old_for_the_scripts_is_refused_at_the_start_naming_its_version(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch, reported: str
+) -> None:
+    # Older than 6.2 (XTRIM MINID), every apply would fail and every send time out saying only that no writer applied it.
+    async def old(redis: object) -> dict[str, object]:
+        return {"redis_version": reported}
+
+    monkeypatch.setattr(_client, "server_info", old)
+    ns = namespace()
+    major_minor = ".".join(reported.split(".")[:2])
+    with pytest.raises(
+        RedisProgramError, match=f"^Redis {major_minor} cannot hold namespace '{ns}': agentfx.redis needs Redis 6.2 or newer$"
+    ):
+        async with running(server.url, ns):
+            pass
+    async with client(server.url) as raw:
+        assert await raw.exists(f"{ns}:model", f"{ns}:writer") == 0
+
+
+async def test_a_redis_that_will_not_say_its_version_is_not_refused(server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def hidden(redis: object) -> dict[str, object]:
+        raise ResponseError("unknown command 'INFO'")
+
+    monkeypatch.setattr(_client, "server_info", hidden)
+    async with running(server.url, namespace()) as copy:
+        await copy.send(Added(key="k"))
+        assert copy.model.keys == ("k",)
+
+
+async def test_the_real_server_passes_the_version_check(server: RedisServer) -> None:
+    async with client(server.url) as raw:
+        info = await _client.server_info(raw)
+    assert isinstance(info.get("redis_version"), str)
+    async with running(server.url, namespace()) as copy:
+        await copy.send(Added(key="k"))
+        assert copy.model.keys == ("k",)

@@ -16,7 +16,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
 
-__all__ = ["client", "message_data", "next_message", "ping", "pool", "publish", "pubsub", "reachable"]
+__all__ = ["client", "message_data", "next_message", "ping", "pool", "publish", "pubsub", "reachable", "server_info"]
 
 
 def pool(url: str, **options: object) -> BlockingConnectionPool:
@@ -65,3 +65,8 @@ def ping(pubsub: PubSub) -> Awaitable[object]:
 def reachable(redis: Redis) -> Awaitable[object]:
     """``PING`` on a client: raises redis-py's ``ConnectionError`` when Redis cannot be reached."""
     return cast("Callable[[], Awaitable[object]]", getattr(redis, "ping"))()
+
+
+def server_info(redis: Redis) -> Awaitable[dict[str, object]]:
+    """``INFO server``, parsed: the server's version is ``redis_version``."""
+    return cast("Callable[[str], Awaitable[dict[str, object]]]", getattr(redis, "info"))("server")

@@ -258,6 +258,24 @@ def _wrong_type(exc: BaseException) -> TypeGuard[ResponseError]:
 StreamId = tuple[int, int]
 
 
+_NEEDS = (6, 2)
+"""The oldest Redis whose commands the scripts use (``XTRIM MINID``, exclusive ``XREVRANGE`` bounds)."""
+
+
+def _server_version(reported: object) -> tuple[int, int] | None:
+    """``(major, minor)`` of a ``redis_version`` such as ``"7.0.15"``; ``None`` when it does not read as one.
+
+    >>> _server_version("6.0.16"), _server_version("7.2"), _server_version(None)
+    ((6, 0), (7, 2), None)
+    """
+    if not isinstance(reported, str):
+        return None
+    parts = reported.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
 def _version_of(stored: object) -> int | None:
     """A stored version, or ``None`` when the value is no writer's."""
     try:
@@ -550,9 +568,11 @@ class RedisProgram(Program[M, Msg]):
         """Take the stored Model (or ``init`` for a fresh namespace) as this copy's start.
 
         Raises:
-            RedisProgramError: ``<ns>:model`` is not a hash, or its Model does
-                not decode with this process's types (there is no copy to serve).
+            RedisProgramError: Redis is older than the scripts need, ``<ns>:model``
+                is not a hash, or its Model does not decode with this process's
+                types (there is no copy to serve).
         """
+        await self._check_server()
         try:
             raw, version, log_id, types = await self._client.hmget(
                 self._keys.model, ["model", "version", "log", "types"]
@@ -575,6 +595,24 @@ class RedisProgram(Program[M, Msg]):
         if refusal is not None:
             # It can serve what it decoded, but must not write it back.
             self._refuse(*refusal)
+
+    async def _check_server(self) -> None:
+        """Refuse a Redis older than :data:`_NEEDS` where it says its version.
+
+        Without this, the writer's apply would fail on every batch (``XTRIM
+        MINID`` came in 6.2) and each send would time out, saying only that no
+        writer applied it.
+        """
+        try:
+            info = await _client.server_info(self._client)
+        except ResponseError:
+            return  # INFO renamed or disabled, as some managed services do: nothing to check against.
+        version = _server_version(info.get("redis_version"))
+        if version is not None and version < _NEEDS:
+            raise RedisProgramError(
+                f"Redis {'.'.join(map(str, version))} cannot hold namespace {self._namespace!r}: "
+                f"agentfx.redis needs Redis {'.'.join(map(str, _NEEDS))} or newer"
+            )
 
     async def _tail(self) -> None:
         delay = _BACKOFF[0]
@@ -1224,10 +1262,10 @@ async def run_program(
             (or ``model_type``) msgspec cannot decode.
         RuntimeError: Not running on asyncio.
         redis.exceptions.ConnectionError: Redis is unreachable when the program starts.
-        RedisProgramError: A key of the namespace holds the wrong kind of
-            value (at the start or later: the program stops and the block
-            raises it), or the stored Model does not decode with
-            ``model_type`` at the start.
+        RedisProgramError: Redis is older than 6.2, a key of the namespace
+            holds the wrong kind of value (at the start or later: the program
+            stops and the block raises it), or the stored Model does not
+            decode with ``model_type`` at the start.
     """
     _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type)
     try:
