@@ -186,6 +186,10 @@ class InputCodec(Generic[T]):
             schema = _inline_root(msgspec.json.schema(mirror))
         except NameError as exc:
             raise TypeError(f"{struct.__name__} has an annotation that cannot be resolved: {exc}") from exc
+        except ValueError as exc:
+            # msgspec's refusal of a constraint it cannot apply (an integer bound past int64):
+            # a TypeError here, so expose says which Message, instead of msgspec's bare text.
+            raise TypeError(f"msgspec cannot take the type of {struct.__name__}: {exc}") from exc
         self.type = tp
         if fields:
             self.schema = schema

@@ -81,6 +81,15 @@ def _encoded(card: AgentCard) -> str:
 # --- The card ---------------------------------------------------------------------
 
 
+def test_an_agent_card_of_what_expose_made_without_define_is_a_contract_error_naming_it() -> None:
+    class Pinged(msgspec.Struct, tag=True):
+        pass
+
+    exposed = agentfx.expose(Pinged, agentfx.variant(Pinged, "Ping the app"))
+    with pytest.raises(ContractError, match=r"^agent_card\(\) takes the result of define"):
+        agent_card(exposed, **CARD_ARGS)  # pyright: ignore[reportArgumentType]
+
+
 def test_the_committed_agent_card_matches_the_contract() -> None:
     committed = EXAMPLE.read_text() if EXAMPLE.exists() else ""
     assert committed == _encoded(agent_card(AppAgent, **CARD_ARGS)), (

@@ -1070,3 +1070,12 @@ def test_define_takes_what_expose_resource_and_projection_made() -> None:
         "write define(expose(Message, variant(...), ...))"
     ):
         TodoAgent.define(cast(Any, Message))
+
+
+def test_a_constraint_msgspec_cannot_take_is_a_contract_error_naming_the_message() -> None:
+    # An integer bound past int64: msgspec refuses it with a ValueError of its own.
+    class Huge(msgspec.Struct, tag=True):
+        n: typing.Annotated[int, msgspec.Meta(ge=2**70)]
+
+    with pytest.raises(ContractError, match='^Cannot expose "Huge": msgspec cannot take the type of Huge: Integer bounds'):
+        agentfx.expose(Huge, agentfx.variant(Huge, "Take a huge number"))

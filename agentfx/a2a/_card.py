@@ -21,7 +21,7 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentExtension, Agen
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 from google.protobuf import json_format
 
-from ..contract import Definition
+from ..contract import Definition, check_definition
 from ..docs import MessageDescriptor, messages
 
 __all__ = ["SKILL_INPUT_SCHEMA_EXTENSION", "agent_card", "card_json"]
@@ -96,7 +96,7 @@ def agent_card(definition: Definition[Any, Any], *, name: str, description: str,
     >>> card_json(card)["capabilities"]["extensions"][0]["params"]["skills"]["pinged"]["additionalProperties"]
     False
     """
-    descriptors = messages(definition)
+    descriptors = messages(check_definition("agent_card()", definition))
     extension = AgentExtension(
         uri=SKILL_INPUT_SCHEMA_EXTENSION,
         description=(
