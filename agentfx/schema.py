@@ -1040,11 +1040,17 @@ def _property_names(key: Any) -> dict[str, Any] | None:
     ({'type': 'string', 'pattern': '^-?(0|[1-9][0-9]*)$'}, {'type': 'string', 'format': 'uuid'}, None)
 
     Raises:
-        TypeError: for an integer key that must be a multiple of a number.
+        TypeError: for an integer key that must be a multiple of a number,
+            and for a bool key, which no JSON object key decodes as.
     """
     if "propertyNames" in msgspec.json.schema(dict[key, int]):
         return None  # string-like keys (a pattern, a Literal, an Enum): msgspec describes them
     inner = _unwrapped(key)
+    literal = typing.get_args(inner) if typing.get_origin(inner) is Literal else ()
+    if inner is bool or (literal and all(type(value) is bool for value in literal)):
+        # msgspec reads no key string as a bool ("true" included), so such a
+        # mapping could only ever be sent empty: surely not what was meant.
+        raise TypeError("a mapping keyed by bool cannot be sent as JSON, where no key decodes as a bool; key it by str or int")
     if inner is int:
         return _integer_key_names(key)
     values: tuple[object, ...] = ()

@@ -626,6 +626,21 @@ def test_an_integer_key_that_must_be_a_multiple_is_refused_where_the_input_is_de
     assert InputCodec(Ones).schema["properties"]["by_one"]["propertyNames"]["pattern"] == "^(-?0|[1-9][0-9]*)$"
 
 
+def test_a_mapping_keyed_by_bool_is_refused_where_the_input_is_declared() -> None:
+    # msgspec decodes no key string as a bool ("true" included): such a mapping could only be sent empty.
+    class Flags(msgspec.Struct):
+        by_flag: dict[bool, str]
+
+    class Truths(msgspec.Struct):
+        by_truth: list[dict[Literal[True], int]]
+
+    for refused in (Flags, Truths):
+        with pytest.raises(TypeError, match=r"^a mapping keyed by bool cannot be sent as JSON"):
+            InputCodec(refused)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"by_flag": {"true": "x"}}, Flags, str_keys=True)
+
+
 def _ecma_pattern(validator: Any, pattern: str, instance: object, schema: object) -> Iterator[ValidationError]:
     # JSON Schema patterns are ECMA-262, whose ``$`` is the end of the string;
     # Python's also matches before a final newline, which no JSON validator does.
