@@ -129,6 +129,19 @@ class Peer:
     async def send(self, message: object) -> None:
         await self.write(json.dumps(message).encode() + b"\n")
 
+    def received(self) -> list[dict[str, Any]]:
+        """Every whole message the server has written so far, without waiting."""
+        os.set_blocking(self.from_server, False)
+        try:
+            while chunk := os.read(self.from_server, 65536):
+                self._buffer += chunk
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(self.from_server, True)
+        *lines, self._buffer = self._buffer.split(b"\n")
+        return [json.loads(line) for line in lines]
+
     async def receive(self) -> dict[str, Any]:
         with anyio.fail_after(5):
             while b"\n" not in self._buffer:
@@ -308,6 +321,57 @@ async def test_every_request_read_reaches_the_server_before_the_end_of_input() -
                 rest = [message async for message in read]
         assert [cast(Any, m).message.id for m in first] == list(range(limit))
         assert [cast(Any, m).message.id for m in rest] == [limit]
+    finally:
+        for fd in (server_in, client_out, client_in, server_out):
+            if fd >= 0:
+                os.close(fd)
+
+
+@pytest.mark.anyio
+async def test_at_the_end_of_input_what_waits_on_the_client_ends_and_held_requests_are_still_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Both calls in flight wait for the person, and a request is held behind
+    # them, when the input ends: no answer can come any more, so the questions
+    # fail (the calls are declined and answered), room frees, the held request
+    # reaches the server, and serving ends by itself rather than outliving its client.
+    monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
+    log = agentfx.audit_log()
+    answers: dict[int, dict[str, Any]] = {}
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    try:
+        async with confirming.run(audit=log) as runtime:
+            mcp_server = server(runtime)
+            peer = Peer(client_out, client_in)
+            ended = anyio.Event()
+            async with anyio.create_task_group() as task_group:
+
+                async def serve() -> None:
+                    async with stdio_transport(server_in, server_out) as (read, write):
+                        await mcp_server.run(read, write, mcp_server.create_initialization_options())
+                    ended.set()
+
+                task_group.start_soon(serve)
+                await peer.send(ASKING)
+                assert (await peer.receive())["id"] == 0
+                await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                for request_id, item in ((1, "milk"), (2, "tea")):
+                    await peer.send(call(request_id, "remove", {"item": item}))
+                await questions(peer, 2)
+                await peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+                await anyio.sleep(0.1)  # read, and held
+                os.close(client_out)
+                client_out = -1
+                with anyio.fail_after(5):
+                    await ended.wait()
+                answers.update((answer["id"], answer) for answer in peer.received())
+        # The held ping reached the server; whether it was answered before the
+        # server heard the end is the server's race (it cancels what is in flight then).
+        assert {1, 2} <= set(answers) <= {1, 2, 3}
+        for request_id, item in ((1, "milk"), (2, "tea")):
+            assert answers[request_id]["result"]["content"][0]["text"] == f'Declined: Remove "{item}"?'
+        assert [(e.capability, e.outcome) for e in log.entries()] == [("remove", "AgentAuthorizationError")] * 2
     finally:
         for fd in (server_in, client_out, client_in, server_out):
             if fd >= 0:

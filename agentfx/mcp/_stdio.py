@@ -15,8 +15,10 @@ heard meanwhile, and a malformed answer to a request of the server's ends
 the wait for it. (An answer the reader writes itself, a parse error or the
 busy one, waits for the writer like any other: a client that reads nothing
 makes it wait.) Every request read reaches the server before the end of the
-input does. It stops reading once stdout is broken, since no answer can
-reach the client any more.
+input does; meanwhile, since the client can answer nothing more, each request
+the server sent it and still waits on (a person's confirmation) is answered
+for it with an error, which declines such a confirmation. It stops reading
+once stdout is broken, since no answer can reach the client any more.
 
 It reads bytes, not text, because what the SDK's ``stdio_server`` leaves out
 matters to a client waiting on an answer: a line that is not valid UTF-8
@@ -262,7 +264,7 @@ class _Unanswered:
     answer to one can still end the wait for it.
     """
 
-    __slots__ = ("_asked", "_ids", "_limit", "_room")
+    __slots__ = ("_asked", "_asked_more", "_ended", "_ids", "_limit", "_room")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
@@ -270,6 +272,9 @@ class _Unanswered:
         self._room = anyio.Event()
         # Oldest first, bounded: an id the client never answers is forgotten in time.
         self._asked: dict[types.RequestId, None] = {}
+        # Once the input ended, nothing asked can be answered: see unanswerable().
+        self._ended = False
+        self._asked_more = anyio.Event()
 
     def full(self) -> bool:
         return self._ids.total() >= self._limit
@@ -298,6 +303,22 @@ class _Unanswered:
         self._asked[coerce_request_id(request_id)] = None
         if len(self._asked) > _ASKED_MAX:
             del self._asked[next(iter(self._asked))]
+        if self._ended:
+            self._asked_more.set()
+
+    async def unanswerable(self) -> list[types.RequestId]:
+        """Once the input ended: the server's requests still awaiting an answer, waiting for one if there are none.
+
+        The client can no longer answer any, those asked before the end and
+        those asked since; each id is given once.
+        """
+        self._ended = True
+        while not self._asked:
+            self._asked_more = anyio.Event()
+            await self._asked_more.wait()
+        asked = list(self._asked)
+        self._asked.clear()
+        return asked
 
     def heard(self, request_id: types.RequestId) -> bool:
         """The client answered ``request_id``: whether the server was waiting for that answer."""
@@ -447,10 +468,35 @@ async def _read(
             if last is not None:
                 await deliver(last)
             # Every request read is served before the server hears the input ended.
+            # Meanwhile what waits on the client ends: calls waiting on a person
+            # would otherwise keep the room held requests wait for, forever.
+            task_group.start_soon(_fail_unanswerable, unanswered, inbound)
             await held.handed_over()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the server stopped reading: nothing more to deliver
         task_group.cancel_scope.cancel()
+
+
+async def _fail_unanswerable(unanswered: _Unanswered, inbound: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    """After the end of input, answer each of the server's requests to the client with an error, as it is asked.
+
+    The server hears that the client cannot answer (a confirmation it asked
+    for declines), exactly as for an answer that could not be read.
+    """
+    try:
+        while True:
+            for waited in await unanswered.unanswerable():
+                await inbound.send(SessionMessage(message=_no_answer(waited)))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass  # the server stopped reading
+
+
+def _no_answer(request_id: types.RequestId) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed: the input ended before an answer came"),
+    )
 
 
 async def _handing_over(
