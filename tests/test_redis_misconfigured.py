@@ -526,3 +526,24 @@ async def test_the_real_server_passes_the_version_check(server: RedisServer) -> 
     async with running(server.url, namespace()) as copy:
         await copy.send(Added(key="k"))
         assert copy.model.keys == ("k",)
+
+
+async def test_a_command_redis_refuses_is_reported_in_its_own_words(server: RedisServer) -> None:
+    # Not a key of the wrong type: a user whose ACL forbids the commands. The
+    # words are Redis's (redis-py has taken the error code off them already).
+    user = f"limited-{uuid.uuid4().hex[:6]}"
+    async with client(server.url) as raw:
+        await raw.acl_setuser(user, enabled=True, passwords=["+secret"], keys=["*"], commands=["+ping", "+get"])  # pyright: ignore[reportUnknownMemberType]
+    try:
+        ns = namespace()
+        url = server.url.replace("redis://", f"redis://{user}:secret@", 1)
+        with pytest.raises(RedisProgramError) as refused:
+            async with running(url, ns):
+                pass
+        assert str(refused.value) == (
+            f"Redis refused to read {ns}:model for namespace '{ns}': "
+            "this user has no permissions to run the 'hmget' command"
+        )
+    finally:
+        async with client(server.url) as raw:
+            await raw.acl_deluser(user)  # pyright: ignore[reportUnknownMemberType]

@@ -97,6 +97,7 @@ LOG_LENGTH = 10_000
 
 _BATCH = 256
 _LOG_PAGE = 64
+_REFUSAL_MAX = 200
 _BACKOFF = (0.05, 2.0)
 _CHANGED, _UNCHANGED, _FAILED = b"c", b"u", b"x"
 
@@ -823,8 +824,11 @@ class RedisProgram(Program[M, Msg]):
                 "(or choose another namespace) and start the program again"
             )
         else:
-            code = str(exc).split(" ", 1)[0] or type(exc).__name__
-            text = f"Redis refused to {doing} for namespace {self._namespace!r} ({code})"
+            # redis-py has already taken the error code off the text (a
+            # NOPERM is a NoPermissionError saying "this user has no
+            # permissions ..."): the text itself says why, bounded.
+            said = " ".join(str(exc).split())[:_REFUSAL_MAX] or type(exc).__name__
+            text = f"Redis refused to {doing} for namespace {self._namespace!r}: {said}"
         error = RedisProgramError(text)
         error.__cause__ = exc
         return error
