@@ -234,6 +234,38 @@ def test_an_available_that_raises_breaks_settling() -> None:
     assert "ZeroDivisionError" in str(caught.value)
 
 
+async def _is_positive(model: int) -> bool:
+    return model > 0
+
+
+def _asks_later(model: int) -> Any:
+    # A plain function handing back a coroutine: expose cannot see it is asynchronous.
+    return _is_positive(model)
+
+
+def test_an_available_answering_an_awaitable_breaks_settling_as_the_runtime_refuses_it() -> None:
+    # The runtime refuses the awaitable answer on every call, so the suite must not read it as yes.
+    contract = define(expose(Ping, variant(Ping, "Ping", available=_asks_later)))
+    with _violation(SETTLES, "ping") as caught:
+        check_contract(contract, models=st.integers(0, 3), principals=[None], max_examples=FEW)
+    assert '"available" returned an awaitable; it must answer synchronously' in str(caught.value)
+
+
+def test_the_instrumented_available_reads_an_answer_as_the_runtime_does() -> None:
+    [capability] = expose(Ping, variant(Ping, "Ping", available=_asks_later)).capabilities
+    observed = laws._observed(capability, laws._Probe())
+    assert observed.available is not None
+    with pytest.raises(agentfx.ContractError, match="returned an awaitable"):
+        observed.available(1)
+    [counting] = expose(Ping, variant(Ping, "Ping", available=lambda model: bool(model))).capabilities
+    probe = laws._Probe()
+    counted = laws._observed(counting, probe)
+    assert counted.available is not None
+    assert counted.available(0) is False
+    assert counted.available(2) is True
+    assert probe.available is True
+
+
 def test_an_authorize_answering_neither_bool_nor_refusal_breaks_settling() -> None:
     contract = define(expose(Ping, variant(Ping, "Ping", authorize=lambda req: req.principal)))
     with _violation(SETTLES, "ping") as caught:

@@ -38,8 +38,9 @@ import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 import msgspec
 
+from ..completion import truth
 from ..confirm import Confirm
-from ..contract import AuthorizationRequest, Capability, Definition, InvocationContext
+from ..contract import AuthorizationRequest, Capability, Definition, InvocationContext, available_in
 from ..errors import (
     AgentAuthorizationError,
     AgentCapabilityUnavailableError,
@@ -436,11 +437,9 @@ def _twin(model: T) -> T:
 def _verdicts(capabilities: Sequence[Capability[Any, Any]], model: object) -> list[bool]:
     verdicts: list[bool] = []
     for c in capabilities:
-        if c.available is None:
-            verdicts.append(True)
-            continue
         try:
-            verdicts.append(bool(c.available(model)))
+            # The runtime's own reading of an answer: an awaitable one is a defect, never a yes.
+            verdicts.append(available_in(c, model))
         except Exception as exc:
             raise LawViolation(SETTLES, c.name, f"`available` raised {_describe(exc)}") from exc
     return verdicts
@@ -477,7 +476,8 @@ def _observed(capability: Capability[Any, Any], probe: _Probe) -> Capability[Any
 
     def observed_available(model: Any) -> bool:
         probe.events.append("available")
-        answer = bool(available(model)) if available is not None else True
+        # Read as the runtime reads it, so an answer it refuses (an awaitable) is refused here too.
+        answer = truth(available(model), "available") if available is not None else True
         probe.available = answer
         return answer
 
