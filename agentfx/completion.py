@@ -16,7 +16,9 @@ import numbers
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Generic, Literal, cast
+from inspect import isawaitable
+from types import NoneType
+from typing import Any, Generic, Literal, NoReturn, cast
 
 import anyio
 import msgspec
@@ -109,12 +111,31 @@ def truth(answer: object, role: str) -> bool:
     """
     if answer is True or answer is False:
         return answer
-    if inspect.isawaitable(answer):
-        close = getattr(answer, "close", None)
-        if callable(close):
-            close()  # never awaited, and it must not warn that it was not
-        raise ContractError(f'"{role}" returned an awaitable; it must answer synchronously')
+    if isawaitable(answer):
+        refuse_awaitable(answer, role)
     return bool(answer)
+
+
+# What a projection, a Source or a key function usually answers, none of them awaitable: an
+# exact-type lookup spares them ``isawaitable``, which asks an ABC and costs a plain value
+# several times as much (a msgspec Struct is spared by one isinstance after it).
+_PLAIN: frozenset[type[object]] = frozenset({str, int, bool, float, NoneType, tuple, list, dict, frozenset, bytes})
+
+
+def refuse_awaitable(answer: object, role: str) -> NoReturn:
+    """Raise the defect of a hook that answered ``answer``, an awaitable, where a plain value is needed.
+
+    >>> async def later() -> int:
+    ...     return 1
+    >>> refuse_awaitable(later(), "projection")
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: "projection" returned an awaitable; it must answer synchronously
+    """
+    close = getattr(answer, "close", None)
+    if callable(close):
+        close()  # never awaited, and it must not warn that it was not
+    raise ContractError(f'"{role}" returned an awaitable; it must answer synchronously')
 
 
 def check_synchronous(hook: object, role: str) -> None:
@@ -290,6 +311,11 @@ def when(
         raise ContractError('A state completion needs exactly one of "projection" or "source"')
     check_synchronous(predicate, "predicate")
     check_synchronous(projection, "projection")
+    # Anything else given as a source is refused where the contract is exposed, naming the capability.
+    if isinstance(cast(object, source), Source):
+        assert source is not None
+        check_synchronous(source.get, "Source.get")
+        check_synchronous(source.subscribe, "Source.subscribe")
     return StateCompletion(predicate=predicate, timeout=_seconds(timeout), projection=projection, source=source)
 
 
@@ -413,7 +439,11 @@ class _Group:
         if key_fns is None:
             self.unkeyed[pending] = None
         else:
-            key = pending.key = key_fns[0](pending.request, pending.call)
+            key = key_fns[0](pending.request, pending.call)
+            # A coroutine is hashable: as a key it would never equal a result's, and the call would time out.
+            if key.__class__ not in _PLAIN and not isinstance(key, msgspec.Struct) and isawaitable(key):
+                refuse_awaitable(key, "request_key")
+            pending.key = key
             waiting = self.keyed.get(key)
             if waiting is None:
                 self.keyed[key] = pending
@@ -443,8 +473,11 @@ class _Group:
         key_fns = self.completion.correlate_key
         if key_fns is not None:
             try:
+                key = key_fns[1](message)
+                if key.__class__ not in _PLAIN and not isinstance(key, msgspec.Struct) and isawaitable(key):
+                    refuse_awaitable(key, "result_key")
                 # An unhashable key fails in ``pop``, so the lookup is guarded too.
-                settled = self.keyed.pop(key_fns[1](message), ())
+                settled = self.keyed.pop(key, ())
                 if isinstance(settled, Pending):
                     settled = (settled,)
             except Exception as defect:
@@ -552,7 +585,11 @@ class StateWaiter:
         self.pending = pending
         self._last: Any = _UNSET
         source = completion.source
-        self._unsubscribe: Unsubscribe | None = (source.subscribe if source is not None else subscribe)(self.check)
+        unsubscribe = (source.subscribe if source is not None else subscribe)(self.check)
+        if not callable(unsubscribe) and isawaitable(unsubscribe):
+            # A subscription that never ran: no notification would ever come.
+            refuse_awaitable(unsubscribe, "Source.subscribe" if source is not None else "host.subscribe")
+        self._unsubscribe: Unsubscribe | None = unsubscribe
 
     def check(self) -> None:
         """Evaluate once; called inside each notification and when the wait begins."""
@@ -561,11 +598,17 @@ class StateWaiter:
             return
         completion = self._completion
         try:
+            # A coroutine is truthy and never equal to the last value: unchecked, it would
+            # complete a truthiness predicate at once and fail an equality one until the deadline.
             if completion.source is not None:
                 value = completion.source.get()
+                if value.__class__ not in _PLAIN and not isinstance(value, msgspec.Struct) and isawaitable(value):
+                    refuse_awaitable(value, "Source.get")
             else:
                 assert completion.projection is not None
                 value = completion.projection(self._model())
+                if value.__class__ not in _PLAIN and not isinstance(value, msgspec.Struct) and isawaitable(value):
+                    refuse_awaitable(value, "projection")
                 if self._last is not _UNSET and value == self._last:
                     return
                 self._last = value

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
-from collections.abc import AsyncGenerator, Callable, Hashable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Coroutine, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
@@ -800,6 +801,109 @@ async def test_a_state_completion_times_out_and_can_be_aborted(anyio_backend: st
     cancelled = failure(outcomes[0])
     assert isinstance(cancelled, AgentCancelledError) and cancelled.dispatched
     assert recorder.listener_count == 0
+
+
+# --- hooks that answer an awaitable ---------------------------------------------------------------
+
+
+class Later:
+    """A plain function answering a coroutine, as a lambda around an ``async def`` does; keeps each one made."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+        self.made: list[Coroutine[Any, Any, object]] = []
+
+    def __call__(self, *_: object) -> Any:
+        async def later() -> object:
+            return self.value
+
+        coroutine = later()
+        self.made.append(coroutine)
+        return coroutine
+
+    def all_closed(self) -> bool:
+        """Each coroutine made was closed, so none warns that it was never awaited."""
+        return bool(self.made) and all(inspect.getcoroutinestate(c) == inspect.CORO_CLOSED for c in self.made)
+
+
+def test_when_refuses_an_async_source_get_or_subscribe() -> None:
+    async def get() -> str:
+        return "new"
+
+    async def subscribe_later(listener: Callable[[], None]) -> Callable[[], None]:
+        return lambda: None
+
+    subscribe: Any = subscribe_later
+    with pytest.raises(ContractError) as refused_get:
+        when(source=Source(get=get, subscribe=Box().subscribe), predicate=lambda value, request: bool(value))
+    assert str(refused_get.value) == '"Source.get" must answer synchronously; it is a coroutine function'
+    with pytest.raises(ContractError) as refused_subscribe:
+        when(source=Source(get=lambda: "new", subscribe=subscribe), predicate=lambda value, request: bool(value))
+    assert str(refused_subscribe.value) == '"Source.subscribe" must answer synchronously; it is a coroutine function'
+
+
+@pytest.mark.parametrize("reads", ["projection", "Source.get"])
+@pytest.mark.parametrize("truthiness", [False, True], ids=["equality", "truthiness"])
+async def test_a_state_read_answering_an_awaitable_is_a_defect(anyio_backend: str, reads: str, truthiness: bool) -> None:
+    # Unchecked, a coroutine is truthy (the call "completes" unseen) and equals nothing (it times out).
+    read = Later("new")
+
+    def predicate(value: object, request: Rename) -> bool:
+        return bool(value) if truthiness else value == request.name
+
+    box = Box()
+    recorder = recording(Model(name="old"), update=renaming)
+    if reads == "projection":
+        completion: agentfx.StateCompletion[Model, Any, Rename] = when(projection=read, predicate=predicate, timeout=0.5)
+        host: Host[Model, Any, None] = recorder.host
+    else:
+        completion = when(source=Source(get=read, subscribe=box.subscribe), predicate=predicate, timeout=0.5)
+        host = Host(model=recorder.model, dispatch=recorder.dispatch)
+    log = agentfx.audit_log()
+    runtime = rename_runtime(completion, host, log)
+    with pytest.raises(ContractError) as defect:
+        await runtime.messages.dispatch(Rename, {"name": "new"})
+    assert str(defect.value) == f'"{reads}" returned an awaitable; it must answer synchronously'
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "AgentDefect")]
+    assert recorder.listener_count == 0 and box.listeners == {}
+    assert read.all_closed()
+
+
+@pytest.mark.parametrize("side", ["request_key", "result_key"])
+async def test_a_key_answering_an_awaitable_is_a_defect(anyio_backend: str, side: str) -> None:
+    # A coroutine is hashable, so unchecked it is a key no result ever equals: every call times out.
+    key = Later("same")
+    keys: tuple[Callable[[TitleInput, CallInfo], Hashable], Callable[[Any], Hashable]] = (
+        (key, result_key) if side == "request_key" else (request_key, key)
+    )
+    recorder = recording(Model(), responses={Create: answer(Created)})
+    log = agentfx.audit_log()
+    runtime = create_runtime(Completion(success=Created, correlate_key=keys, timeout=0.5), recorder, audit=log)
+    with pytest.raises(ContractError) as defect:
+        await runtime.messages.dispatch(Create, {"title": "milk"})
+    assert str(defect.value) == f'"{side}" returned an awaitable; it must answer synchronously'
+    # The request key is asked before anything is sent; the result key once the result is processed.
+    sent = side == "result_key"
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched" if sent else "refused", "AgentDefect")]
+    assert len(recorder.dispatched) == (1 if sent else 0)
+    assert recorder.listener_count == 0
+    assert key.all_closed()
+
+
+async def test_a_subscribe_answering_an_awaitable_is_a_defect(anyio_backend: str) -> None:
+    subscribe = Later(lambda: None)
+    completion: agentfx.StateCompletion[Model, str, Rename] = when(
+        source=Source(get=lambda: "old", subscribe=subscribe), predicate=lambda value, request: False, timeout=0.5
+    )
+    recorder = recording(Model())
+    log = agentfx.audit_log()
+    runtime = rename_runtime(completion, Host(model=recorder.model, dispatch=recorder.dispatch), log)
+    with pytest.raises(ContractError) as defect:
+        await runtime.messages.dispatch(Rename, {"name": "new"})
+    assert str(defect.value) == '"Source.subscribe" returned an awaitable; it must answer synchronously'
+    assert recorder.dispatched == []  # no notification could ever have come
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("refused", "AgentDefect")]
+    assert subscribe.all_closed()
 
 
 # --- bind-time refusals ---------------------------------------------------------------------------
