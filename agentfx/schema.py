@@ -1011,6 +1011,7 @@ class _MirrorBuilder:
             mirrored = self.type(inner)
             return tp if mirrored is inner else Annotated[(mirrored, *metadata)]
         args = typing.get_args(tp)
+        _check_literal_union(tp)
         mirrored_args = tuple(arg if arg is Ellipsis else self.type(arg) for arg in args)
         names = _property_names(args[0]) if _is_mapping(origin) and args else None
         if names is not None:
@@ -1182,6 +1183,57 @@ def _same_width(low: str, high: str) -> list[str]:
     if not high_whole:
         spellings.extend(high[0] + tail for tail in _same_width("0" * rest, high[1:]))
     return [prefix + spelling for spelling in spellings]
+
+
+def _check_literal_union(union: Any) -> None:
+    """Refuse a union of a Literal and another type of its values' JSON kind that msgspec does not decode as advertised.
+
+    msgspec decodes a union by the kind of the value, not by its value:
+    ``Literal["s", "m"] | Annotated[str, Meta(min_length=3)]`` advertises
+    ``"s"``, yet every string is read by the constrained ``str`` alone and
+    ``"s"`` is refused; every integer beside ``Literal[1, 2] | float`` is read
+    by the Literal, so ``12`` is advertised and refused. No schema says what
+    such a union decodes, so it is refused where it is declared. Beside an
+    unconstrained ``str`` or ``int`` the Literal only names likely values, and
+    schema and decoder agree: that stays allowed.
+
+    >>> _check_literal_union(Literal["auto"] | str)
+    >>> _check_literal_union(Literal[1, 2] | float)
+    Traceback (most recent call last):
+    ...
+    TypeError: a union of Literal[1, 2] and float cannot be described in an input schema: msgspec reads every integer by the Literal alone, so the float's integers are refused; keep one of them
+    """
+    if typing.get_origin(union) not in (Union, types.UnionType):
+        return
+    # Each member on its own: msgspec's view of the whole union may merge or reorder them.
+    members = [(member, msgspec.inspect.type_info(member)) for member in typing.get_args(union)]
+    for literal, literal_info in members:
+        if not isinstance(literal_info, msgspec.inspect.LiteralType):
+            continue
+        kinds = {type(value) for value in literal_info.values}
+        for other, other_info in members:
+            if str in kinds and isinstance(other_info, msgspec.inspect.StrType) and _constrained(other_info):
+                why = f"every string by the {_type_name(other)} alone, so the Literal's values it refuses are refused"
+            elif int in kinds and isinstance(other_info, msgspec.inspect.IntType) and _constrained(other_info):
+                why = f"every integer by the {_type_name(other)} alone, so the Literal's values it refuses are refused"
+            elif int in kinds and isinstance(other_info, msgspec.inspect.FloatType):
+                why = f"every integer by the Literal alone, so the {_type_name(other)}'s integers are refused"
+            else:
+                continue
+            raise TypeError(
+                f"a union of {_type_name(literal)} and {_type_name(other)} cannot be described in an input schema: "
+                f"msgspec reads {why}; keep one of them"
+            )
+
+
+def _constrained(info: msgspec.inspect.StrType | msgspec.inspect.IntType) -> bool:
+    if isinstance(info, msgspec.inspect.StrType):
+        return info.min_length is not None or info.max_length is not None or info.pattern is not None
+    return any(bound is not None for bound in (info.ge, info.gt, info.le, info.lt, info.multiple_of))
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__name__ if isinstance(tp, type) else repr(tp).replace("typing.", "")
 
 
 def _unwrapped(tp: Any) -> Any:

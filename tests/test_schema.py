@@ -641,6 +641,42 @@ def test_a_mapping_keyed_by_bool_is_refused_where_the_input_is_declared() -> Non
         msgspec.convert({"by_flag": {"true": "x"}}, Flags, str_keys=True)
 
 
+@pytest.mark.parametrize(
+    "union",
+    [
+        Literal["s", "m"] | Annotated[str, msgspec.Meta(min_length=3)],
+        Literal["ab"] | Annotated[str, msgspec.Meta(pattern="^x")],
+        Literal[1, 2] | Annotated[int, msgspec.Meta(ge=10)],
+        Literal[1, 2] | float,
+        list[Literal[1, 2] | Annotated[float, msgspec.Meta(ge=10)]],
+    ],
+    ids=["str with a length", "str with a pattern", "int with a bound", "float", "nested"],
+)
+def test_a_literal_beside_a_type_of_its_kind_that_decides_instead_is_refused_where_declared(union: Any) -> None:
+    # msgspec decodes such a union by the kind of the value, not by its value:
+    # the schema would offer values the decoder refuses ("s", 1, 12).
+    shape = msgspec.defstruct("Shape", [("v", union)])
+    with pytest.raises(TypeError, match=r"^a union of Literal\[.*cannot be described in an input schema: msgspec reads every"):
+        InputCodec(shape)
+
+
+@pytest.mark.parametrize(
+    ("union", "values"),
+    [
+        (Literal["auto", "fast"] | str, ["auto", "fast", "anything"]),
+        (Literal[1, 2] | int, [1, 2, 12]),
+        (Literal["a"] | None, ["a", None]),
+        (Literal[1] | str, [1, "one"]),
+    ],
+    ids=["suggested strings", "suggested integers", "optional", "other kinds"],
+)
+def test_a_literal_beside_an_unconstrained_type_is_described_as_it_decodes(union: Any, values: list[object]) -> None:
+    codec = InputCodec(msgspec.defstruct("Shape", [("v", union)]))
+    for value in values:
+        _EcmaValidator(codec.schema).validate({"v": value})
+        assert codec.decode({"v": value}).v == value  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+
+
 def _ecma_pattern(validator: Any, pattern: str, instance: object, schema: object) -> Iterator[ValidationError]:
     # JSON Schema patterns are ECMA-262, whose ``$`` is the end of the string;
     # Python's also matches before a final newline, which no JSON validator does.
