@@ -1028,6 +1028,9 @@ class _MirrorBuilder:
 INTEGER_KEY = "^-?(0|[1-9][0-9]*)$"
 """The object keys msgspec decodes to an ``int``: decimal digits without a ``+``, spaces or leading zeros."""
 
+NUMBER_KEY = "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?$"
+"""The object keys offered for a ``float``: a JSON number."""
+
 
 def _property_names(key: Any) -> dict[str, Any] | None:
     """The schema of the object keys msgspec decodes to ``key``, or ``None`` when msgspec says it or it cannot be said.
@@ -1054,6 +1057,12 @@ def _property_names(key: Any) -> dict[str, Any] | None:
         raise TypeError("a mapping keyed by bool cannot be sent as JSON, where no key decodes as a bool; key it by str or int")
     if inner is int:
         return _integer_key_names(key)
+    if inner is float and key is float:
+        # JSON's number syntax: what msgspec reads as a float key, bar two
+        # edges a pattern cannot say well (a key past the largest double is
+        # refused; "nan" and "inf" are taken yet not offered). A bounded
+        # float key stays undescribed: its bounds have no pattern.
+        return {"type": "string", "pattern": NUMBER_KEY}
     values: tuple[object, ...] = ()
     if typing.get_origin(inner) is Literal:
         values = typing.get_args(inner)
