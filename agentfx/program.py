@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias, TypeVar, cast, overload
 
 import anyio
+from anyio.lowlevel import checkpoint
 
 from .host import Host, Unsubscribe
 
@@ -198,6 +199,13 @@ class Program(Generic[M, Msg]):
         Returns once ``update`` has applied the Message and every listener has
         been notified; the commands it asked for run afterwards, concurrently.
 
+        It is a checkpoint, as an awaited call is to anyio and trio: it first
+        lets other tasks run (the commands already started, a deadline that has
+        passed), so a loop of sends neither starves them nor outlives its cancel
+        scope. A cancelled send raises before its Message is processed, so a
+        cancellation never hides a Message that reached ``update``. The host's
+        ``dispatch`` (see :meth:`host`) stays synchronous.
+
         Raises:
             RuntimeError: the program has stopped (its ``run_program`` block exited).
 
@@ -208,6 +216,10 @@ class Program(Generic[M, Msg]):
         >>> anyio.run(main)
         2
         """
+        # Before processing, not after: after, a cancellation would be raised
+        # for a Message update had already applied, and its commands might
+        # already have run by the time the send returns.
+        await checkpoint()
         self._deliver(message)
 
     def _host_dispatch(self) -> Callable[[Msg], object]:

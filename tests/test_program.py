@@ -396,6 +396,45 @@ async def test_a_queued_message_is_processed_even_when_a_listener_raised() -> No
         assert program.model.count == 111
 
 
+# --- send is a checkpoint ------------------------------------------------------
+
+
+def add(total: int, amount: int) -> int:
+    return total + amount
+
+
+async def test_a_cancelled_send_raises_before_its_message_is_processed() -> None:
+    seen: list[int] = []
+    async with run_program(init=0, update=add) as program:
+        program.observe(seen.append)
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await program.send(1)
+            pytest.fail("a send inside a cancelled scope returned")
+        assert scope.cancelled_caught
+        assert program.model == 0 and seen == []
+        # A synchronous dispatch is no checkpoint: update runs at once.
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            assert program.host().dispatch(2) is None
+        assert program.model == 2 and seen == [2]
+
+
+async def test_a_loop_of_sends_lets_started_commands_run() -> None:
+    async def answer() -> str | None:
+        return "answered"
+
+    def upd(log: tuple[str, ...], message: str) -> tuple[tuple[str, ...], Commands[str]]:
+        return (*log, message), [answer] if message == "ask" else []
+
+    async with run_program(init=(), update=upd) as program:
+        await program.send("ask")
+        assert program.model == ("ask",)  # applied now; its command runs afterwards
+        for _ in range(5):
+            await program.send("tick")
+        assert "answered" in program.model
+
+
 # --- lifetime -------------------------------------------------------------------
 
 
