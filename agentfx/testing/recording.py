@@ -2,11 +2,16 @@
 
 It owns a Model cell, the list of dispatched Messages, observe/subscribe
 listener sets with counts (so tests can assert nothing leaked), and optional
-scripted responses. It deliberately knows nothing of contracts or dispatch.
+scripted responses. It processes Messages in the reference program's order
+(:class:`agentfx.program.Program`): one sent while another is being processed
+is queued, so every listener hears every Message in processing order. It
+deliberately knows nothing of contracts or dispatch.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar, cast
 
@@ -14,6 +19,7 @@ import anyio.lowlevel
 
 from ..host import Host, Unsubscribe
 from ..invocation import Invocation
+from ..program import NESTED_MAX, QUEUED_MAX
 
 __all__ = ["RecordingHost"]
 
@@ -23,26 +29,99 @@ P = TypeVar("P")
 
 Responses = Mapping[type[Any], Iterable[Any] | Callable[[Any], Iterable[Any]]]
 
+_logger = logging.getLogger("agentfx.testing")
+
+
+def _ignore(*_: object) -> None:
+    return None
+
+
+class _Listener:
+    """One subscription; unsubscribing swaps ``call`` for a no-op, so a notification under way skips it."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Callable[..., object]) -> None:
+        self.call = call
+
+
+class _Listeners:
+    """Listeners in subscription order, each notification iterating a snapshot (as the program's do)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[_Listener, None] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, call: Callable[..., object]) -> Unsubscribe:
+        entry = _Listener(call)
+        self._entries[entry] = None
+
+        def unsubscribe() -> None:
+            if entry in self._entries:
+                del self._entries[entry]
+                entry.call = _ignore
+
+        return unsubscribe
+
+    def snapshot(self) -> tuple[_Listener, ...]:
+        return tuple(self._entries)
+
 
 class RecordingHost(Generic[M, Msg, P]):
     """A host over a settable Model that records every dispatched Message.
 
+    Messages are processed as the reference program processes them
+    (:class:`agentfx.program.Program`): applying ``update``, then telling
+    subscribers (when the Model changed) and observers. One dispatched or
+    emitted while another is being processed (a listener reacting) is queued,
+    and processed once every listener of the current one was told, in the
+    order sent; the outer call returns once the queue is empty. A listener
+    unsubscribed during a notification is not called again; one subscribed
+    during it first hears the next one. Every queued Message is processed even
+    when a listener raised; the first exception then propagates. A chain of
+    reactions deeper than :data:`agentfx.program.NESTED_MAX`, or a queue longer
+    than :data:`agentfx.program.QUEUED_MAX`, raises ``RuntimeError``.
+
     Args:
         model: The initial Model.
         principal: The principal of every invocation, or a resolver
-            ``principal(invocation)``; ``None`` when omitted.
+            ``principal(invocation)``; ``None`` when omitted. Any callable is
+            taken for a resolver and called with each invocation, so a
+            principal that is itself callable (a mock, an object with
+            ``__call__``) is given wrapped: ``principal=lambda _: service``.
         responses: Maps a Message class to the Messages to emit (to observers,
             as if update had processed them) after one of that class is
-            dispatched: a fixed iterable, or a function of the dispatched Message.
+            dispatched: a fixed iterable, or a function of the dispatched
+            Message. They are emitted once every listener of the dispatched
+            Message was told, as a listener reacting to it would send them.
         update: ``update(model, message) -> model`` applied to every dispatched
-            and emitted Message; subscribers are told when the Model changes.
+            and emitted Message; subscribers are told when the Model changes
+            (``new is not old``).
         async_dispatch: Make ``dispatch`` a coroutine that yields once before
-            recording (and once more before emitting responses).
+            recording, and once more before emitting responses (as a command
+            sending them would).
 
     >>> recorder = RecordingHost(0, update=lambda model, message: model + message)
     >>> recorder.host.dispatch(2)
     >>> recorder.dispatched, recorder.model()
     ([2], 2)
+
+    A Message sent from a listener waits for the current one's listeners:
+
+    >>> heard: list[tuple[str, int]] = []
+    >>> def first(message: int) -> None:
+    ...     heard.append(("first", message))
+    ...     if message == 1:
+    ...         recorder.host.dispatch(10)
+    >>> _ = recorder.observe(first)
+    >>> _ = recorder.observe(lambda message: heard.append(("second", message)))
+    >>> recorder.host.dispatch(1)
+    >>> heard
+    [('first', 1), ('second', 1), ('first', 10), ('second', 10)]
     """
 
     def __init__(
@@ -62,9 +141,13 @@ class RecordingHost(Generic[M, Msg, P]):
         self.dispatched: list[Msg] = []
         self.model_reads = 0
         self.principal_calls = 0
-        self._observers: dict[int, Callable[[Msg], None]] = {}
-        self._subscribers: dict[int, Callable[[], None]] = {}
-        self._next = 0
+        self._observers = _Listeners()
+        self._subscribers = _Listeners()
+        # How deep in a chain of reactions the Message being processed is (0:
+        # none is), and the Messages sent meanwhile: each with its depth and
+        # whether its scripted responses follow it.
+        self._depth = 0
+        self._queue: deque[tuple[Msg, int, bool]] = deque()
 
     def model(self) -> M:
         """The current Model (each call is counted in :attr:`model_reads`)."""
@@ -72,63 +155,115 @@ class RecordingHost(Generic[M, Msg, P]):
         return self._model
 
     def set_model(self, model: M) -> None:
-        """Replace the Model and notify subscribers."""
+        """Replace the Model and notify subscribers, at once (also from a listener)."""
         self._model = model
-        for listener in tuple(self._subscribers.values()):
-            listener()
+        for entry in self._subscribers.snapshot():
+            entry.call()
 
     def emit(self, message: Msg) -> None:
-        """Process ``message`` as update would: apply ``update``, then tell observers."""
-        if self._update is not None:
-            new = self._update(self._model, message)
-            if new is not self._model:
-                self.set_model(new)
-        for listener in tuple(self._observers.values()):
-            listener(message)
+        """Process ``message`` as update would: apply ``update``, then tell listeners.
+
+        From a listener, the Message is queued and processed once the current
+        one's listeners were all told; :meth:`emit` then returns before it is.
+        """
+        self._process(message, respond=False)
 
     @property
     def listener_count(self) -> int:
         """Observers plus subscribers currently attached."""
         return len(self._observers) + len(self._subscribers)
 
-    def observe(self, listener: Callable[[Msg], None]) -> Unsubscribe:
+    def observe(self, listener: Callable[[Msg], object]) -> Unsubscribe:
         """Call ``listener(message)`` for every processed Message."""
-        return self._add(self._observers, listener)
+        return self._observers.add(listener)
 
-    def subscribe(self, listener: Callable[[], None]) -> Unsubscribe:
+    def subscribe(self, listener: Callable[[], object]) -> Unsubscribe:
         """Call ``listener()`` on every Model change."""
-        return self._add(self._subscribers, listener)
+        return self._subscribers.add(listener)
 
-    def _add(self, listeners: dict[int, Any], listener: Any) -> Unsubscribe:
-        self._next += 1
-        key = self._next
-        listeners[key] = listener
-
-        def unsubscribe() -> None:
-            listeners.pop(key, None)
-
-        return unsubscribe
-
-    def _respond(self, message: Msg) -> None:
+    def _responses_to(self, message: Msg) -> Iterable[Msg]:
         scripted = self._responses.get(type(message))
         if scripted is None:
+            return ()
+        return scripted(message) if callable(scripted) else scripted
+
+    def _process(self, message: Msg, *, respond: bool) -> None:
+        depth = self._depth
+        if depth:
+            # Processed now, it would reach update, and its listeners, before
+            # the listeners of the Message being processed had all heard it.
+            self._enqueue(message, depth, respond)
             return
-        for response in scripted(message) if callable(scripted) else scripted:
-            self.emit(response)
+        self._depth = 1
+        try:
+            self._apply(message, respond)
+            if self._queue:
+                self._drain(raising=True)
+        except Exception:
+            if self._queue:
+                self._drain(raising=False)
+            raise
+        finally:
+            self._depth = 0
+            # Only past an interrupt: nothing is processed after it.
+            self._queue.clear()
+
+    def _enqueue(self, message: Msg, depth: int, respond: bool) -> None:
+        if depth >= NESTED_MAX:
+            raise RuntimeError(
+                f"Cannot send {message!r}: it would be the reaction to {NESTED_MAX} reactions in a row; "
+                "a listener that sends a Message on every change never lets the host settle"
+            )
+        if len(self._queue) >= QUEUED_MAX:
+            raise RuntimeError(f"Cannot send {message!r}: {QUEUED_MAX} Messages are already waiting to be processed")
+        self._queue.append((message, depth + 1, respond))
+
+    def _drain(self, *, raising: bool) -> None:
+        """Process every queued Message in order, even past a listener that raised (the first is re-raised)."""
+        queue = self._queue
+        first: Exception | None = None
+        while queue:
+            message, self._depth, respond = queue.popleft()
+            try:
+                self._apply(message, respond)
+            except Exception as exc:
+                if raising and first is None:
+                    first = exc
+                else:
+                    _logger.error("a listener raised while a queued Message was processed", exc_info=exc)
+        if first is not None:
+            try:
+                raise first
+            finally:
+                del first
+
+    def _apply(self, message: Msg, respond: bool) -> None:
+        old = self._model
+        if self._update is not None:
+            self._model = self._update(old, message)
+        if self._model is not old:
+            for entry in self._subscribers.snapshot():
+                entry.call()
+        for entry in self._observers.snapshot():
+            entry.call(message)
+        if respond:
+            # Queued behind whatever the listeners sent, as a listener reacting last would.
+            for response in self._responses_to(message):
+                self._enqueue(response, self._depth, False)
 
     def dispatch(self, message: Msg) -> None:
         """Record ``message``, process it, then emit its scripted responses."""
         self.dispatched.append(message)
-        self.emit(message)
-        self._respond(message)
+        self._process(message, respond=True)
 
     async def dispatch_async(self, message: Msg) -> None:
         """:meth:`dispatch` with a checkpoint before recording and before responding."""
         await anyio.lowlevel.checkpoint()
         self.dispatched.append(message)
-        self.emit(message)
+        self._process(message, respond=False)
         await anyio.lowlevel.checkpoint()
-        self._respond(message)
+        for response in tuple(self._responses_to(message)):
+            self._process(response, respond=False)
 
     def principal(self, invocation: Invocation) -> P:
         """The configured principal (counted in :attr:`principal_calls`)."""

@@ -1,0 +1,242 @@
+"""The recording host processes Messages in the reference program's order and keeps its scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+import agentfx
+from agentfx import program as program_module
+from agentfx.host import Host, Unsubscribe
+from agentfx.program import run_program
+from agentfx.testing import RecordingHost
+
+
+class Req(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Done(msgspec.Struct, frozen=True, tag=True):
+    step: str
+
+
+Observe = Callable[[Callable[[Any], object]], Unsubscribe]
+
+
+def _reacting(host: Host[Any, Any, Any], observe: Observe) -> list[tuple[str, object]]:
+    """Two observers, the first dispatching a follow-up for 1: what each heard, in order."""
+    heard: list[tuple[str, object]] = []
+
+    def first(message: object) -> None:
+        heard.append(("first", message))
+        if message == 1:
+            host.dispatch(2)
+
+    observe(first)
+    observe(lambda message: heard.append(("second", message)))
+    host.dispatch(1)
+    return heard
+
+
+def _program() -> AbstractAsyncContextManager[program_module.Program[int, int]]:
+    return run_program(init=0, update=lambda model, message: model + message)
+
+
+async def test_a_message_sent_by_a_listener_waits_for_the_current_ones_listeners_as_in_the_program(
+    anyio_backend: str,
+) -> None:
+    recorder: RecordingHost[int, int, None] = RecordingHost(0, update=lambda model, message: model + message)
+    recorded = _reacting(recorder.host, recorder.observe)
+    async with _program() as program:
+        expected = _reacting(program.host(), program.observe)
+    assert recorded == expected == [("first", 1), ("second", 1), ("first", 2), ("second", 2)]
+    assert recorder.dispatched == [1, 2]
+    assert recorder.model() == 3
+
+
+def test_a_listener_sees_the_model_of_the_message_it_hears() -> None:
+    recorder: RecordingHost[int, int, None] = RecordingHost(0, update=lambda model, message: model + message)
+    seen: list[tuple[int, int]] = []
+
+    def observer(message: int) -> None:
+        seen.append((message, recorder.model()))
+        if message == 1:
+            recorder.emit(10)
+
+    recorder.observe(observer)
+    recorder.subscribe(lambda: seen.append((0, recorder.model())))
+    recorder.emit(1)
+    assert seen == [(0, 1), (1, 1), (0, 11), (10, 11)]
+
+
+def test_a_listener_removed_during_a_notification_is_not_called() -> None:
+    recorder: RecordingHost[None, int, None] = RecordingHost(None)
+    heard: list[str] = []
+    removals: list[Unsubscribe] = []
+
+    def first(_: int) -> None:
+        heard.append("first")
+        removals[0]()
+
+    recorder.observe(first)
+    removals.append(recorder.observe(lambda _: heard.append("removed")))
+    recorder.host.dispatch(1)
+    assert heard == ["first"]
+    assert recorder.listener_count == 1
+
+
+def test_a_subscriber_removed_by_another_during_a_notification_is_not_called() -> None:
+    recorder: RecordingHost[int, int, None] = RecordingHost(0)
+    heard: list[str] = []
+    removals: list[Unsubscribe] = []
+
+    def first() -> None:
+        heard.append("first")
+        removals[0]()
+
+    recorder.subscribe(first)
+    removals.append(recorder.subscribe(lambda: heard.append("removed")))
+    recorder.set_model(1)
+    assert heard == ["first"]
+
+
+def test_a_listener_added_during_a_notification_hears_the_next_one() -> None:
+    recorder: RecordingHost[None, int, None] = RecordingHost(None)
+    heard: list[tuple[str, int]] = []
+
+    def first(message: int) -> None:
+        heard.append(("first", message))
+        if message == 1:
+            recorder.observe(lambda later: heard.append(("added", later)))
+
+    recorder.observe(first)
+    recorder.emit(1)
+    recorder.emit(2)
+    assert heard == [("first", 1), ("first", 2), ("added", 2)]
+
+
+async def test_first_match_wins_settles_as_under_the_program(anyio_backend: str) -> None:
+    # The application answers the request with "first", and reacts to "first" with "second":
+    # the call settles with the first success processed, whichever host runs it.
+    contract = agentfx.define(
+        agentfx.expose(Req | Done, agentfx.variant(Req, "Request", completion=agentfx.Completion(success=Done, timeout=5)))
+    )
+
+    def follow_up(host: Host[Any, Any, Any]) -> Callable[[object], None]:
+        def on(message: object) -> None:
+            if message == Done("first"):
+                host.dispatch(Done("second"))
+
+        return on
+
+    async def settled(host: Host[Any, Any, Any]) -> object:
+        runtime = agentfx.bind(contract, host=host)
+        result = await runtime.messages.call(Req, {})
+        assert result.completion is not None
+        return result.completion.message
+
+    recorder: RecordingHost[None, Any, None] = RecordingHost(None, responses={Req: [Done("first")]})
+    recorder.observe(follow_up(recorder.host))
+    assert await settled(recorder.host) == Done("first")
+
+    def update(model: tuple[object, ...], message: object) -> tuple[object, ...]:
+        return (*model, message)
+
+    async with run_program(init=(), update=update) as program:
+        host = program.host()
+        program.observe(lambda message: host.dispatch(Done("first")) if isinstance(message, Req) else None)
+        program.observe(follow_up(host))
+        assert await settled(host) == Done("first")
+        assert program.model == (Req(), Done("first"), Done("second"))
+
+
+def test_responses_follow_what_the_listeners_sent() -> None:
+    recorder: RecordingHost[None, Any, None] = RecordingHost(None, responses={Req: [Done("response")]})
+    heard: list[object] = []
+
+    def reacting(message: object) -> None:
+        heard.append(message)
+        if isinstance(message, Req):
+            recorder.emit(Done("reaction"))
+
+    recorder.observe(reacting)
+    recorder.host.dispatch(Req())
+    assert heard == [Req(), Done("reaction"), Done("response")]
+    # A Message dispatched from a listener is answered too, after its own listeners.
+    heard.clear()
+    recorder.observe(lambda message: recorder.host.dispatch(Req()) if message == Done("go") else None)
+    recorder.emit(Done("go"))
+    assert heard == [Done("go"), Req(), Done("reaction"), Done("response")]
+
+
+def test_every_queued_message_is_processed_past_a_listener_that_raised() -> None:
+    recorder: RecordingHost[None, int, None] = RecordingHost(None)
+    heard: list[int] = []
+
+    def observer(message: int) -> None:
+        heard.append(message)
+        if message == 1:
+            recorder.emit(2)
+            recorder.emit(3)
+        if message == 2:
+            raise ValueError("two")
+
+    recorder.observe(observer)
+    with pytest.raises(ValueError, match="two"):
+        recorder.emit(1)
+    assert heard == [1, 2, 3]
+    recorder.emit(4)  # nothing is left queued or half-processed
+    assert heard == [1, 2, 3, 4]
+
+
+def test_a_listener_that_never_lets_the_host_settle_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentfx.testing.recording.NESTED_MAX", 5)
+    recorder: RecordingHost[None, int, None] = RecordingHost(None)
+    heard: list[int] = []
+
+    def forever(message: int) -> None:
+        heard.append(message)
+        recorder.emit(message + 1)
+
+    recorder.observe(forever)
+    with pytest.raises(RuntimeError, match="reaction to 5 reactions in a row"):
+        recorder.emit(0)
+    assert heard == [0, 1, 2, 3, 4]
+
+
+def test_the_bounds_are_the_programs() -> None:
+    from agentfx.testing import recording
+
+    assert recording.NESTED_MAX is program_module.NESTED_MAX
+    assert recording.QUEUED_MAX is program_module.QUEUED_MAX
+
+
+async def test_an_async_dispatch_processes_responses_after_its_checkpoint(anyio_backend: str) -> None:
+    recorder: RecordingHost[None, Any, None] = RecordingHost(
+        None, responses={Req: [Done("response")]}, async_dispatch=True
+    )
+    heard: list[object] = []
+
+    def reacting(message: object) -> None:
+        heard.append(message)
+        if isinstance(message, Req):
+            recorder.emit(Done("reaction"))
+
+    recorder.observe(reacting)
+    assert recorder.host.dispatch == recorder.dispatch_async
+    await recorder.dispatch_async(Req())
+    assert heard == [Req(), Done("reaction"), Done("response")]
+
+
+async def test_the_recording_host_serves_a_runtime_on_both_backends(anyio_backend: str) -> None:
+    recorder: RecordingHost[None, Any, None] = RecordingHost(None)
+    contract = agentfx.define(agentfx.expose(Req | Done, agentfx.variant(Req, "Request")))
+    runtime = agentfx.bind(contract, host=recorder.host)
+    with anyio.fail_after(5):
+        await runtime.messages.call(Req, {})
+    assert recorder.dispatched == [Req()]
