@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
+from unittest.mock import Mock
 
 import anyio
 import msgspec
@@ -231,6 +232,60 @@ async def test_an_async_dispatch_processes_responses_after_its_checkpoint(anyio_
     assert recorder.host.dispatch == recorder.dispatch_async
     await recorder.dispatch_async(Req())
     assert heard == [Req(), Done("reaction"), Done("response")]
+
+
+# --- scripted responses and principals ------------------------------------------------
+
+
+def test_responses_given_as_a_generator_answer_every_dispatch() -> None:
+    recorder: RecordingHost[None, Any, None] = RecordingHost(
+        None, responses={Req: (Done(step) for step in ("one", "two"))}
+    )
+    heard: list[object] = []
+    recorder.observe(heard.append)
+    recorder.host.dispatch(Req())
+    recorder.host.dispatch(Req())
+    assert heard == [Req(), Done("one"), Done("two"), Req(), Done("one"), Done("two")]
+
+
+def test_responses_are_read_when_the_host_is_made() -> None:
+    script = [Done("one")]
+    scripts: dict[type[Any], Any] = {Req: script}
+    recorder: RecordingHost[None, Any, None] = RecordingHost(None, responses=scripts)
+    script.append(Done("later"))
+    scripts[Done] = [Done("never")]
+    heard: list[object] = []
+    recorder.observe(heard.append)
+    recorder.host.dispatch(Req())
+    assert heard == [Req(), Done("one")]
+
+
+def test_a_response_function_is_called_per_dispatch() -> None:
+    calls: list[object] = []
+
+    def answer(message: object) -> Iterator[object]:
+        calls.append(message)
+        yield Done(str(len(calls)))
+
+    recorder: RecordingHost[None, Any, None] = RecordingHost(None, responses={Req: answer})
+    heard: list[object] = []
+    recorder.observe(heard.append)
+    recorder.host.dispatch(Req())
+    recorder.host.dispatch(Req())
+    assert heard == [Req(), Done("1"), Req(), Done("2")]
+
+
+def test_a_callable_principal_is_a_resolver_and_a_wrapped_one_a_value() -> None:
+    service = Mock(return_value="resolved")
+    invocation = agentfx.Invocation()
+    resolving: RecordingHost[None, Any, Any] = RecordingHost(None, principal=service)
+    assert resolving.principal(invocation) == "resolved"
+    service.assert_called_once_with(invocation)
+    wrapped: RecordingHost[None, Any, Any] = RecordingHost(None, principal=lambda _: service)
+    assert wrapped.principal(invocation) is service
+    plain: RecordingHost[None, Any, str] = RecordingHost(None, principal="ann")
+    assert plain.principal(invocation) == "ann"
+    assert (resolving.principal_calls, wrapped.principal_calls, plain.principal_calls) == (1, 1, 1)
 
 
 async def test_the_recording_host_serves_a_runtime_on_both_backends(anyio_backend: str) -> None:

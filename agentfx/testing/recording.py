@@ -95,8 +95,10 @@ class RecordingHost(Generic[M, Msg, P]):
             ``__call__``) is given wrapped: ``principal=lambda _: service``.
         responses: Maps a Message class to the Messages to emit (to observers,
             as if update had processed them) after one of that class is
-            dispatched: a fixed iterable, or a function of the dispatched
-            Message. They are emitted once every listener of the dispatched
+            dispatched: an iterable, read once here (a generator is spent at
+            construction, and its Messages emitted after every such
+            dispatch), or a function of the dispatched Message, called per
+            dispatch. They are emitted once every listener of the dispatched
             Message was told, as a listener reacting to it would send them.
         update: ``update(model, message) -> model`` applied to every dispatched
             and emitted Message; subscribers are told when the Model changes
@@ -135,7 +137,11 @@ class RecordingHost(Generic[M, Msg, P]):
     ) -> None:
         self._model = model
         self._principal = principal
-        self._responses: Responses = responses or {}
+        # A one-shot iterable (a generator) would be spent by the first
+        # dispatch and leave every later one unanswered.
+        self._responses: dict[type[Any], tuple[Any, ...] | Callable[[Any], Iterable[Any]]] = {
+            kind: scripted if callable(scripted) else tuple(scripted) for kind, scripted in (responses or {}).items()
+        }
         self._update = update
         self._async = async_dispatch
         self.dispatched: list[Msg] = []
@@ -266,7 +272,7 @@ class RecordingHost(Generic[M, Msg, P]):
             self._process(response, respond=False)
 
     def principal(self, invocation: Invocation) -> P:
-        """The configured principal (counted in :attr:`principal_calls`)."""
+        """The configured principal, or the resolver's answer (counted in :attr:`principal_calls`)."""
         self.principal_calls += 1
         resolver: Any = self._principal
         return cast("P", resolver(invocation) if callable(resolver) else resolver)
