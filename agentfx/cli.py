@@ -715,15 +715,35 @@ async def _serve_http(
     if isinstance(served, App):
         # One application, many agents: every session binds its own runtime
         # to the same running program.
-        asgi = http_app(cast("App[Any, Any, Any]", served), allowed_hosts=hosts, request_state_security=sealing)
+        app = cast("App[Any, Any, Any]", served)
+        asgi = http_app(app, allowed_hosts=hosts, request_state_security=sealing)
+
+        @asynccontextmanager
+        async def running() -> AsyncGenerator[HttpApp[Any]]:
+            async with asgi.running():
+                yield asgi
+
     else:
         factory = served
-        asgi = http_app(lambda _principal: _runtime(factory, target), allowed_hosts=hosts, request_state_security=sealing)
+        entered: list[AgentRuntime[Any, Any]] = []
 
-    @asynccontextmanager
-    async def running() -> AsyncGenerator[HttpApp[Any]]:
-        async with asgi.running():
-            yield asgi
+        @asynccontextmanager
+        async def lent(_principal: None) -> AsyncGenerator[AgentRuntime[Any, Any]]:
+            # The runtime entered at startup, lent and never closed here: http_app
+            # releases a principal gone idle, which must not end the factory's
+            # program, its Model or its audit sink.
+            yield entered[0]
+
+        asgi = http_app(lent, allowed_hosts=hosts, request_state_security=sealing)
+
+        @asynccontextmanager
+        async def running() -> AsyncGenerator[HttpApp[Any]]:
+            # Entered once, before serving, as over stdio and A2A: a factory that
+            # cannot give a runtime is refused before anyone connects.
+            async with _runtime(factory, target) as runtime:
+                entered.append(runtime)
+                async with asgi.running():
+                    yield asgi
 
     await _uvicorn(running, sock, err, lambda bound: _announce(bound, err))
 

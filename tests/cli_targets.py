@@ -56,3 +56,25 @@ def sync_context() -> Generator[object]:
 async def yields_a_definition() -> AsyncGenerator[object]:
     """An async context manager around the wrong thing: the contract, not a bound runtime."""
     yield definition
+
+
+@asynccontextmanager
+async def enter_raises() -> AsyncGenerator[object]:
+    """A factory whose context fails on entry: the application's error, not a wrong target."""
+    raise RuntimeError("the factory could not start")
+    yield  # pragma: no cover - never reached
+
+
+ENTRIES = {"entered": 0, "exited": 0}
+"""How often :func:`counted` was entered and left."""
+
+
+@asynccontextmanager
+async def counted() -> AsyncGenerator[object]:
+    """A good factory that counts how often ``serve`` enters and leaves it."""
+    ENTRIES["entered"] += 1
+    try:
+        async with app.run() as runtime:
+            yield runtime
+    finally:
+        ENTRIES["exited"] += 1
