@@ -16,6 +16,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias, TypeVar, cast, overload
 
 import anyio
@@ -77,15 +78,44 @@ def _raise_bare(lone: BaseException) -> NoReturn:
 
 
 def _as_pair(result: object) -> tuple[Any, Commands[Any]] | None:
+    """``(model, commands)`` if ``result``, a built-in tuple, is that pair; ``None`` if it is the Model.
+
+    Raises:
+        TypeError: the second item holds an awaitable: a command called
+            (``fetch()``) where it should have been named (``fetch``).
+    """
     # A Model may itself be a tuple, so only a 2-tuple whose second item is a
     # list or tuple of callables is read as (Model, commands); see run_program.
     result = cast("tuple[object, ...]", result)
     if len(result) == 2:
         commands = result[1]
         if type(commands) is list or type(commands) is tuple:
-            if all(map(callable, cast("list[object] | tuple[object, ...]", commands))):
+            items = cast("list[object] | tuple[object, ...]", commands)
+            if all(map(callable, items)):
                 return cast("tuple[Any, Commands[Any]]", result)
+            # By the rule, a Model; but no Model holds a coroutine where commands go, and
+            # read as one the mistake would only show updates later, far from its cause.
+            called: list[object] = [item for item in items if isawaitable(item)]
+            if called:
+                _refuse_called(called)
     return None
+
+
+def _refuse_called(called: list[object]) -> NoReturn:
+    for item in called:
+        close = getattr(item, "close", None)
+        if callable(close):
+            close()  # never awaited, and it must not warn that it was not
+    first = called[0]
+    name = getattr(first, "__name__", None)
+    if isinstance(name, str) and name.isidentifier():
+        what, hint = f"{name}()", f": write [{name}], not [{name}()]"
+    else:
+        what, hint = f"an awaitable ({type(first).__name__})", ""
+    raise TypeError(
+        f"update returned (model, commands) with {what} among the commands; a command is the async "
+        f"function itself, which the program calls, not what calling it returns{hint}"
+    )
 
 
 class _Listener:
@@ -411,7 +441,9 @@ async def run_program(
     ``list`` or ``tuple`` of callables is ``(model, commands)``; anything else is
     the Model. If your Model is itself a plain tuple, always return the pair
     form (``(model, ())`` when there is nothing to run) so no Model is mistaken
-    for a pair.
+    for a pair. A list or tuple there holding an awaitable is neither: it is a
+    command called (``[fetch()]``) instead of named (``[fetch]``), and ``send``
+    raises ``TypeError``, keeping the Model, as for an ``update`` that raises.
 
     Each command is started in the program's task group; a non-``None`` result
     is sent back in and processed like any other Message. Leaving the block

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple, assert_type
+import inspect
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, NamedTuple, assert_type
 
 import anyio
 import msgspec
@@ -144,6 +145,64 @@ async def test_a_tuple_whose_second_item_is_not_commands_is_a_model() -> None:
     async with run_program(init=(0, []), update=upd) as program:
         await program.send(4)
         assert program.model == (4, [4])
+
+
+class Ticket:
+    """An awaitable that is not a coroutine."""
+
+    def __await__(self) -> Generator[None]:
+        yield
+
+
+@pytest.mark.parametrize("container", [list, tuple])
+@pytest.mark.parametrize("awaitable", ["coroutine", "other"])
+async def test_a_command_called_instead_of_named_is_refused_and_keeps_the_model(
+    container: Callable[[list[object]], object], awaitable: str
+) -> None:
+    async def fetch() -> Message | None:
+        return Loaded("x")
+
+    coroutines: list[Coroutine[Any, Any, Message | None]] = []
+
+    def upd(model: Model, message: Message) -> Any:
+        if isinstance(message, Load):
+            called: object = Ticket()
+            if awaitable == "coroutine":
+                coroutines.append(fetch())
+                called = coroutines[-1]
+            return model, container([returning(Add(1)), called])
+        return update(model, message)
+
+    init = Model()
+    seen: list[Message] = []
+    async with run_program(init=init, update=upd) as program:
+        program.observe(seen.append)
+        with pytest.raises(TypeError) as refused:
+            await program.send(Load("x"))
+        assert program.model is init and seen == []
+        await anyio.wait_all_tasks_blocked()
+        assert seen == []  # not even the command named rightly was started
+        await program.send(Add(2))  # the program goes on
+        assert program.model == Model(2, ("add 2",))
+    if awaitable == "coroutine":
+        assert str(refused.value) == (
+            "update returned (model, commands) with fetch() among the commands; a command is the async function "
+            "itself, which the program calls, not what calling it returns: write [fetch], not [fetch()]"
+        )
+        # Closed, so it never warns that it was not awaited.
+        assert inspect.getcoroutinestate(coroutines[0]) == inspect.CORO_CLOSED
+    else:
+        assert str(refused.value).startswith("update returned (model, commands) with an awaitable (Ticket) among")
+
+
+async def test_a_tuple_model_holding_plain_values_where_commands_go_is_still_a_model() -> None:
+    def upd(model: tuple[str, tuple[int, ...]], message: int) -> tuple[str, tuple[int, ...]]:
+        return model[0], (*model[1], message)
+
+    async with run_program(init=("log", ()), update=upd) as program:
+        await program.send(1)
+        await program.send(2)
+        assert program.model == ("log", (1, 2))
 
 
 class Pair(NamedTuple):
