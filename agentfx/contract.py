@@ -319,8 +319,8 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
         if state.source is not None:
             if not isinstance(cast(object, state.source), Source):
                 raise ContractError(f"{where}: its completion's source must be an agentfx.Source")
-            check_hook(where, "Source.get", state.source.get, ())
-            check_hook(where, "Source.subscribe", state.source.subscribe, ("listener",))
+            check_hook(where, "Source.get", state.source.get, (), synchronous=True)
+            check_hook(where, "Source.subscribe", state.source.subscribe, ("listener",), synchronous=True)
         return
     # The annotation promises a completion, but untyped callers can pass anything.
     if not isinstance(cast(object, completion), Completion):

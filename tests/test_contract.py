@@ -1079,3 +1079,20 @@ def test_a_constraint_msgspec_cannot_take_is_a_contract_error_naming_the_message
 
     with pytest.raises(ContractError, match='^Cannot expose "Huge": msgspec cannot take the type of Huge: Integer bounds'):
         agentfx.expose(Huge, agentfx.variant(Huge, "Take a huge number"))
+
+
+def test_a_state_completion_built_without_when_refuses_an_async_source_where_it_is_exposed() -> None:
+    # when() refuses it too; expose must not rely on the completion having been built by when().
+    class Renamed(msgspec.Struct, tag=True):
+        name: str
+
+    async def get() -> str:
+        return "new"
+
+    read: Any = get
+    source: agentfx.Source[str] = agentfx.Source(get=read, subscribe=lambda listener: lambda: None)
+    completion: agentfx.StateCompletion[Any, str, Any] = agentfx.StateCompletion(
+        predicate=lambda value, request: value == "new", timeout=1.0, source=source
+    )
+    with pytest.raises(ContractError, match='^Cannot expose "renamed": "Source.get" must answer synchronously'):
+        agentfx.expose(Renamed, agentfx.variant(Renamed, "Rename", completion=completion))
