@@ -613,8 +613,9 @@ def _without(text: str, password: str | None) -> str:
     return text.replace(password, "***") if password else text
 
 
-async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:
-    from .mcp import serve_stdio
+async def _serve_stdio(served: _Served, target: str, err: TextIO, wire: tuple[int, int]) -> None:
+    """Serve over ``wire``, the copies of fds 0 and 1 :func:`_stdio_claimed` kept."""
+    from .mcp._stdio import serve_descriptors
 
     async with stopped_by_signals(err) as stop, _runtime(served, target) as runtime:
         # stdout is the protocol's: the one line for a person goes to stderr,
@@ -622,7 +623,65 @@ async def _serve_stdio(served: _Served, target: str, err: TextIO) -> None:
         err.write(f'serving "{target}" over stdio; Ctrl-C to stop\n')
         err.flush()
         with stop, _startup_frozen():
-            await serve_stdio(runtime)
+            await serve_descriptors(runtime, *wire)
+
+
+@contextmanager
+def _stdio_claimed() -> Generator[tuple[int, int]]:
+    """Private copies of fds 0 and 1 for the wire, from before the target is imported until its runtime has exited.
+
+    Meanwhile fd 0 reads the null device and fd 1 writes to stderr, so what
+    the target prints as it imports, starts or stops reaches stderr, never
+    the protocol. A stdin or stdout closed when the process started is
+    refused: its descriptor is free for whatever opens next (the event
+    loop's own), which the wire would then read or overwrite.
+
+    Raises:
+        UsageError: fd 0 or fd 1 is not open.
+    """
+    for fd, stream, name in ((0, sys.__stdin__, "stdin"), (1, sys.__stdout__, "stdout")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            stream = None
+        if stream is None:
+            raise UsageError(f"--transport stdio serves over stdin and stdout, and {name} is closed")
+    if sys.platform == "win32":  # pragma: no cover - the descriptors are served in place
+        yield 0, 1
+        return
+    import fcntl
+
+    _flush(sys.stdout)
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        os.close(wire_in)
+        raise
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+    finally:
+        os.close(null)
+    try:
+        yield wire_in, wire_out
+    finally:
+        # Printed before this point, so it belongs on stderr, not on the stdout restored below.
+        _flush(sys.stdout)
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)
+
+
+def _flush(stream: object) -> None:
+    flush = getattr(stream, "flush", None)
+    if callable(flush):
+        try:
+            flush()
+        except (OSError, ValueError):
+            pass
 
 
 @contextmanager
@@ -1082,6 +1141,15 @@ def _markdown_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 
 def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _network_flags_fit(args)
+    if args.transport != "stdio":
+        return _serve(args, err, None)
+    # Over stdio, stdout carries only the protocol: claimed before the target
+    # is imported, given back once its runtime has exited.
+    with _stdio_claimed() as wire:
+        return _serve(args, err, wire)
+
+
+def _serve(args: argparse.Namespace, err: TextIO, wire: tuple[int, int] | None) -> int:
     # The target first: a wrong one is told apart without loading the MCP SDK.
     served = _served(args.target)
     if args.redis is not None:
@@ -1094,8 +1162,8 @@ def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
     sealing = _request_state_security(os.environ) if args.transport == "http" else None
     try:
-        if args.transport == "stdio":
-            anyio.run(_serve_stdio, served, args.target, err)
+        if wire is not None:
+            anyio.run(_serve_stdio, served, args.target, err, wire)
         else:
             host = _DEFAULT_HOST if args.host is None else args.host
             port = _DEFAULT_PORT if args.port is None else args.port

@@ -22,6 +22,7 @@ import pytest
 
 import agentfx
 import agentfx.mcp
+import agentfx.mcp._stdio
 from agentfx import cli
 from agentfx.cli import ExitCode, load, main, render_manifest
 from tests.mcp_app import definition
@@ -599,26 +600,26 @@ def test_the_readme_lists_the_exit_codes_the_command_has() -> None:
 def test_serving_keeps_what_startup_built_out_of_the_collectors_walks(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
 
-    async def serve_stdio(runtime: object) -> None:
+    async def serve_descriptors(runtime: object, read_fd: int, write_fd: int) -> None:
         # What the serving loop runs beside: the startup heap is frozen.
         seen.append(gc.get_freeze_count())
 
-    monkeypatch.setattr(agentfx.mcp, "serve_stdio", serve_stdio)
+    monkeypatch.setattr(agentfx.mcp._stdio, "serve_descriptors", serve_descriptors)
     assert gc.get_freeze_count() == 0
-    anyio.run(cli._serve_stdio, cli._served("tests.mcp_app:app"), "tests.mcp_app:app", io.StringIO())  # pyright: ignore[reportPrivateUsage]
+    anyio.run(cli._serve_stdio, cli._served("tests.mcp_app:app"), "tests.mcp_app:app", io.StringIO(), (0, 1))  # pyright: ignore[reportPrivateUsage]
     assert len(seen) == 1 and seen[0] > 0
     # Thawed once serving ends, for whatever the process does next.
     assert gc.get_freeze_count() == 0
 
 
 def test_a_heap_the_application_froze_stays_frozen_after_serving(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def serve_stdio(runtime: object) -> None:
+    async def serve_descriptors(runtime: object, read_fd: int, write_fd: int) -> None:
         return None
 
-    monkeypatch.setattr(agentfx.mcp, "serve_stdio", serve_stdio)
+    monkeypatch.setattr(agentfx.mcp._stdio, "serve_descriptors", serve_descriptors)
     gc.freeze()  # the application's own, before serving (for a forking server, say)
     try:
-        anyio.run(cli._serve_stdio, cli._served("tests.mcp_app:app"), "tests.mcp_app:app", io.StringIO())  # pyright: ignore[reportPrivateUsage]
+        anyio.run(cli._serve_stdio, cli._served("tests.mcp_app:app"), "tests.mcp_app:app", io.StringIO(), (0, 1))  # pyright: ignore[reportPrivateUsage]
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()

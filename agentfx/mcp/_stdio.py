@@ -2,8 +2,10 @@
 
 This layer owns the stdio transport: claiming the process's stdin and stdout
 (while serving, fd 0 reads the null device and fd 1 writes to stderr, so
-nothing the application prints reaches the wire), reading the wire line by
-line, and writing each message the server sends as one line. While
+nothing the application prints reaches the wire; a caller that claims them
+itself, earlier, serves on its copies with :func:`serve_descriptors`),
+reading the wire line by line, and writing each message the server sends as
+one line. While
 :data:`MAX_UNANSWERED` requests wait for their answers to be written, the
 requests read after them are held (as many again, within :data:`MAX_LINE`
 bytes) and handed over in order as answers are written, and one past that is
@@ -64,7 +66,16 @@ from ._server import server
 if TYPE_CHECKING:
     from ..runtime import AgentRuntime
 
-__all__ = ["DRAIN_TIMEOUT", "MAX_LINE", "MAX_UNANSWERED", "protocol_error", "read_line", "serve_stdio", "stdio_transport"]
+__all__ = [
+    "DRAIN_TIMEOUT",
+    "MAX_LINE",
+    "MAX_UNANSWERED",
+    "protocol_error",
+    "read_line",
+    "serve_descriptors",
+    "serve_stdio",
+    "stdio_transport",
+]
 
 _logger = logging.getLogger("agentfx.mcp.stdio")
 
@@ -675,7 +686,28 @@ async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx",
     Raises:
         RuntimeError: This process's stdio is already being served.
     """
-    app = server(runtime, name=name, version=version)
     with _claim_stdio() as (wire_in, wire_out):
-        async with stdio_transport(wire_in, wire_out) as (read, write):
-            await app.run(read, write, app.create_initialization_options())
+        await serve_descriptors(runtime, wire_in, wire_out, name=name, version=version)
+
+
+async def serve_descriptors(
+    runtime: AgentRuntime[Any, Any], read_fd: int, write_fd: int, *, name: str = "agentfx", version: str = __version__
+) -> None:
+    """Serve the runtime over two descriptors its caller has claimed, as :func:`serve_stdio` serves over stdio's.
+
+    For a caller that claims stdio itself, earlier than serving: ``agentfx
+    serve`` claims it before importing its target, so what the target prints
+    while it imports, starts or stops reaches stderr, never the wire, and
+    serves here on the copies of fds 0 and 1 it kept. Until the client closes
+    ``read_fd`` or ``write_fd``, or until cancelled, as :func:`serve_stdio`.
+
+    Args:
+        runtime: A bound agentfx runtime.
+        read_fd: Where the client's lines are read.
+        write_fd: Where the answers are written.
+        name: The server name reported to clients.
+        version: The server version reported to clients; agentfx's own by default.
+    """
+    app = server(runtime, name=name, version=version)
+    async with stdio_transport(read_fd, write_fd) as (read, write):
+        await app.run(read, write, app.create_initialization_options())
