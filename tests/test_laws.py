@@ -8,7 +8,7 @@ import copy
 import dataclasses
 import re
 from pathlib import Path
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import anyio
 import msgspec
@@ -264,6 +264,23 @@ def test_the_instrumented_available_reads_an_answer_as_the_runtime_does() -> Non
     assert counted.available(0) is False
     assert counted.available(2) is True
     assert probe.available is True
+
+
+class SetCode(msgspec.Struct, frozen=True, tag=True):
+    code: Annotated[str, msgspec.Meta(pattern="^[0-9]+$", min_length=8, max_length=8)]
+    # A pattern the payload strategies cannot narrow by length: matches are drawn and sifted.
+    pair: Annotated[str, msgspec.Meta(pattern="^(ab|cd)+$", min_length=10, max_length=12)]
+
+
+def test_fields_hard_to_draw_are_no_violation() -> None:
+    contract = define(expose(SetCode, variant(SetCode, "Set the code")))
+    check_contract(contract, models=[None], principals=[None], max_examples=FEW)
+
+
+def test_strategies_that_reject_everything_are_named_not_taken_for_a_violation() -> None:
+    contract = define(expose(Ping, variant(Ping, "Ping")))
+    with pytest.raises(ValueError, match='could not draw a single example for capability "ping"'):
+        check_contract(contract, models=st.integers().filter(lambda _: False), principals=[None], max_examples=5)
 
 
 def test_an_authorize_answering_neither_bool_nor_refusal_breaks_settling() -> None:
@@ -667,7 +684,11 @@ def test_each_capability_keeps_its_own_saved_examples(monkeypatch: pytest.Monkey
     from hypothesis.internal.reflection import function_digest
 
     suites: list[Any] = []
-    monkeypatch.setattr(laws, "_run", suites.append)
+
+    def collect(capability: str, suite: Any) -> None:
+        suites.append(suite)
+
+    monkeypatch.setattr(laws, "_run", collect)
     check_contract(todo.AppAgent, models=[todo.INITIAL], principals=[todo.User(id="u")], max_examples=1)
     check_contract(orders.AppAgent, models=ORDER_MODELS, principals=CUSTOMERS, max_examples=1)
     digests = {function_digest(suite.hypothesis.inner_test) for suite in suites}

@@ -32,7 +32,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from inspect import isawaitable
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
 
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -59,7 +59,7 @@ from .strategies import invalid_payloads, valid_payloads
 try:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
-    from hypothesis.errors import FlakyFailure
+    from hypothesis.errors import FlakyFailure, Unsatisfiable
     from hypothesis.strategies import SearchStrategy
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("agentfx.testing needs hypothesis: pip install 'agentfx[testing]'") from exc
@@ -195,6 +195,7 @@ Event: TypeAlias = Literal["model", "available", "decode", "principal", "authori
 _LATER: Final[frozenset[Event]] = frozenset({"decode", "principal", "authorize", "to_message", "dispatch"})
 # A hook that never returns is a hang, reported instead of waited out.
 _SETTLE_WITHIN: Final = 10.0
+_EVERY_HEALTH_CHECK: Final = cast("tuple[HealthCheck, ...]", tuple(HealthCheck))
 
 
 class _NotAsked:
@@ -279,10 +280,11 @@ def check_contract(
 
     Hypothesis runs with ``deadline=None`` (the first example pays for schema
     set-up), without its ``explain`` phase (which reruns a failing example many
-    times; the violation already says what the invocation did), and otherwise
-    with the active settings profile, so ``derandomize``, the example database
-    and verbosity follow the project's configuration. Completion contracts are
-    not exercised (see the module docstring).
+    times; the violation already says what the invocation did), with no health
+    check (they judge how hard values are to draw, not the contract), and
+    otherwise with the active settings profile, so ``derandomize``, the example
+    database and verbosity follow the project's configuration. Completion
+    contracts are not exercised (see the module docstring).
 
     Args:
         definition: The contract, from ``define``.
@@ -294,7 +296,9 @@ def check_contract(
     Raises:
         LawViolation: An ``AssertionError`` naming the capability and the law,
             on the first violation hypothesis finds (after shrinking it).
-        ValueError: ``models`` or ``principals`` is an empty sequence.
+        ValueError: ``models`` or ``principals`` is an empty sequence, or no
+            example at all could be drawn for a capability (its strategies
+            rejected every attempt).
         TypeError: A capability's input type cannot be drawn from (see
             :func:`~agentfx.testing.valid_payloads`).
 
@@ -316,12 +320,19 @@ def check_contract(
     # running a loop of its own.
     with start_blocking_portal() as portal:
         for index in range(len(definition.capabilities)):
-            _run(_law_suite(definition, observed, index, probe, model_strategy, principal_strategy, max_examples, portal))
+            name = definition.capabilities[index].name
+            _run(name, _law_suite(definition, observed, index, probe, model_strategy, principal_strategy, max_examples, portal))
 
 
-def _run(test: Callable[[], None]) -> None:
+def _run(capability: str, test: Callable[[], None]) -> None:
     try:
         test()
+    except Unsatisfiable as exc:
+        # Health checks are off, so this is hypothesis finding no example at all to run.
+        raise ValueError(
+            f'check_contract could not draw a single example for capability "{capability}": '
+            "the models, principals or payloads it draws from rejected every attempt"
+        ) from exc
     except FlakyFailure as flaky:
         # A law broken once and not again on replay is still broken; the
         # violation says which, the flakiness is context.
@@ -421,7 +432,10 @@ def _law_suite(
         # Explaining reruns each failing example many times over; the violation
         # already says what the invocation did.
         phases=[phase for phase in settings().phases if phase is not Phase.explain],
-        suppress_health_check=[HealthCheck.too_slow],
+        # A health check judges the drawing, not the contract: a field whose
+        # values are slow or hard to draw (a pattern and a length together) or
+        # a call from inside another hypothesis test is no law broken.
+        suppress_health_check=_EVERY_HEALTH_CHECK,
     )(given(st.data())(law_suite))
 
 

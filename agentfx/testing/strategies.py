@@ -266,6 +266,119 @@ _MALFORMED: dict[type[mi.Type], tuple[type[Any], tuple[str, ...]]] = {
 _NOT_MATCHING = ("", "a", "Z", "0", "9", " ", "_", "-", ".", "!", "aa", "a0", "0a", "é", "\n", "A-Z", "xyz_123")
 
 
+# A pattern read piece by piece: one character (a class, an escape, "." or a
+# plain character), then an optional greedy quantifier. Anything else (groups,
+# alternation, lazy quantifiers, word boundaries, inline flags) is not read.
+_PATTERN_PIECE = re.compile(
+    r"(\[\^?\]?(?:\\.|[^\]\\])*\]|\\[dDwWsSnrtfv]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\[^0-9A-Za-z]|\.|[^\\\[\](){}|*+?^$.])"
+    r"([*+?]|\{\d+(?:,\d*)?\})?"
+)
+
+
+class _Piece(NamedTuple):
+    """One character of a pattern repeated ``low`` to ``high`` (``None``: unbounded) times."""
+
+    atom: str
+    low: int
+    high: int | None
+
+
+def _pieces(pattern: str) -> tuple[str, list[_Piece], str] | None:
+    """``pattern`` as its start anchor, its pieces and its end anchor, or ``None`` when it is not that simple.
+
+    >>> _pieces("^[a-z][a-z0-9-]*$")
+    ('^', [_Piece(atom='[a-z]', low=1, high=1), _Piece(atom='[a-z0-9-]', low=0, high=None)], '$')
+    >>> _pieces("(ab)+") is None
+    True
+    """
+    start = next((a for a in ("^", "\\A") if pattern.startswith(a)), "")
+    position, pieces = len(start), list[_Piece]()
+    while position < len(pattern):
+        if pattern[position:] in ("$", "\\Z"):
+            return start, pieces, pattern[position:]
+        piece = _PATTERN_PIECE.match(pattern, position)
+        if piece is None:
+            return None
+        atom, quantifier = piece.group(1), piece.group(2)
+        if quantifier is None:
+            low, high = 1, 1
+        elif quantifier in ("*", "+", "?"):
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[quantifier]
+        else:
+            first, comma, last = quantifier[1:-1].partition(",")
+            low = int(first)
+            high = low if not comma else int(last) if last else None
+            if high is not None and high < low:
+                return None
+        pieces.append(_Piece(atom, low, high))
+        position = piece.end()
+    return start, pieces, ""
+
+
+def _matching_of_length(pattern: str, min_size: int, max_size: int | None) -> SearchStrategy[str] | str | None:
+    """Strings matching ``pattern`` (as msgspec does: anywhere) with a length in bounds, drawn without filtering.
+
+    Each piece's repetitions are narrowed so that the whole match has a
+    length in bounds; a match that cannot reach ``min_size`` is padded with
+    any text on a side the pattern does not anchor. Returns ``None`` for a
+    pattern too complex to read this way, and ``""`` when no string of such a
+    length matches. Several unbounded pieces may still overshoot ``max_size``
+    together, which the caller's length check catches.
+
+    >>> _matching_of_length("^[0-9]+$", 8, 8)
+    from_regex('^[0-9]{8,8}$', fullmatch=True, alphabet=characters(codec='utf-8'))
+    >>> _matching_of_length("^[0-9]{3}$", 5, None)
+    ''
+    """
+    read = _pieces(pattern)
+    if read is None:
+        return None
+    start, pieces, end = read
+    shortest = sum(p.low for p in pieces)
+    if max_size is not None and shortest > max_size:
+        return ""  # every match is longer, and a matching string holds one
+    lows: list[int] = []
+    missing = max(min_size - shortest, 0)
+    for p in pieces:
+        grow = missing if p.high is None else min(missing, p.high - p.low)
+        lows.append(p.low + grow)
+        missing -= grow
+    total = sum(lows)
+    narrowed: list[str] = []
+    for p, low in zip(pieces, lows, strict=True):
+        high = p.high
+        if max_size is not None:
+            # The other pieces take at least their share; this one may have the rest.
+            room = max_size - (total - low)
+            high = room if high is None else min(high, room)
+        narrowed.append(f"{p.atom}{{{low},{'' if high is None else high}}}")
+    matches = st.from_regex(start + "".join(narrowed) + end, fullmatch=True, alphabet=_TEXT)
+    if not missing:
+        return matches
+    # Even the longest match is too short: text beside it keeps the string a match.
+    if start and end == "$" and missing == 1:
+        return matches.map(lambda match: match + "\n")  # "$" also matches before a final newline
+    if start and end:
+        return ""
+    upper = max_size if max_size is not None else min_size + _MAX_TEXT
+    return matches.flatmap(_padded(min_size, upper, before=not start, after=not end))
+
+
+def _padded(min_size: int, max_size: int, *, before: bool, after: bool) -> Callable[[str], SearchStrategy[str]]:
+    """Pad a match with any text, before and/or after it, to a length in ``[min_size, max_size]``."""
+
+    def pad(match: str) -> SearchStrategy[str]:
+        def around(extra: int) -> SearchStrategy[str]:
+            head = st.integers(0, extra) if before and after else st.just(extra if before else 0)
+            return head.flatmap(
+                lambda n: st.tuples(_text_of_length(n), _text_of_length(extra - n)).map(lambda ht: ht[0] + match + ht[1])
+            )
+
+        return st.integers(min_size - len(match), max_size - len(match)).flatmap(around)
+
+    return pad
+
+
 class _Deriver:
     """Builds the strategies for one root Struct, tracking recursion and field names."""
 
@@ -479,9 +592,14 @@ class _Deriver:
         if t.pattern is None:
             return st.text(_TEXT, min_size=min_size, max_size=max_size)
         upper = t.max_length
-        return st.from_regex(t.pattern, fullmatch=True, alphabet=_TEXT).filter(
-            lambda s: len(s) >= min_size and (upper is None or len(s) <= upper)
-        )
+        matching = _matching_of_length(t.pattern, min_size, upper)
+        if matching is None:
+            matching = st.from_regex(t.pattern, fullmatch=True, alphabet=_TEXT)
+        elif isinstance(matching, str):
+            raise _Unsatisfiable(f"no string of a length within the bounds of {self._field} matches {t.pattern!r}")
+        # Exact for the patterns _matching_of_length reads; a safety net, and the
+        # only length rule, for the others.
+        return matching.filter(lambda s: len(s) >= min_size and (upper is None or len(s) <= upper))
 
     def _items_valid(self, item: mi.Type, min_length: int | None, max_length: int | None, *, unique: bool) -> _Strategy:
         min_size = min_length or 0

@@ -62,6 +62,14 @@ class Constrained(msgspec.Struct):
     code: Annotated[str, msgspec.Meta(pattern="[0-9]{3}", max_length=8)]
 
 
+class Patterned(msgspec.Struct):
+    pin: Annotated[str, msgspec.Meta(pattern="^[0-9]+$", min_length=8, max_length=8)]
+    slug: Annotated[str, msgspec.Meta(pattern="^[a-z][a-z0-9-]*$", min_length=3, max_length=20)]
+    padded: Annotated[str, msgspec.Meta(pattern="[0-9]{2}", min_length=6, max_length=9)]
+    split: Annotated[str, msgspec.Meta(pattern="^[a-z]+[0-9]+$", min_length=8, max_length=10)]
+    grouped: Annotated[str, msgspec.Meta(pattern="^(ab|cd)+$", min_length=4, max_length=6)]
+
+
 class Choices(msgspec.Struct):
     mode: Literal["fast", "slow"]
     number: Literal[1, 2, 3]
@@ -209,6 +217,7 @@ class Anything(msgspec.Struct):
 INPUT_TYPES: list[type[msgspec.Struct]] = [
     Flat,
     Constrained,
+    Patterned,
     Choices,
     Optionals,
     Nested,
