@@ -425,28 +425,74 @@ async def stopped_by_signals(err: TextIO) -> AsyncGenerator[anyio.CancelScope]:
     returned as it is, and Ctrl-C stops the process as Python does. An
     exception leaving the block leaves as it is, not in an exception group.
     """
-    scope = anyio.CancelScope()
+    async with _stop_signals(err) as stop:
+        yield stop.serving
+
+
+class _Stop:
+    """What a stop signal cancels: the scope ``serving`` runs in, and the startup while it lasts.
+
+    ``serve`` starts inside :meth:`starting` (the App, its program, a
+    factory's context: a Redis that never answers, say) and serves inside
+    ``serving``. A signal during startup cancels the startup, and whatever it
+    had entered is undone as cancelled; once :meth:`started` it stops the
+    serving alone, and what startup entered closes in good order after it.
+    """
+
+    __slots__ = ("_starting", "serving")
+
+    def __init__(self) -> None:
+        self.serving = anyio.CancelScope()
+        self._starting: anyio.CancelScope | None = None
+
+    def stop(self) -> None:
+        self.serving.cancel()
+        if self._starting is not None:
+            self._starting.cancel()
+
+    @contextmanager
+    def starting(self) -> Generator[anyio.CancelScope]:
+        """The scope startup runs in; a stop signal cancels it until :meth:`started`, and the block then ends quietly."""
+        with anyio.CancelScope() as scope:
+            if self.serving.cancel_called:
+                scope.cancel()
+            self._starting = scope
+            try:
+                yield scope
+            finally:
+                self._starting = None
+
+    def started(self) -> bool:
+        """Startup is over: whether to serve, which is no when a signal already stopped it."""
+        self._starting = None
+        return not self.serving.cancel_called
+
+
+@asynccontextmanager
+async def _stop_signals(err: TextIO) -> AsyncGenerator[_Stop]:
+    """A :class:`_Stop` that SIGTERM or SIGINT stops, both caught until the block ends (as :func:`stopped_by_signals`)."""
+    stop = _Stop()
     with ExitStack() as stack:
         try:
             signals = stack.enter_context(anyio.open_signal_receiver(*STOP_SIGNALS))
         except (NotImplementedError, RuntimeError, ValueError):
             signals = None
         if signals is None:
-            yield scope
+            yield stop
             return
         try:
             async with anyio.create_task_group() as task_group:
 
                 async def watch() -> None:
                     async for received in signals:
-                        if not scope.cancel_called:
+                        if not stop.serving.cancel_called:
                             err.write(f"agentfx: {signal.Signals(received).name} received; stopping\n")
                             err.flush()
-                        scope.cancel()
+                        stop.stop()
 
                 task_group.start_soon(watch)
                 try:
-                    yield scope
+                    yield stop
                 finally:
                     task_group.cancel_scope.cancel()
         except BaseExceptionGroup as group:
@@ -617,13 +663,17 @@ async def _serve_stdio(served: _Served, target: str, err: TextIO, wire: tuple[in
     """Serve over ``wire``, the copies of fds 0 and 1 :func:`_stdio_claimed` kept."""
     from .mcp._stdio import serve_descriptors
 
-    async with stopped_by_signals(err) as stop, _runtime(served, target) as runtime:
-        # stdout is the protocol's: the one line for a person goes to stderr,
-        # once the target has proved servable.
-        err.write(f'serving "{target}" over stdio; Ctrl-C to stop\n')
-        err.flush()
-        with stop, _startup_frozen():
-            await serve_descriptors(runtime, *wire)
+    async with _stop_signals(err) as stop:
+        with stop.starting():
+            async with _runtime(served, target) as runtime:
+                if not stop.started():
+                    return
+                # stdout is the protocol's: the one line for a person goes to stderr,
+                # once the target has proved servable.
+                err.write(f'serving "{target}" over stdio; Ctrl-C to stop\n')
+                err.flush()
+                with stop.serving, _startup_frozen():
+                    await serve_descriptors(runtime, *wire)
 
 
 @contextmanager
@@ -853,45 +903,48 @@ async def _uvicorn(
     failure: Exception | None = None
     # The server runs outside the app's block, so the program's failure, which
     # cancels everything inside it, lets the server shut down in good order.
-    async with stopped_by_signals(err) as stop, anyio.create_task_group() as task_group:
+    async with _stop_signals(err) as stop, anyio.create_task_group() as task_group:
         try:
-            async with running() as asgi:
-                # The app runs here, around the server, not in the server's
-                # lifespan, which could only log a failure: a program that
-                # stops with an error (a command raised) stops the server and
-                # propagates, as it does over stdio.
-                config = uvicorn.Config(
-                    asgi,
-                    lifespan="off",
-                    log_level="warning",
-                    timeout_graceful_shutdown=_SHUTDOWN_GRACE,
-                    # Bounded, for a server that may face slow or many clients:
-                    # past the concurrency limit uvicorn answers 503; headers are
-                    # capped at 16 KiB; idle keep-alive connections close after 5 s.
-                    limit_concurrency=_LIMIT_CONCURRENCY,
-                    timeout_keep_alive=5,
-                    h11_max_incomplete_event_size=16 * 1024,
-                )
-                launched = server = _Server(config)
+            with stop.starting():
+                async with running() as asgi:
+                    # The app runs here, around the server, not in the server's
+                    # lifespan, which could only log a failure: a program that
+                    # stops with an error (a command raised) stops the server and
+                    # propagates, as it does over stdio.
+                    config = uvicorn.Config(
+                        asgi,
+                        lifespan="off",
+                        log_level="warning",
+                        timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+                        # Bounded, for a server that may face slow or many clients:
+                        # past the concurrency limit uvicorn answers 503; headers are
+                        # capped at 16 KiB; idle keep-alive connections close after 5 s.
+                        limit_concurrency=_LIMIT_CONCURRENCY,
+                        timeout_keep_alive=5,
+                        h11_max_incomplete_event_size=16 * 1024,
+                    )
+                    launched = server = _Server(config)
 
-                async def serve() -> None:
-                    try:
-                        await launched.serve([sock])
-                    finally:
-                        finished.set()
+                    async def serve() -> None:
+                        try:
+                            await launched.serve([sock])
+                        finally:
+                            finished.set()
 
-                task_group.start_soon(serve)
-                while not launched.started:
-                    if finished.is_set():
+                    task_group.start_soon(serve)
+                    while not launched.started:
+                        if finished.is_set():
+                            return
+                        await anyio.sleep(0.01)
+                    if not stop.started():
                         return
-                    await anyio.sleep(0.01)
-                announce(launched.servers[0].sockets[0].getsockname())
-                with stop, _startup_frozen():
-                    await finished.wait()
-                # Stopped by a signal: accept nothing new, then leave the block,
-                # which aborts (and audits) every pending call and closes the app.
-                for listener in launched.servers:
-                    listener.close()
+                    announce(launched.servers[0].sockets[0].getsockname())
+                    with stop.serving, _startup_frozen():
+                        await finished.wait()
+                    # Stopped by a signal: accept nothing new, then leave the block,
+                    # which aborts (and audits) every pending call and closes the app.
+                    for listener in launched.servers:
+                        listener.close()
         except Exception as exc:
             failure = exc
         finally:

@@ -1,16 +1,21 @@
-"""Targets ``agentfx serve`` must refuse, one of each wrong kind, for ``tests/test_cli.py``.
+"""Targets for the ``agentfx serve`` tests: one of each wrong kind it must refuse, then factories that misbehave.
 
-Each is what a user might plausibly name by mistake: a callable that is no
-runtime factory, or a factory whose result is not what ``serve`` needs. Only
-the last two are called by the CLI (what they return cannot be known
-otherwise); the rest are refused without running them.
+Each wrong one is what a user might plausibly name by mistake: a callable
+that is no runtime factory, or a factory whose result is not what ``serve``
+needs. Only those that return or yield the wrong thing are called by the CLI
+(what they return cannot be known otherwise); the rest are refused without
+running them. After them: a factory that fails on entry, one that counts its
+entries, and one whose startup never ends.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncGenerator, Coroutine, Generator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
+
+import anyio
 
 from tests.mcp_app import app, definition
 
@@ -78,3 +83,11 @@ async def counted() -> AsyncGenerator[object]:
             yield runtime
     finally:
         ENTRIES["exited"] += 1
+
+
+@asynccontextmanager
+async def slow_start() -> AsyncGenerator[object]:
+    """A factory whose startup never ends: it says so on stderr, then waits (for a stop signal)."""
+    print("slow_start: starting", file=sys.stderr, flush=True)
+    await anyio.sleep_forever()
+    yield  # pragma: no cover - never reached

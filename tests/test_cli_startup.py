@@ -1,0 +1,111 @@
+"""A stop signal while ``agentfx serve`` is still starting: it stops at once, exits 0, and never says it serves."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Generator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENTFX = str(Path(sys.executable).with_name("agentfx"))
+
+TRANSPORTS = {
+    "stdio": (),
+    "http": ("--transport", "http", "--port", "0"),
+    "a2a": ("--transport", "a2a", "--port", "0"),
+}
+
+
+@contextmanager
+def started(*argv: str) -> Generator[subprocess.Popen[str]]:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    process = subprocess.Popen(
+        [AGENTFX, "serve", *argv],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=10)
+
+
+def stopped(process: subprocess.Popen[str], signum: signal.Signals) -> tuple[int | None, str, str, float]:
+    """Send ``signum``; the exit code (``None`` if it did not exit within 5 s), stdout, stderr and the seconds it took."""
+    began = time.monotonic()
+    process.send_signal(signum)
+    try:
+        out, err = process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.monotonic() - began
+    return process.returncode, out, err, time.monotonic() - began
+
+
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_a_slow_factory_entry_stops_serving_before_it_began(
+    transport: str, signum: signal.Signals
+) -> None:
+    with started("tests.cli_targets:slow_start", *TRANSPORTS[transport]) as process:
+        assert process.stderr is not None
+        assert process.stderr.readline() == "slow_start: starting\n"
+        code, out, err, took = stopped(process, signum)
+    assert (code, out, err) == (0, "", f"agentfx: {signum.name} received; stopping\n")
+    assert took < 5
+
+
+@contextmanager
+def silent_server() -> Generator[tuple[int, threading.Event]]:
+    """A TCP server that accepts connections and never answers: a Redis that hangs; the event is set on the first."""
+    accepted = threading.Event()
+    held: list[socket.socket] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.05)
+        done = threading.Event()
+
+        def accept() -> None:
+            while not done.is_set():
+                try:
+                    held.append(listener.accept()[0])
+                    accepted.set()
+                except TimeoutError:
+                    pass
+
+        thread = threading.Thread(target=accept)
+        thread.start()
+        try:
+            yield int(listener.getsockname()[1]), accepted
+        finally:
+            done.set()
+            thread.join(5)
+            for connection in held:
+                connection.close()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_signal_while_redis_never_answers_stops_at_once(transport: str) -> None:
+    with silent_server() as (port, accepted):
+        argv = ("tests.redis_app:app", *TRANSPORTS[transport], "--redis", f"redis://127.0.0.1:{port}/0")
+        with started(*argv) as process:
+            assert accepted.wait(10), "the program never reached the server"
+            code, out, err, took = stopped(process, signal.SIGTERM)
+    # Not exit 3 some seconds later, once the connection timed out.
+    assert (code, out, err) == (0, "", "agentfx: SIGTERM received; stopping\n")
+    assert took < 5
