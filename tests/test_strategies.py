@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
 import agentfx
-from agentfx.testing import InvalidPayload, invalid_payloads, valid_payloads
+from agentfx.schema import NUMBER_KEY
+from agentfx.testing import InvalidPayload, check_contract, invalid_payloads, valid_payloads
 
 FEW = settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 SEARCH = settings(max_examples=2000, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -98,8 +99,8 @@ class Holder(msgspec.Struct):
     inner: list[Inner]
 
 
-class ByFloat(msgspec.Struct):
-    scores: dict[float, int]
+class ByPair(msgspec.Struct):
+    scores: dict[tuple[int, int], int]
 
 
 def test_an_unsupported_field_type_is_named() -> None:
@@ -107,8 +108,9 @@ def test_an_unsupported_field_type_is_named() -> None:
         valid_payloads(Holder)
     with pytest.raises(TypeError, match=r"Inner\.value: the type complex is not supported"):
         invalid_payloads(Holder)
-    with pytest.raises(TypeError, match=r"ByFloat\.scores: a dict keyed by float is not supported"):
-        valid_payloads(ByFloat)
+    # No JSON object key is read as a tuple.
+    with pytest.raises(TypeError, match=r"ByPair\.scores: a dict keyed by tuple is not supported"):
+        valid_payloads(ByPair)
 
 
 class Impossible(msgspec.Struct):
@@ -428,3 +430,60 @@ class Coded(msgspec.Struct):
 @given(valid_payloads(Coded))
 def test_an_optional_pattern_no_bounded_string_matches_is_left_out_or_null(payload: dict[str, Any]) -> None:
     assert payload.get("code") is None
+
+
+# --- mapping keys ----------------------------------------------------------------------------
+
+
+KEY_TYPES: list[object] = [
+    float,
+    Annotated[float, msgspec.Meta(gt=-1.0, le=1.0)],
+    decimal.Decimal,
+    dt.timedelta,
+    bytes,
+    Annotated[bytes, msgspec.Meta(min_length=2)],
+    dt.time,
+    Annotated[int, msgspec.Meta(ge=10)] | uuid.UUID,
+    int | str,
+]
+
+
+@pytest.mark.parametrize("key", KEY_TYPES, ids=repr)
+def test_a_mapping_is_drawn_with_the_keys_the_codec_reads(key: object) -> None:
+    probe = msgspec.defstruct("Probe", [("v", dict[key, int])], tag=True)
+    [capability] = agentfx.define(agentfx.expose(probe, agentfx.variant(probe, "Probe"))).capabilities
+    payload = find(valid_payloads(capability), lambda p: len(p["v"]) >= 2, settings=FIRST)
+    assert all(isinstance(k, str) for k in payload["v"])
+    decoded = capability.codec.attempt(payload)
+    assert isinstance(decoded, probe), decoded
+    assert len(cast("dict[object, int]", getattr(decoded, "v"))) == len(payload["v"])
+
+
+@pytest.mark.parametrize("key", KEY_TYPES, ids=repr)
+def test_a_mapping_key_the_codec_refuses_is_drawn_as_invalid(key: object) -> None:
+    probe = msgspec.defstruct("Probe", [("v", dict[key, int])], tag=True)
+    [capability] = agentfx.define(agentfx.expose(probe, agentfx.variant(probe, "Probe"))).capabilities
+
+    @FEW
+    @given(invalid_payloads(capability))
+    def refused(invalid: InvalidPayload) -> None:
+        assert not isinstance(capability.codec.attempt(invalid.payload), probe), invalid
+
+    refused()
+
+
+def test_float_keys_are_spelled_as_json_numbers() -> None:
+    probe = msgspec.defstruct("Probe", [("v", dict[float, int])])
+    found = find(valid_payloads(probe), lambda p: any("e" in k or "." in k for k in p["v"]), settings=FIRST)
+    assert all(re.fullmatch(NUMBER_KEY, k) for k in found["v"]), found
+
+
+def test_the_contract_suite_runs_over_mappings_keyed_by_numbers_durations_and_bytes() -> None:
+    class Weigh(msgspec.Struct, frozen=True, tag=True):
+        by_threshold: dict[float, int]
+        by_amount: dict[decimal.Decimal, int]
+        by_wait: dict[dt.timedelta, int]
+        by_blob: dict[bytes, int]
+
+    contract = agentfx.define(agentfx.expose(Weigh, agentfx.variant(Weigh, "Weigh")))
+    check_contract(contract, models=[None], principals=[None], max_examples=10)

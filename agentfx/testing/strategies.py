@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeAlias, cast
+from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeAlias, Union, cast
 
 import msgspec
 import msgspec.inspect as mi
@@ -215,12 +215,69 @@ def _describe(t: mi.Type) -> str:
     return type(t).__name__.removesuffix("Type").lower()
 
 
-def _accepts(value: object, tp: object) -> bool:
+def _accepts(value: object, tp: object, *, str_keys: bool = False) -> bool:
     try:
-        msgspec.convert(value, tp, strict=True)
+        msgspec.convert(value, tp, strict=True, str_keys=str_keys)
     except msgspec.ValidationError:
         return False
     return True
+
+
+# Key types a field's valid values already spell as a key (once numbers are written as text).
+_KEY_TYPES = (
+    mi.StrType,
+    mi.IntType,
+    mi.FloatType,
+    mi.DecimalType,
+    mi.UUIDType,
+    mi.DateTimeType,
+    mi.DateType,
+    mi.TimeType,
+    mi.TimeDeltaType,
+    mi.BytesType,
+)
+
+
+def _key_text(value: object) -> str:
+    """A valid value as an object key: numbers in their JSON spelling, strings as they are."""
+    return value if isinstance(value, str) else msgspec.json.encode(value).decode()
+
+
+def _key_annotation(t: mi.Type) -> object | None:
+    """The annotation ``t`` was read from, for the types a mapping key may have; ``None`` for others.
+
+    >>> _key_annotation(mi.type_info(Annotated[int, msgspec.Meta(ge=1)] | uuid.UUID))
+    typing.Union[typing.Annotated[int, msgspec.Meta(ge=1)], uuid.UUID]
+    """
+    if isinstance(t, mi.Metadata):
+        return _key_annotation(t.type)
+    if isinstance(t, mi.StrType):
+        return Annotated[str, msgspec.Meta(min_length=t.min_length, max_length=t.max_length, pattern=t.pattern)]
+    if isinstance(t, mi.IntType | mi.FloatType):
+        bounds: dict[str, Any] = {"ge": t.ge, "gt": t.gt, "le": t.le, "lt": t.lt, "multiple_of": t.multiple_of}
+        number = int if isinstance(t, mi.IntType) else float
+        return Annotated[number, msgspec.Meta(**{k: v for k, v in bounds.items() if v is not None})]
+    if isinstance(t, mi.BytesType):
+        return Annotated[bytes, msgspec.Meta(min_length=t.min_length, max_length=t.max_length)]
+    if isinstance(t, mi.DateTimeType | mi.TimeType):
+        return Annotated[dt.datetime if isinstance(t, mi.DateTimeType) else dt.time, msgspec.Meta(tz=t.tz)]
+    plain: dict[type[mi.Type], object] = {
+        mi.DateType: dt.date,
+        mi.TimeDeltaType: dt.timedelta,
+        mi.UUIDType: uuid.UUID,
+        mi.DecimalType: decimal.Decimal,
+        mi.NoneType: type(None),
+    }
+    if type(t) in plain:
+        return plain[type(t)]
+    if isinstance(t, mi.EnumType):
+        return t.cls
+    if isinstance(t, mi.LiteralType):
+        return cast("Any", Literal)[tuple(t.values)]
+    if isinstance(t, mi.UnionType):
+        members = [_key_annotation(m) for m in t.types]
+        return None if None in members else cast("Any", Union)[tuple(members)]
+    return None
 
 
 def _bad(strategy: _Strategy, reason: str) -> _Bad:
@@ -618,11 +675,32 @@ class _Deriver:
         """Object keys are strings on the wire; msgspec parses them into the key type."""
         if isinstance(t, mi.Metadata):
             return self._key_valid(t.type)
-        if isinstance(t, mi.StrType | mi.UUIDType | mi.DateTimeType | mi.DateType | mi.TimeType | mi.IntType):
-            return self.valid(t).map(str)
+        if isinstance(t, _KEY_TYPES):
+            # The same values as a field's, spelled as keys: numbers as JSON writes them.
+            return self.valid(t).map(_key_text)
         if isinstance(t, mi.EnumType | mi.LiteralType) and self.accepted(t) <= {"str", "int"}:
             return self.valid(t).map(str)
+        if isinstance(t, mi.UnionType):
+            return self._union_key_valid(t)
         raise self._unsupported(f"a dict keyed by {_describe(t)}")
+
+    def _union_key_valid(self, t: mi.UnionType) -> SearchStrategy[str]:
+        """Keys of the members, kept when the union takes them: a member may claim another's spelling."""
+        annotation = _key_annotation(t)
+        if annotation is None:
+            raise self._unsupported(f"a dict keyed by {_describe(t)}")
+        # msgspec reads every key as the str member when there is one.
+        text = [m for m in t.types if isinstance(m, mi.StrType)]
+        members: list[SearchStrategy[str]] = []
+        for member in text or t.types:
+            try:
+                members.append(self._key_valid(member))
+            except (TypeError, _Unsatisfiable):
+                continue  # no key is read as this member (None, say): the others may still be
+        if not members:
+            raise self._unsupported(f"a dict keyed by {_describe(t)}")
+        keyed = dict[annotation, int]
+        return st.one_of(*members).filter(lambda key: _accepts({key: 0}, keyed, str_keys=True))
 
     def _dict_valid(self, t: mi.DictType) -> _Strategy:
         keys = self._key_valid(t.key_type)
@@ -894,6 +972,9 @@ class _Deriver:
         if isinstance(t, mi.IntType):
             numbers = [p.bad.map(_stringify_value) for p in self._int_invalid(t, path)]
             return st.one_of(_bad(st.sampled_from(["x", "1.5", "", "one"]), f"{path}: not an integer"), *numbers)
+        if isinstance(t, mi.FloatType):
+            numbers = [p.bad.map(_stringify_value) for p in self._float_invalid(t, path)]
+            return st.one_of(_bad(st.sampled_from(["x", "", "one", "1.2.3"]), f"{path}: not a number"), *numbers)
         if isinstance(t, mi.EnumType | mi.LiteralType):
             allowed = {str(v) for v in (m.value for m in t.cls)} if isinstance(t, mi.EnumType) else {str(v) for v in t.values}
             return _bad(_KEY_TEXT.filter(lambda k: k not in allowed), f"{path}: not {_describe(t)}")

@@ -208,6 +208,18 @@ class Keys(msgspec.Struct):
     by_code: dict[Annotated[str, msgspec.Meta(pattern="^[A-Z]{2}$")], int]
 
 
+class MoreKeys(msgspec.Struct):
+    by_threshold: dict[float, int]
+    by_share: dict[Annotated[float, msgspec.Meta(ge=0.0, lt=1.0)], int]
+    by_amount: dict[decimal.Decimal, int]
+    by_wait: dict[dt.timedelta, int]
+    by_blob: dict[Annotated[bytes, msgspec.Meta(min_length=1, max_length=4)], int]
+    by_day: dict[dt.date, int]
+    by_moment: dict[Annotated[dt.datetime, msgspec.Meta(tz=True)], int]
+    by_either: dict[Annotated[int, msgspec.Meta(ge=10)] | uuid.UUID, int]
+    by_any_text: dict[int | Annotated[str, msgspec.Meta(pattern="^x")], int]
+
+
 class Anything(msgspec.Struct):
     value: Any
     payload: dict[str, Any]
@@ -234,6 +246,7 @@ INPUT_TYPES: list[type[msgspec.Struct]] = [
     Tree,
     Records,
     Keys,
+    MoreKeys,
     Anything,
 ]
 
