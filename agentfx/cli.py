@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import enum
+import errno
 import gc
 import importlib
 import inspect
@@ -35,7 +36,7 @@ from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequen
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path, PurePath
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TextIO, cast
 
 import anyio
 
@@ -80,6 +81,8 @@ class ExitCode(enum.IntEnum):
     """``serve``: the server cannot start: its address is busy or unknown, or ``--redis`` cannot be reached or used."""
     APP_FAILED = 4
     """``serve``: the served application stopped with an error; its traceback is printed."""
+    INTERRUPTED = 130
+    """Ctrl-C (SIGINT) stopped ``manifest``, ``markdown`` or ``demo`` before it finished (``serve`` stops with 0)."""
 
 
 _MEANINGS = {
@@ -87,13 +90,15 @@ _MEANINGS = {
     ExitCode.DRIFTED: "manifest --check: the committed manifest differs from the contract, or is absent",
     ExitCode.USAGE: (
         "usage error: bad arguments or flags, a MODULE:ATTR that cannot be imported or found,\n"
-        "     a target of the wrong kind, a --check FILE that is not a manifest, or a missing extra"
+        "     a target of the wrong kind, a --check FILE that is not a manifest, a missing extra,\n"
+        "     or a stdin or stdout that is closed (or stdout cannot be written)"
     ),
     ExitCode.CANNOT_START: (
         "serve: the server cannot start (its address is busy or unknown,\n"
         "     or the --redis server cannot be reached or used)"
     ),
     ExitCode.APP_FAILED: "serve: the served application stopped with an error (its traceback is printed)",
+    ExitCode.INTERRUPTED: "interrupted: Ctrl-C stopped manifest, markdown or demo before it finished",
 }
 
 
@@ -119,6 +124,75 @@ class _CannotStart(Exception):
 
 class _CannotListen(_CannotStart):
     """The address to serve on cannot be bound."""
+
+
+class _Output(Protocol):
+    """Where a command writes its result: the caller's text stream, or :class:`_StandardOutput`."""
+
+    def write(self, text: str, /) -> object: ...
+
+
+class _StandardOutput:
+    """This process's stdout, written as UTF-8 whatever the locale's encoding, and never raising.
+
+    A manifest is byte-stable: written in the locale's encoding it would be a
+    file ``--check`` refuses (cp1252), or fail halfway (ascii). A stdout that
+    is closed, full or whose reader has gone is kept in :attr:`failure`, for
+    ``main`` to say in one line, and what follows is dropped: the command
+    runs to its end without a traceback from any task that wrote.
+    """
+
+    __slots__ = ("failure",)
+
+    def __init__(self) -> None:
+        self.failure: OSError | None = None
+
+    def write(self, text: str, /) -> int:
+        if self.failure is None:
+            stream = sys.stdout
+            try:
+                if stream is None:
+                    raise OSError(errno.EBADF, "it is closed")
+                buffer = getattr(stream, "buffer", None)
+                if buffer is None:
+                    stream.write(text)
+                else:
+                    # What was printed to the text layer goes first, in its order.
+                    stream.flush()
+                    cast("BinaryIO", buffer).write(text.encode("utf-8"))
+            except OSError as exc:
+                self._failed(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        stream = sys.stdout
+        if self.failure is None and stream is not None:
+            try:
+                stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.failure = exc
+        # What is still buffered would fail again as the interpreter exits,
+        # with a traceback of its own: it goes to the null device instead.
+        try:
+            fd = cast("TextIO", sys.stdout).fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+        except (AttributeError, OSError, ValueError):
+            return
+        try:
+            os.dup2(null, fd)
+        except OSError:
+            pass
+        finally:
+            os.close(null)
+
+    def said(self) -> str | None:
+        """The one line for stderr when stdout could not be written, else ``None``."""
+        if self.failure is None:
+            return None
+        return f"cannot write to stdout: {self.failure.strerror or self.failure}"
 
 
 def render_manifest(definition: Definition[Any, Any]) -> str:
@@ -276,7 +350,7 @@ def _definition(target: str, command: str) -> Definition[Any, Any]:
     raise UsageError(f'"{target}" is {_describe(obj)}; {command} accepts a Definition or an App')
 
 
-def _manifest(target: str, check: str | None, out: TextIO) -> int:
+def _manifest(target: str, check: str | None, out: _Output) -> int:
     rendered = render_manifest(_definition(target, "manifest"))
     if check is None:
         out.write(rendered)
@@ -310,7 +384,8 @@ def _manifest(target: str, check: str | None, out: TextIO) -> int:
         fromfile=f"{check} (committed)",
         tofile=f"{target} (current)",
     )
-    out.writelines(diff)
+    for line in diff:
+        out.write(line)
     out.write(f"\n{check} has drifted from {target}; regenerate it with: {regenerate}\n")
     return ExitCode.DRIFTED
 
@@ -1016,7 +1091,7 @@ DEMO_APP = "examples.todo.app"
 """The module ``agentfx demo`` runs: the todo example of a source checkout."""
 
 
-async def _demo(out: TextIO) -> int:
+async def _demo(out: _Output) -> int:
     import mcp
     import mcp_types as types
 
@@ -1183,16 +1258,16 @@ def _parser() -> argparse.ArgumentParser:
 _DEFAULT_HOST, _DEFAULT_PORT = "127.0.0.1", 8000
 
 
-def _manifest_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _manifest_command(args: argparse.Namespace, out: _Output, err: TextIO) -> int:
     return _manifest(args.target, args.check, out)
 
 
-def _markdown_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _markdown_command(args: argparse.Namespace, out: _Output, err: TextIO) -> int:
     out.write(to_markdown(_definition(args.target, "markdown")))
     return ExitCode.OK
 
 
-def _serve_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _serve_command(args: argparse.Namespace, out: _Output, err: TextIO) -> int:
     _network_flags_fit(args)
     if args.transport != "stdio":
         return _serve(args, err, None)
@@ -1238,7 +1313,7 @@ def _serve(args: argparse.Namespace, err: TextIO, wire: tuple[int, int] | None) 
     return ExitCode.OK
 
 
-def _demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _demo_command(args: argparse.Namespace, out: _Output, err: TextIO) -> int:
     _require("agentfx.mcp")
     return anyio.run(_demo, out)
 
@@ -1248,23 +1323,29 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
 
     Args:
         argv: The arguments after the program name; ``sys.argv[1:]`` by default.
-        out: Where results go; standard output by default.
+        out: Where results go; standard output, written as UTF-8, by default.
         err: Where errors and messages for a person go; standard error by default.
 
     Returns:
         An :class:`ExitCode`: 0 on success, 1 when ``manifest --check`` found
-        drift, 2 for a usage error (including a module that raised on import
-        and a missing MCP extra), 3 when ``serve`` cannot start (its address, or its Redis), 4
-        when the application ``serve`` was serving stopped with an error.
-        Errors argparse finds exit 2 through ``SystemExit``, as ``--help``
-        and ``--version`` exit 0.
+        drift, 2 for a usage error (including a module that raised on import,
+        a missing MCP extra, and a standard output that is closed or cannot be
+        written), 3 when ``serve`` cannot start (its address, or its Redis), 4
+        when the application ``serve`` was serving stopped with an error, 130
+        when Ctrl-C interrupted any other command. Errors argparse finds exit 2
+        through ``SystemExit``, as ``--help`` and ``--version`` exit 0.
     """
-    stdout = sys.stdout if out is None else out
+    standard: _StandardOutput | None = None
+    stdout: _Output
+    if out is None:
+        stdout = standard = _StandardOutput()
+    else:
+        stdout = out
     stderr = sys.stderr if err is None else err
     args = _parser().parse_args(argv)
-    command: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.run
+    command: Callable[[argparse.Namespace, _Output, TextIO], int] = args.run
     try:
-        return int(command(args, stdout, stderr))
+        code = int(command(args, stdout, stderr))
     except _ImportFailed as exc:
         stderr.write(exc.shown)
         stderr.write(f"agentfx: {exc}\n")
@@ -1276,4 +1357,15 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         stderr.write(f"agentfx: {exc}\n")
         return ExitCode.CANNOT_START
     except KeyboardInterrupt:
-        return ExitCode.OK
+        if args.command == "serve":
+            return ExitCode.OK  # interrupted before it served: serving stops on SIGINT with 0 too
+        # Not 0: a manifest redirected to a file would be empty, a check would pass unfinished.
+        stderr.write("agentfx: interrupted\n")
+        return ExitCode.INTERRUPTED
+    if standard is not None:
+        standard.flush()
+        unwritten = standard.said()
+        if unwritten is not None:
+            stderr.write(f"agentfx: {unwritten}\n")
+            return ExitCode.USAGE
+    return code

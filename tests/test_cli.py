@@ -366,7 +366,7 @@ def test_help_lists_every_exit_code() -> None:
     assert done.returncode == 0
     listed = done.stdout.split("exit status:\n", 1)[1]
     codes = [int(line.split()[0]) for line in listed.splitlines() if line[:3].strip().isdigit()]
-    assert codes == [int(code) for code in ExitCode] == [0, 1, 2, 3, 4]
+    assert codes == [int(code) for code in ExitCode] == [0, 1, 2, 3, 4, 130]
     assert "  1  manifest --check:" in listed and "  3  serve: the server cannot start" in listed
 
 
