@@ -609,14 +609,48 @@ def _on_redis(served: _Served, target: str, url: str, namespace: str | None) -> 
     try:
         factory = adapter.program(url, namespace=namespace or target, message_type=app.definition.union)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_without(str(exc), _secrets(parts))) from None
     return App(
         app.definition, app.init, app.update, app.principal, audit=app.audit, program=_FirstLoad(factory, parts)
     )
 
 
+_CREDENTIALS = ("password", "username")
+"""Query parameters redis-py takes as credentials (``?password=...``): never printed."""
+
+
 def _redacted(url: str) -> str:
-    """``url`` without its password, for a message: ``redis://:***@host:6379/0``."""
+    """``url`` without its credentials, for a message: ``redis://:***@host:6379/0``, ``redis://host/0?password=***``."""
+    return _query_redacted(_netloc_redacted(url))
+
+
+def _query_redacted(url: str) -> str:
+    """``url`` with the value of each credential in its query masked, however its name is spelled or escaped."""
+    head, mark, rest = url.partition("?")
+    if not mark:
+        return url
+    query, hashmark, fragment = rest.partition("#")
+    fields: list[str] = []
+    for field in query.split("&"):
+        name, equals, _value = field.partition("=")
+        if equals and urllib.parse.unquote_plus(name).lower() in _CREDENTIALS:
+            field = f"{name}=***"
+        fields.append(field)
+    return f"{head}?{'&'.join(fields)}{hashmark}{fragment}"
+
+
+def _secrets(parts: urllib.parse.SplitResult) -> tuple[str, ...]:
+    """The passwords in ``--redis``, in the netloc or the query, as given and as unescaped: for scrubbing text."""
+    found = [parts.password or "", urllib.parse.unquote(parts.password or "")]
+    for field in parts.query.split("&"):
+        name, equals, value = field.partition("=")
+        if equals and urllib.parse.unquote_plus(name).lower() == "password":
+            found += [value, urllib.parse.unquote_plus(value)]
+    return tuple(sorted({secret for secret in found if secret}, key=len, reverse=True))
+
+
+def _netloc_redacted(url: str) -> str:
+    """``url`` without the password its netloc holds: ``redis://:***@host:6379/0``."""
     try:
         parts = urllib.parse.urlsplit(url)
         password = parts.password
@@ -694,29 +728,31 @@ def _redis_failure(parts: urllib.parse.SplitResult, exc: BaseException) -> str:
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
     where = _redis_address(parts)
+    secrets = _secrets(parts)
     if isinstance(exc, AuthenticationError):
-        if parts.password is None:
+        if not secrets:
+            user, _, host = parts.netloc.rpartition("@")
             return (
                 f"cannot start: the Redis at {where} needs a password; give it in the --redis URL "
-                f"({parts.scheme}://:PASSWORD@{parts.netloc}{parts.path})"
+                f"({parts.scheme}://{user}:PASSWORD@{host}{parts.path})"
             )
         return f"cannot start: the Redis at {where} refused the credentials in the --redis URL"
     if isinstance(exc, AuthorizationError | ResponseError):
-        said = _without(str(exc), parts.password)
+        said = _without(str(exc), secrets)
         return f"cannot start: the Redis at {where} refused the program's first commands ({said})"
     if isinstance(exc, RedisTimeoutError | TimeoutError):
         return f"cannot start: the Redis at {where} did not answer in time"
     if isinstance(exc, RedisConnectionError | OSError):
         cause = _os_error(exc)
         if cause is None:
-            reason = _without(str(exc), parts.password)
+            reason = _without(str(exc), secrets)
         elif cause.errno and cause.errno > 0 and not isinstance(cause, socket.gaierror):
             reason = os.strerror(cause.errno)  # asyncio's words repeat the address: the errno's are the reason
         else:
             reason = cause.strerror or str(cause)
         return f"cannot start: the Redis at {where} cannot be reached ({reason})"
     # InvalidResponse and the like: something answers there, but not as Redis does.
-    return f"cannot start: {where} does not answer as Redis does ({_without(str(exc), parts.password)})"
+    return f"cannot start: {where} does not answer as Redis does ({_without(str(exc), secrets)})"
 
 
 def _os_error(exc: BaseException) -> OSError | None:
@@ -730,8 +766,10 @@ def _os_error(exc: BaseException) -> OSError | None:
     return None
 
 
-def _without(text: str, password: str | None) -> str:
-    return text.replace(password, "***") if password else text
+def _without(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 async def _serve_stdio(served: _Served, target: str, err: TextIO, wire: tuple[int, int]) -> None:

@@ -127,11 +127,16 @@ def test_a_redis_that_wants_a_password_says_where_to_give_it_and_never_shows_one
             f"agentfx: cannot start: the Redis at 127.0.0.1:{port} needs a password; give it in the --redis URL "
             f"(redis://:PASSWORD@127.0.0.1:{port}/0)\n",
         )
-        code, err = run("serve", TARGET, "--redis", f"redis://:wrong-pw@127.0.0.1:{port}/0")
+        code, err = run("serve", TARGET, "--redis", f"redis://ann@127.0.0.1:{port}/0")
         assert (code, err) == (
             3,
-            f"agentfx: cannot start: the Redis at 127.0.0.1:{port} refused the credentials in the --redis URL\n",
+            f"agentfx: cannot start: the Redis at 127.0.0.1:{port} needs a password; give it in the --redis URL "
+            f"(redis://ann:PASSWORD@127.0.0.1:{port}/0)\n",
         )
+        refused = f"agentfx: cannot start: the Redis at 127.0.0.1:{port} refused the credentials in the --redis URL\n"
+        assert run("serve", TARGET, "--redis", f"redis://:wrong-pw@127.0.0.1:{port}/0") == (3, refused)
+        # redis-py takes a password from the query too: it was given, and refused.
+        assert run("serve", TARGET, "--redis", f"redis://127.0.0.1:{port}/0?password=wrong-pw") == (3, refused)
 
 
 def test_a_server_that_is_not_redis_cannot_start() -> None:
@@ -172,6 +177,20 @@ def test_a_namespace_holding_a_key_of_the_wrong_kind_cannot_start_in_one_line_na
             "(Invalid value for 'socket_timeout' in connection URL.)\n",
         ),
         ("http://u:secret@h:1", 'agentfx: --redis takes a redis://, rediss:// or unix:// URL, got "http://u:***@h:1"\n'),
+        (
+            "http://h:1/0?password=secret",
+            'agentfx: --redis takes a redis://, rediss:// or unix:// URL, got "http://h:1/0?password=***"\n',
+        ),
+        (
+            "redis://h/0?username=ann&Password=secret&pass%77ord=secret&socket_timeout=soon",
+            'agentfx: --redis: "redis://h/0?username=***&Password=***&pass%77ord=***&socket_timeout=soon" is not a URL '
+            "redis-py accepts (Invalid value for 'socket_timeout' in connection URL.)\n",
+        ),
+        (
+            "redis://[::1/0?password=secret",
+            'agentfx: --redis takes a redis://, rediss:// or unix:// URL; "redis://[::1/0?password=***" is not one '
+            "(Invalid IPv6 URL)\n",
+        ),
     ],
 )
 def test_a_malformed_redis_url_is_a_usage_error_without_its_password(url: str, said: str) -> None:
