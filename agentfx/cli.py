@@ -373,7 +373,9 @@ def _manifest(target: str, check: str | None, out: _Output) -> int:
         raise UsageError(_not_a_manifest(check, "it is not JSON")) from None
     if not _is_a_manifest(committed):
         raise UsageError(_not_a_manifest(check, 'it has no "capabilities" list'))
-    if committed == json.loads(rendered):
+    # Compared as canonical JSON text, not as Python values: 0 == False there,
+    # so a committed false where the contract says 0 would pass.
+    if _canonical(committed) == _canonical(json.loads(rendered)):
         out.write(f"{check} matches {target}\n")
         return ExitCode.OK
     # Both sides in the same rendering, so the diff shows only what changed.
@@ -388,6 +390,11 @@ def _manifest(target: str, check: str | None, out: _Output) -> int:
         out.write(line)
     out.write(f"\n{check} has drifted from {target}; regenerate it with: {regenerate}\n")
     return ExitCode.DRIFTED
+
+
+def _canonical(document: object) -> str:
+    """``document`` as JSON text that tells every value apart (``0``, ``false``, ``0.0``) and nothing of formatting or key order."""
+    return json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def _is_a_manifest(document: object) -> bool:

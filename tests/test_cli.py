@@ -81,6 +81,21 @@ def test_formatting_alone_is_not_drift(tmp_path: Path) -> None:
     assert run("manifest", "tests.mcp_app:definition", "--check", str(path))[0] == 0
 
 
+@pytest.mark.parametrize(("now", "committed"), [(False, 0), (True, 1), (True, 1.0)])
+def test_a_value_of_another_json_type_is_drift_even_where_python_finds_them_equal(
+    tmp_path: Path, now: bool, committed: float
+) -> None:
+    manifest = json.loads(render_manifest(definition))
+    capability = next(c for c in manifest["capabilities"] if c["modelDependent"] is now)
+    capability["modelDependent"] = committed
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(manifest, indent=2))
+    code, out, _ = run("manifest", "tests.mcp_app:definition", "--check", str(path))
+    assert code == 1
+    assert f'-      "modelDependent": {json.dumps(committed)},' in out
+    assert f'+      "modelDependent": {json.dumps(now)},' in out
+
+
 def test_a_committed_manifest_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
     code, out, err = run("manifest", "tests.mcp_app:definition", "--check", str(tmp_path))
     assert (code, out) == (2, "")
