@@ -26,6 +26,7 @@ import inspect
 import ipaddress
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -600,6 +601,11 @@ def _on_redis(served: _Served, target: str, url: str, namespace: str | None) -> 
         raise UsageError(f'--redis takes a redis://, rediss:// or unix:// URL; "{_redacted(url)}" is not one ({exc})') from None
     if parts.scheme not in ("redis", "rediss", "unix"):
         raise UsageError(f'--redis takes a redis://, rediss:// or unix:// URL, got "{_redacted(url)}"')
+    if parts.scheme != "unix" and not re.fullmatch(r"/?|/[0-9]+", parts.path):
+        # redis-py would take any other path for database 0, silently.
+        raise UsageError(
+            f'--redis: the path of "{_redacted(url)}" names no database; write none, or a number: redis://HOST:PORT/0'
+        )
     try:
         adapter: Any = importlib.import_module("agentfx.redis")
     except ImportError:

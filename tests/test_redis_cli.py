@@ -197,6 +197,21 @@ def test_a_malformed_redis_url_is_a_usage_error_without_its_password(url: str, s
     assert run("serve", TARGET, "--redis", url) == (2, said)
 
 
+@pytest.mark.parametrize("path", ["/5x", "/0/1", "/-1", "/db", "//0"])
+def test_a_redis_path_that_is_not_a_database_number_is_a_usage_error(path: str) -> None:
+    url = f"redis://:secret@127.0.0.1:1{path}"
+    said = f'agentfx: --redis: the path of "redis://:***@127.0.0.1:1{path}" names no database; write none, or a number: redis://HOST:PORT/0\n'
+    assert run("serve", TARGET, "--redis", url) == (2, said)
+
+
+@pytest.mark.parametrize("path", ["", "/", "/0", "/15"])
+def test_a_redis_url_with_no_database_or_a_number_gets_past_the_check(path: str) -> None:
+    # Nothing listens there: the URL was accepted, and the first load says where it could not connect.
+    port = free_port()
+    code, err = run("serve", TARGET, "--redis", f"redis://127.0.0.1:{port}{path}")
+    assert (code, err) == (3, f"agentfx: cannot start: the Redis at 127.0.0.1:{port} cannot be reached (Connection refused)\n")
+
+
 @pytest.mark.anyio
 async def test_a_redis_error_after_the_first_load_is_the_applications() -> None:
     from redis.exceptions import ConnectionError as RedisConnectionError
