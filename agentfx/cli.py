@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TextIO, cast
 import anyio
 
 from . import __version__
+from ._hosts import LOOPBACK_HOSTS
 from .app import App
 from .contract import Definition, Exposed, bare_signature
 from .docs import to_manifest, to_markdown
@@ -984,14 +985,27 @@ async def _serve_http(
 
 
 def _allowed_hosts(host: str, listed: Sequence[str]) -> tuple[str, ...]:
-    """The ``Host`` headers ``serve --transport http`` accepts: loopback, the address it binds, and those listed."""
+    """The ``Host`` headers ``serve --transport http`` accepts: loopback, the address it binds, and those listed.
+
+    The address bound counts whatever it is, a loopback one too
+    (``127.0.0.2`` is none of the default names), except a wildcard, which
+    no client names: those serving on one list their names with ``--allowed-host``.
+    """
     named = list(listed)
-    if not _loopback(host) and host not in ("0.0.0.0", "::", ""):
-        shown = f"[{host}]" if ":" in host else host
+    shown = f"[{host}]" if ":" in host else host
+    if not _wildcard(host) and shown not in LOOPBACK_HOSTS:
         named += [shown, f"{shown}:*"]
     if not named:
         return ()  # http_app's own default: loopback only
-    return (*named, "127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
+    return (*named, *LOOPBACK_HOSTS)
+
+
+def _wildcard(host: str) -> bool:
+    """Whether ``host`` binds every address (``0.0.0.0``, ``::``), so that no client reaches it by that name."""
+    try:
+        return host == "" or ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
 
 
 _SHUTDOWN_GRACE = 5

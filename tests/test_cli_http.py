@@ -19,6 +19,7 @@ import pytest
 from agentfx.cli import main
 from tests import cli_targets
 from tests.http_support import MODERN, modern, post
+from tests.mcp_wire import INITIALIZE
 
 SERVING = re.compile(r"Serving MCP over Streamable HTTP at (http://\S+/mcp)\n")
 
@@ -122,3 +123,22 @@ def test_a_factory_that_raises_on_entry_stops_before_serving_with_its_traceback(
     assert code == 4, said
     assert said.startswith("agentfx: the served application stopped with an error:\n")
     assert "RuntimeError: the factory could not start" in said and "Serving" not in said
+
+
+def test_a_loopback_address_other_than_the_default_names_answers_on_the_url_announced() -> None:
+    answered: list[int] = []
+
+    def client(url: str) -> None:
+        async def initialize() -> None:
+            async with httpx.AsyncClient() as http:
+                status, _, _ = await post(http, url, INITIALIZE)
+                answered.append(status)
+
+        anyio.run(initialize)
+
+    with stopped_after(20):
+        code, err, failures = serve_while(client, "tests.mcp_app:app", "--host", "127.0.0.2")
+    assert (code, failures) == (0, [])
+    assert SERVING.search(err) is not None and "http://127.0.0.2:" in err
+    # Not 421: the Host header the announced URL makes is the address bound.
+    assert answered == [200]
