@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import threading
 from collections.abc import Awaitable, Callable
+from threading import get_ident
 from typing import TYPE_CHECKING
 
 import anyio
@@ -51,14 +53,17 @@ def new_invocation_id() -> str:
 
 
 class _State:
-    """What a controller and its signal share: whether it aborted, why, and what to cancel."""
+    """What a controller and its signal share: whether it aborted, why, and what to cancel (with each scope's thread)."""
 
-    __slots__ = ("aborted", "reason", "scopes")
+    __slots__ = ("aborted", "lock", "reason", "scopes")
 
     def __init__(self) -> None:
         self.aborted = False
         self.reason: object = None
-        self.scopes: set[anyio.CancelScope] = set()
+        self.scopes: dict[anyio.CancelScope, int] = {}
+        # An abort from another thread must not interleave with an attach:
+        # it would see no scope of the loop's, then cancel one from outside it.
+        self.lock = threading.Lock()
 
 
 class AbortSignal:
@@ -69,7 +74,11 @@ class AbortSignal:
     refused before the Model is read.
 
     The signal holds the anyio cancel scopes of the invocations waiting on it;
-    it starts no task of its own. Abort it from the event loop's thread.
+    it starts no task of its own. Abort it from the event loop's thread: from
+    another thread, while invocations wait on it, :meth:`AbortController.abort`
+    raises ``RuntimeError`` and changes nothing (a cancel scope cannot be
+    cancelled from outside its loop); hand the call to the loop instead, e.g.
+    ``anyio.from_thread.run_sync(controller.abort)`` from a worker thread.
     """
 
     __slots__ = ("_state",)
@@ -94,14 +103,16 @@ class AbortSignal:
         signal cancels the scope on the spot, so an abort that raced the
         attach is never lost.
         """
-        if self._state.aborted:
-            scope.cancel()
-        else:
-            self._state.scopes.add(scope)
+        state = self._state
+        with state.lock:
+            if not state.aborted:
+                state.scopes[scope] = get_ident()
+                return
+        scope.cancel()
 
     def detach(self, scope: anyio.CancelScope) -> None:
         """Stop cancelling ``scope`` on abort."""
-        self._state.scopes.discard(scope)
+        self._state.scopes.pop(scope, None)
 
     def __repr__(self) -> str:
         return f"AbortSignal(aborted={self._state.aborted!r}, reason={self._state.reason!r})"
@@ -125,15 +136,34 @@ class AbortController:
         self.signal = AbortSignal(self._state)
 
     def abort(self, reason: object = None) -> None:
-        """Abort the signal; every invocation waiting on it is cancelled. Idempotent."""
+        """Abort the signal; every invocation waiting on it is cancelled. Idempotent.
+
+        Raises:
+            RuntimeError: called from a thread other than the event loop's
+                while invocations wait on the signal; nothing changed.
+        """
         state = self._state
-        if state.aborted:
-            return
-        state.aborted = True
-        state.reason = reason
-        scopes, state.scopes = state.scopes, set()
+        with state.lock:
+            if state.aborted:
+                return
+            here = get_ident()
+            if any(thread != here for thread in state.scopes.values()):
+                raise RuntimeError(
+                    "AbortController.abort() was called from another thread than the event loop's, whose "
+                    "invocations wait on it; call it on the loop, e.g. anyio.from_thread.run_sync(controller.abort)"
+                )
+            state.aborted = True
+            state.reason = reason
+            scopes, state.scopes = state.scopes, {}
+        failed: BaseException | None = None
         for scope in scopes:
-            scope.cancel()
+            # Every scope, even if one fails: one left uncancelled would wait out its deadline.
+            try:
+                scope.cancel()
+            except Exception as exc:  # pragma: no cover - anyio's cancel raises only off its loop
+                failed = failed or exc
+        if failed is not None:  # pragma: no cover
+            raise failed
 
 
 class Invocation(msgspec.Struct, frozen=True):

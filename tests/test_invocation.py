@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
@@ -202,3 +203,55 @@ def test_a_forked_child_starts_its_own_sequence_of_ids() -> None:
     parent, child = done.stdout.split()
     assert child.rsplit("-", 1)[0] != parent.rsplit("-", 1)[0]
     assert child.endswith("-1")
+
+
+@pytest.mark.anyio
+async def test_an_abort_from_another_thread_while_a_call_waits_raises_there_and_changes_nothing() -> None:
+    # A cancel scope can only be cancelled on its own loop: cancelled from
+    # another thread, it lost its deadline and never heard the cancellation,
+    # so the call waited forever. Refused instead; the loop's way works.
+    rec = recorder(responses={})
+    defn = agentfx.define(
+        agentfx.expose(
+            Message, agentfx.variant(RequestedDeleteTodo, "Delete", name="waiting", completion=agentfx.Completion(DeletedTodo))
+        )
+    )
+    runtime = agentfx.bind(defn, host=agentfx.Host(model=rec.model, dispatch=rec.dispatch, observe=rec.observe))
+    controller = agentfx.AbortController()
+    outcomes: list[object] = []
+    refused: list[BaseException] = []
+
+    def abort_from_a_plain_thread() -> None:
+        try:
+            controller.abort("from a thread")
+        except RuntimeError as exc:
+            refused.append(exc)
+
+    async def go() -> None:
+        invocation = agentfx.Invocation(signal=controller.signal)
+        outcomes.append(outcome_of(await runtime.messages.dispatch("waiting", {"id": "t1"}, invocation)))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(go)
+        await anyio.wait_all_tasks_blocked()
+        thread = threading.Thread(target=abort_from_a_plain_thread)
+        thread.start()
+        await anyio.to_thread.run_sync(thread.join)
+        assert [str(exc) for exc in refused] == [
+            "AbortController.abort() was called from another thread than the event loop's, whose invocations "
+            "wait on it; call it on the loop, e.g. anyio.from_thread.run_sync(controller.abort)"
+        ]
+        assert (controller.signal.aborted, controller.signal.reason, outcomes) == (False, None, [])
+        with anyio.fail_after(2):
+            await anyio.to_thread.run_sync(lambda: anyio.from_thread.run_sync(controller.abort, "on the loop"))
+    assert outcomes == [Failure(agentfx.AgentCancelledError.while_waiting("waiting"))]
+    assert controller.signal.reason == "on the loop"
+    assert rec.listener_count == 0 and not controller._state.scopes
+
+
+def test_an_abort_from_another_thread_with_nothing_waiting_aborts() -> None:
+    controller = agentfx.AbortController()
+    thread = threading.Thread(target=controller.abort, args=("elsewhere",))
+    thread.start()
+    thread.join()
+    assert (controller.signal.aborted, controller.signal.reason) == (True, "elsewhere")
