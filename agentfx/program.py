@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias, TypeVar, ca
 import anyio
 from anyio.lowlevel import checkpoint
 
+from ._listeners import Listeners
 from .host import Host, Unsubscribe
 
 if TYPE_CHECKING:
@@ -57,10 +58,6 @@ QUEUED_MAX = 1_000_000
 """Messages waiting at once to be processed, past which a send made while processing raises."""
 
 _logger = logging.getLogger("agentfx.program")
-
-
-def _ignore(*_: object) -> None:
-    return None
 
 
 def _raise_bare(lone: BaseException) -> NoReturn:
@@ -118,54 +115,6 @@ def _refuse_called(called: list[object]) -> NoReturn:
     )
 
 
-class _Listener:
-    """One subscription. Unsubscribing swaps ``call`` for a no-op, so a
-    notification already iterating a snapshot skips it without a check."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: Callable[..., object]) -> None:
-        self.call = call
-
-
-class _Listeners:
-    """Listeners in subscription order, iterated as a tuple snapshot.
-
-    Subscribing and unsubscribing are O(1) and only drop the cached tuple; the
-    next notification rebuilds it once. So a burst of waiters that subscribe
-    (or settle and unsubscribe) together costs O(n), not O(n²), and a message
-    with no listener change iterates the cached tuple with no copy.
-    """
-
-    __slots__ = ("_entries", "_snapshot")
-
-    def __init__(self) -> None:
-        self._entries: dict[_Listener, None] = {}
-        self._snapshot: tuple[_Listener, ...] | None = ()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def add(self, call: Callable[..., object]) -> Unsubscribe:
-        entry = _Listener(call)
-        self._entries[entry] = None
-        self._snapshot = None
-
-        def unsubscribe() -> None:
-            if entry in self._entries:
-                del self._entries[entry]
-                entry.call = _ignore
-                self._snapshot = None
-
-        return unsubscribe
-
-    def snapshot(self) -> tuple[_Listener, ...]:
-        snapshot = self._snapshot
-        if snapshot is None:
-            snapshot = self._snapshot = tuple(self._entries)
-        return snapshot
-
-
 class Program(Generic[M, Msg]):
     """A running Elm program; obtain one from :func:`run_program`.
 
@@ -206,8 +155,8 @@ class Program(Generic[M, Msg]):
         self._model = model
         self._update = update
         self._task_group = task_group
-        self._observers = _Listeners()
-        self._subscribers = _Listeners()
+        self._observers = Listeners()
+        self._subscribers = Listeners()
         # How deep in a chain of reactions the Message being processed is (0:
         # none is), and the Messages sent meanwhile, each with its own depth.
         self._depth = 0

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import anyio.lowlevel
 
+from .._listeners import Listeners
 from ..host import Host, Unsubscribe
 from ..invocation import Invocation
 from ..program import NESTED_MAX, QUEUED_MAX
@@ -30,45 +31,6 @@ P = TypeVar("P")
 Responses = Mapping[type[Any], Iterable[Any] | Callable[[Any], Iterable[Any]]]
 
 _logger = logging.getLogger("agentfx.testing")
-
-
-def _ignore(*_: object) -> None:
-    return None
-
-
-class _Listener:
-    """One subscription; unsubscribing swaps ``call`` for a no-op, so a notification under way skips it."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: Callable[..., object]) -> None:
-        self.call = call
-
-
-class _Listeners:
-    """Listeners in subscription order, each notification iterating a snapshot (as the program's do)."""
-
-    __slots__ = ("_entries",)
-
-    def __init__(self) -> None:
-        self._entries: dict[_Listener, None] = {}
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def add(self, call: Callable[..., object]) -> Unsubscribe:
-        entry = _Listener(call)
-        self._entries[entry] = None
-
-        def unsubscribe() -> None:
-            if entry in self._entries:
-                del self._entries[entry]
-                entry.call = _ignore
-
-        return unsubscribe
-
-    def snapshot(self) -> tuple[_Listener, ...]:
-        return tuple(self._entries)
 
 
 class RecordingHost(Generic[M, Msg, P]):
@@ -147,8 +109,8 @@ class RecordingHost(Generic[M, Msg, P]):
         self.dispatched: list[Msg] = []
         self.model_reads = 0
         self.principal_calls = 0
-        self._observers = _Listeners()
-        self._subscribers = _Listeners()
+        self._observers = Listeners()
+        self._subscribers = Listeners()
         # How deep in a chain of reactions the Message being processed is (0:
         # none is), and the Messages sent meanwhile: each with its depth and
         # whether its scripted responses follow it.
