@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
+from inspect import isawaitable
+from types import NoneType
 from typing import Any, Literal, Protocol, TypeAlias, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .errors import echo, encodable
+from .completion import asynchronous
+from .errors import ContractError, echo, encodable
 from .invocation import Invocation
 
 __all__ = ["AuditEntry", "AuditLog", "AuditRecord", "AuditSink", "Decision", "audit_log"]
@@ -44,6 +48,10 @@ _REDACTED = "[redacted]"
 
 _UNRECORDABLE = "[unrecordable]"
 """Stands in for a recorded input that cannot be snapshotted at all (a cycle)."""
+
+# Answers that are certainly not awaitable, told apart by exact type: ``isawaitable``
+# asks an ABC, which costs a plain value several times as much.
+_PLAIN: frozenset[type[object]] = frozenset({str, int, bool, float, NoneType, tuple, list, dict})
 
 
 class AuditRecord(msgspec.Struct, frozen=True):
@@ -88,7 +96,9 @@ class AuditSink(Protocol):
 
     Pass your own to ``bind(audit=...)`` to forward records somewhere durable.
     ``record`` runs inline, once per dispatch, so it should be quick; an
-    exception it raises is logged and otherwise ignored.
+    exception it raises is logged and otherwise ignored. It must answer
+    synchronously: ``bind`` refuses an ``async def record``, and an awaitable
+    it returns anyway is closed unawaited, its record lost, and logged.
 
     A sink may say ``records_principal = False`` (an attribute): the runtime
     then spares itself resolving the principal of a call refused before step
@@ -195,7 +205,7 @@ class AuditLog:
     that cannot be snapshotted records a placeholder.
     """
 
-    __slots__ = ("_clock", "_entries", "_include_input", "_principal", "_redact")
+    __slots__ = ("_clock", "_entries", "_include_input", "_principal", "_redact", "_told_awaitable")
 
     def __init__(
         self,
@@ -211,11 +221,16 @@ class AuditLog:
         if isinstance(redact, str):
             # frozenset("token") would redact the keys "t", "o", "k", "e", "n".
             raise TypeError("redact takes a collection of key names, not a single string")
+        why = None if principal is None else asynchronous(principal)
+        if why is not None:
+            # Its coroutine would be recorded in place of every principal, never awaited.
+            raise ContractError(f'Cannot make this audit log: "principal" must answer synchronously; {why}')
         self._entries: deque[AuditEntry] = deque(maxlen=capacity)
         self._principal = principal
         self._include_input = include_input
         self._redact = frozenset(redact)
         self._clock = clock
+        self._told_awaitable = False
 
     @property
     def records_principal(self) -> bool:
@@ -244,9 +259,12 @@ class AuditLog:
                         "audit principal projection raised; entry recorded without a principal"
                     )
                 else:
-                    # Snapshotted as the input is: the entry encodes, and
-                    # later changes to the caller's principal cannot reach it.
-                    principal = _snapshot(projected, frozenset())
+                    if type(projected) not in _PLAIN and isawaitable(projected):
+                        self._refuse_awaitable(projected)
+                    else:
+                        # Snapshotted as the input is: the entry encodes, and
+                        # later changes to the caller's principal cannot reach it.
+                        principal = _snapshot(projected, frozenset())
         invocation = record.invocation
         self._entries.append(
             AuditEntry(
@@ -263,6 +281,15 @@ class AuditLog:
                 input=_snapshot(record.input, self._redact) if self._include_input else UNSET,
             )
         )
+
+    def _refuse_awaitable(self, answer: object) -> None:
+        _close(answer)
+        if not self._told_awaitable:
+            self._told_awaitable = True
+            _logger.error(
+                "audit principal projection returned an awaitable; it must answer synchronously. "
+                "Entries are recorded without a principal"
+            )
 
     def entries(self) -> list[AuditEntry]:
         """A copy of the kept entries, oldest first."""
@@ -314,6 +341,9 @@ def audit_log(
     Raises:
         ValueError: ``capacity`` is less than 1.
         TypeError: ``redact`` is a single string rather than a collection.
+        ContractError: ``principal`` is ``async``: the projection must answer
+            synchronously (one that returns an awaitable anyway has it closed
+            and records no principal).
 
     >>> log = audit_log(principal=lambda user: user["id"], include_input=True,
     ...                 redact=["token"], clock=lambda: 0.0)
@@ -350,8 +380,45 @@ def safe_record(sink: AuditSink | None, record: AuditRecord) -> None:
     if sink is None:
         return
     try:
-        sink.record(record)
+        answer: object = sink.record(record)
     except Exception:
         _logger.exception(
             "audit sink %s raised; the dispatch outcome is unchanged", type(sink).__name__
         )
+        return
+    if answer is not None and type(answer) not in _PLAIN and isawaitable(answer):
+        _close(answer)
+        if _first_awaitable_from(sink):
+            _logger.error(
+                "audit sink %s returned an awaitable from record; it must answer synchronously. "
+                "It was closed unawaited and its records are lost",
+                type(sink).__name__,
+            )
+
+
+def _close(answer: object) -> None:
+    # Never awaited, and it must not warn that it was not; whatever it does
+    # when closed is its own affair, never the dispatch's.
+    close = getattr(answer, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:
+            _logger.error("closing the awaitable an audit hook returned raised %s", type(exc).__name__)
+
+
+_awaitable_from: weakref.WeakSet[object] = weakref.WeakSet()
+_awaitable_from_strong: dict[int, object] = {}
+"""Sinks already logged for answering an awaitable: by weak reference, else held (so an id is never reused)."""
+
+
+def _first_awaitable_from(sink: object) -> bool:
+    try:
+        if sink in _awaitable_from:
+            return False
+        _awaitable_from.add(sink)
+    except TypeError:  # neither weakly referable nor hashable: known by identity
+        if id(sink) in _awaitable_from_strong:
+            return False
+        _awaitable_from_strong[id(sink)] = sink
+    return True

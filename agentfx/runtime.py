@@ -116,8 +116,8 @@ def bind(
             or not callable with what it is given; a Message
             completion without ``host.observe``, or a
             Model state completion without ``host.subscribe``; an ``audit``
-            without a ``record`` method, or a ``tracer`` without
-            ``start_as_current_span``.
+            without a ``record`` method, or one that is ``async`` or cannot
+            take the record; a ``tracer`` without ``start_as_current_span``.
 
     >>> import msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
@@ -138,6 +138,9 @@ def bind(
         raise ContractError(
             f"bind(audit=...) takes an AuditSink, an object with a record(AuditRecord) method; got {_kind(audit)}"
         )
+    if audit is not None:
+        # An async record would be called and never awaited: every record lost.
+        check_hook("Cannot bind this audit sink", "audit.record", audit.record, ("the AuditRecord",), synchronous=True)
     if tracer is not None and (isinstance(tracer, type) or not callable(getattr(tracer, "start_as_current_span", None))):
         raise ContractError(
             f"bind(tracer=...) takes an OpenTelemetry Tracer (trace.get_tracer(...)); got {_kind(tracer)}"

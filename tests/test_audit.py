@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import CoroutineType
+from typing import Any
 
 import anyio
 import msgspec
@@ -20,6 +22,7 @@ from agentfx.audit import (
     audit_log,
     safe_record,
 )
+from agentfx.errors import ContractError
 from agentfx.invocation import Invocation
 
 
@@ -233,6 +236,43 @@ def test_a_raising_projection_records_the_entry_without_a_principal(
     assert entry.principal is UNSET
     assert entry.outcome == "completed"
     assert "projection raised" in caplog.text
+
+
+def test_an_async_projection_is_refused_when_the_log_is_made() -> None:
+    async def project(user: User) -> object:
+        return user.id
+
+    class Projection:
+        async def __call__(self, user: User) -> object:
+            return user.id
+
+    for projection, why in ((project, "it is a coroutine function"), (Projection(), "its __call__ is a coroutine function")):
+        with pytest.raises(ContractError) as raised:
+            audit_log(principal=projection)
+        assert str(raised.value) == f'Cannot make this audit log: "principal" must answer synchronously; {why}'
+        with pytest.raises(ContractError):
+            AuditLog(principal=projection)
+
+
+def test_a_projection_returning_an_awaitable_has_it_closed_and_records_no_principal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    made: list[CoroutineType[Any, Any, object]] = []
+
+    async def lookup(user: User) -> object:
+        return user.id
+
+    def project(user: User) -> object:
+        made.append(lookup(user))
+        return made[-1]
+
+    log = audit_log(principal=project)
+    with caplog.at_level(logging.ERROR, logger="agentfx.audit"):
+        log.record(make_record())
+        log.record(make_record())
+    assert [entry.principal for entry in log.entries()] == [UNSET, UNSET]
+    assert all(coroutine.cr_frame is None for coroutine in made)  # closed, so never "never awaited"
+    assert caplog.text.count("projection returned an awaitable") == 1
 
 
 # Input

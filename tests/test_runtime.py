@@ -372,6 +372,77 @@ def test_bind_refuses_an_audit_or_a_tracer_that_every_dispatch_would_fail_on() -
     agentfx.bind(_completing(), host=minimal(rec), audit=agentfx.audit_log(), tracer=trace.get_tracer("tests"))
 
 
+def test_bind_refuses_an_audit_sink_whose_record_is_async() -> None:
+    rec = recorder()
+
+    class AsyncSink:
+        async def record(self, record: agentfx.AuditRecord, /) -> None:
+            return None
+
+    class AsyncRecord:
+        async def __call__(self, record: agentfx.AuditRecord, /) -> None:
+            return None
+
+    class Held:
+        record = AsyncRecord()
+
+    for sink, why in ((AsyncSink(), "it is a coroutine function"), (Held(), "its __call__ is a coroutine function")):
+        with pytest.raises(agentfx.ContractError) as raised:
+            agentfx.bind(_completing(), host=minimal(rec), audit=cast(Any, sink))
+        assert str(raised.value) == f'Cannot bind this audit sink: "audit.record" must answer synchronously; {why}'
+
+
+@pytest.mark.anyio
+async def test_a_sink_whose_record_returns_an_awaitable_has_it_closed_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    closed: list[bool] = []
+
+    class Later:
+        def __await__(self) -> Any:
+            yield None
+
+        def close(self) -> None:
+            closed.append(True)
+
+    class Deferring:
+        # A plain function handing back an awaitable: bind cannot tell.
+        def record(self, record: agentfx.AuditRecord, /) -> Any:
+            return Later()
+
+    rec = recorder()
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=Deferring())
+    with caplog.at_level(logging.ERROR, logger="agentfx.audit"):
+        ok = await run(runtime, RequestedCreateTodo, {"title": "secret title"})
+        refused = await run(runtime, ReceivedTodos, {})
+    assert ok.unwrap().message == RequestedCreateTodo("secret title")
+    assert refused == Failure(agentfx.AgentUnknownCapabilityError.of("ReceivedTodos"))
+    assert closed == [True, True]
+    [logged] = [r for r in caplog.records if "awaitable" in r.getMessage()]
+    assert logged.getMessage() == (
+        "audit sink Deferring returned an awaitable from record; it must answer synchronously. "
+        "It was closed unawaited and its records are lost"
+    )
+    assert "secret" not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_coroutine_a_sink_returns_is_closed_so_it_never_warns() -> None:
+    got: list[agentfx.AuditRecord] = []
+
+    async def later(record: agentfx.AuditRecord) -> None:
+        got.append(record)
+
+    class Deferring:
+        def record(self, record: agentfx.AuditRecord, /) -> Any:
+            return later(record)
+
+    runtime = agentfx.bind(AppAgent, host=recorder().host, audit=Deferring())
+    await run(runtime, RequestedCreateTodo, {"title": "a"})
+    import gc
+
+    gc.collect()  # an unclosed coroutine would warn here, and warnings are errors
+    assert got == []
+
+
 # Async host.dispatch and aborts mid-send
 
 
