@@ -1118,19 +1118,22 @@ def _require_a2a() -> None:
     _require("agentfx.a2a", "uvicorn", needs="--transport a2a needs the A2A extra", extra=_A2A_EXTRA)
 
 
-async def _serve_a2a(served: _Served, target: str, sock: socket.socket, err: TextIO, hosts: Sequence[str]) -> None:
-    """The runtime over A2A: its card names the address bound; it stops as ``--transport http`` does."""
+async def _serve_a2a(
+    served: _Served, target: str, sock: socket.socket, err: TextIO, hosts: Sequence[str], listed: Sequence[str] = ()
+) -> None:
+    """The runtime over A2A: its card names the address bound (see :func:`_card_url`); it stops as ``--transport http`` does."""
     from .a2a import a2a_app, agent_card
 
     address, port = sock.getsockname()[:2]
     shown = f"[{address}]" if ":" in address else address
     url = f"http://{shown}:{port}/a2a"
+    card_url = _card_url(address, port, listed) or url
 
     @asynccontextmanager
     async def running() -> AsyncGenerator[Any]:
         async with _runtime(served, target) as runtime:
             card = agent_card(
-                runtime.definition, name=target, description=f"The agentfx contract {target}", url=url,
+                runtime.definition, name=target, description=f"The agentfx contract {target}", url=card_url,
                 version=__version__,
             )
             asgi = a2a_app(runtime, card, allowed_hosts=hosts)
@@ -1146,10 +1149,36 @@ async def _serve_a2a(served: _Served, target: str, sock: socket.socket, err: Tex
                 "call every capability. Serve on 127.0.0.1, or serve agentfx.a2a.a2a_app(app, card, "
                 "authenticate=...) from your own ASGI server.\n"
             )
+        if card_url != url:
+            err.write(f"agentfx: the agent card names {card_url}, after the first --allowed-host\n")
+        elif _wildcard(str(address)):
+            err.write(
+                f"agentfx: warning: the agent card names {url}, which no client can reach; give the address "
+                "clients use as the first --allowed-host\n"
+            )
         err.write(f"Serving A2A (1.0 and 0.3; agent card at /.well-known/agent-card.json) at {url}\n")
         err.flush()
 
     await _uvicorn(running, sock, err, announce)
+
+
+def _card_url(address: str, port: int, listed: Sequence[str]) -> str | None:
+    """The URL an agent card names when the address bound is a wildcard: the first ``--allowed-host``'s, else ``None``.
+
+    ``name:*`` is reached on the port bound, ``name:port`` on that port (a
+    proxy's), and a bare ``name`` on the default one, as its Host header says.
+
+    >>> _card_url("0.0.0.0", 8000, ["agents.example:*"]), _card_url("::", 8000, ["agents.example"])
+    ('http://agents.example:8000/a2a', 'http://agents.example/a2a')
+    >>> _card_url("127.0.0.1", 8000, ["agents.example:*"]) is None
+    True
+    """
+    if not listed or not _wildcard(address):
+        return None
+    first = listed[0]
+    if first.endswith(":*"):
+        return f"http://{first[:-2]}:{port}/a2a"
+    return f"http://{first}/a2a"
 
 
 DEMO_APP = "examples.todo.app"
@@ -1305,7 +1334,10 @@ def _parser() -> argparse.ArgumentParser:
         "--allowed-host",
         action="append",
         metavar="HOST",
-        help="network transports only; a Host header to accept besides loopback and --host (name:* for any port); repeatable",
+        help=(
+            "network transports only; a Host header to accept besides loopback and --host (name:* for any port); "
+            "repeatable. On a wildcard --host, the first is the address the A2A agent card names"
+        ),
     )
     serve.add_argument(
         "--redis",
@@ -1364,7 +1396,8 @@ def _serve(args: argparse.Namespace, err: TextIO, wire: tuple[int, int] | None) 
                 # uvicorn runs on asyncio only.
                 hosts = _allowed_hosts(host, args.allowed_host or ())
                 if args.transport == "a2a":
-                    anyio.run(_serve_a2a, served, args.target, sock, err, hosts, backend="asyncio")
+                    listed = args.allowed_host or ()
+                    anyio.run(_serve_a2a, served, args.target, sock, err, hosts, listed, backend="asyncio")
                 else:
                     anyio.run(_serve_http, served, args.target, sock, err, hosts, sealing, backend="asyncio")
     except (UsageError, _CannotStart):

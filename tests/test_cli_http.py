@@ -35,7 +35,9 @@ def stopped_after(seconds: float) -> Generator[None]:
         timer.cancel()
 
 
-def serve_while(client: Callable[[str], None], *argv: str) -> tuple[int, str, list[BaseException]]:
+def serve_while(
+    client: Callable[[str], None], *argv: str, transport: str = "http", serving: re.Pattern[str] = SERVING
+) -> tuple[int, str, list[BaseException]]:
     """``agentfx serve ARGV`` here, ``client(url)`` run in a thread once it serves, then SIGTERM; exit code, stderr, failures."""
     err = io.StringIO()
     failures: list[BaseException] = []
@@ -43,7 +45,7 @@ def serve_while(client: Callable[[str], None], *argv: str) -> tuple[int, str, li
     def drive() -> None:
         try:
             deadline = time.monotonic() + 10
-            while (found := SERVING.search(err.getvalue())) is None:
+            while (found := serving.search(err.getvalue())) is None:
                 assert time.monotonic() < deadline, "the server did not start"
                 time.sleep(0.01)
             client(found.group(1))
@@ -55,7 +57,7 @@ def serve_while(client: Callable[[str], None], *argv: str) -> tuple[int, str, li
     thread = threading.Thread(target=drive)
     thread.start()
     try:
-        code = main(["serve", *argv, "--transport", "http", "--port", "0"], out=io.StringIO(), err=err)
+        code = main(["serve", *argv, "--transport", transport, "--port", "0"], out=io.StringIO(), err=err)
     finally:
         thread.join(20)
     return code, err.getvalue(), failures
@@ -142,3 +144,47 @@ def test_a_loopback_address_other_than_the_default_names_answers_on_the_url_anno
     assert SERVING.search(err) is not None and "http://127.0.0.2:" in err
     # Not 421: the Host header the announced URL makes is the address bound.
     assert answered == [200]
+
+
+SERVING_A2A = re.compile(r"Serving A2A \(.*\) at (http://\S+)/a2a\n")
+
+
+@pytest.mark.parametrize("allowed", ["agents.example:*", "agents.example:8443", "agents.example"])
+def test_an_agent_card_served_on_a_wildcard_names_the_first_allowed_host(allowed: str) -> None:
+    cards: list[Any] = []
+
+    def client(base: str) -> None:
+        port = base.rsplit(":", 1)[1]
+        local = f"http://127.0.0.1:{port}/.well-known/agent-card.json"
+        host = allowed.replace("*", port)  # what a client reaching it that way sends
+        cards.append(httpx.get(local, headers={"Host": host}, timeout=10).json())
+        cards.append(port)
+
+    with stopped_after(20):
+        code, err, failures = serve_while(
+            client, "tests.mcp_app:app", "--host", "0.0.0.0", "--allowed-host", allowed, transport="a2a",
+            serving=SERVING_A2A,
+        )
+    assert (code, failures) == (0, [])
+    card, port = cards
+    named = {
+        "agents.example:*": f"http://agents.example:{port}/a2a",
+        "agents.example:8443": "http://agents.example:8443/a2a",
+        "agents.example": "http://agents.example/a2a",
+    }[allowed]
+    assert [interface["url"] for interface in card["supportedInterfaces"]] == [named, named]
+    assert f"agentfx: the agent card names {named}, after the first --allowed-host\n" in err
+
+
+def test_an_agent_card_served_on_a_wildcard_without_an_allowed_host_says_no_client_can_reach_it() -> None:
+    with stopped_after(20):
+        code, err, failures = serve_while(
+            lambda _base: None, "tests.mcp_app:app", "--host", "0.0.0.0", transport="a2a", serving=SERVING_A2A
+        )
+    assert (code, failures) == (0, [])
+    found = SERVING_A2A.search(err)
+    assert found is not None and found.group(1).startswith("http://0.0.0.0:")
+    assert (
+        f"agentfx: warning: the agent card names {found.group(1)}/a2a, which no client can reach; give the address "
+        "clients use as the first --allowed-host\n"
+    ) in err
