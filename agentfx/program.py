@@ -13,7 +13,6 @@ It deliberately knows nothing of contracts, dispatch, completion or agents:
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from inspect import isawaitable
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias, TypeVar, ca
 import anyio
 from anyio.lowlevel import checkpoint
 
-from ._listeners import Listeners
+from ._sequencing import NESTED_MAX, QUEUED_MAX, Listeners, Sequencer
 from .host import Host, Unsubscribe
 
 if TYPE_CHECKING:
@@ -45,17 +44,6 @@ A non-``None`` result is sent back into the program like any other Message.
 Commands: TypeAlias = list[Command[Msg]] | tuple[Command[Msg], ...]
 """The commands half of an ``update`` result: a ``list`` or ``tuple`` of commands."""
 
-
-NESTED_MAX = 10_000
-"""How long a chain of reactions may grow: Messages sent while processing one sent while processing one, and so on.
-
-A listener that sends a Message on every change never lets its first send
-return; past this depth that send raises instead. A fan-out (one Message
-answered by many) is one level deep, whatever its size.
-"""
-
-QUEUED_MAX = 1_000_000
-"""Messages waiting at once to be processed, past which a send made while processing raises."""
 
 _logger = logging.getLogger("agentfx.program")
 
@@ -144,7 +132,7 @@ class Program(Generic[M, Msg]):
     than :data:`QUEUED_MAX`, raises ``RuntimeError``.
     """
 
-    __slots__ = ("_depth", "_model", "_observers", "_queue", "_subscribers", "_task_group", "_update")
+    __slots__ = ("_model", "_observers", "_sequencer", "_subscribers", "_task_group", "_update")
 
     def __init__(
         self,
@@ -157,10 +145,7 @@ class Program(Generic[M, Msg]):
         self._task_group = task_group
         self._observers = Listeners()
         self._subscribers = Listeners()
-        # How deep in a chain of reactions the Message being processed is (0:
-        # none is), and the Messages sent meanwhile, each with its own depth.
-        self._depth = 0
-        self._queue: deque[tuple[Msg, int]] = deque()
+        self._sequencer: Sequencer[Msg] = Sequencer(self._apply, _logger, "program")
 
     @property
     def model(self) -> M:
@@ -215,61 +200,7 @@ class Program(Generic[M, Msg]):
                 f"Cannot send {message!r}: the program has stopped "
                 "(its run_program block has exited)"
             )
-        self._process(message)
-
-    def _process(self, message: Msg) -> None:
-        depth = self._depth
-        if depth:
-            # Processed now, it would reach update, and its listeners, before
-            # the listeners of the Message being processed had all heard it.
-            if depth >= NESTED_MAX:
-                raise RuntimeError(
-                    f"Cannot send {message!r}: it would be the reaction to {NESTED_MAX} reactions in a row; "
-                    "a listener that sends a Message on every change never lets the program settle"
-                )
-            if len(self._queue) >= QUEUED_MAX:
-                raise RuntimeError(f"Cannot send {message!r}: {QUEUED_MAX} Messages are already waiting to be processed")
-            self._queue.append((message, depth + 1))
-            return
-        self._depth = 1
-        try:
-            self._apply(message)
-            if self._queue:
-                self._drain(raising=True)
-        except Exception:
-            if self._queue:
-                self._drain(raising=False)
-            raise
-        finally:
-            self._depth = 0
-            if self._queue:
-                # Only past an interrupt (KeyboardInterrupt, say): nothing is processed after it.
-                self._queue.clear()
-
-    def _drain(self, *, raising: bool) -> None:
-        """Process every queued Message, in order, even past a listener that raised.
-
-        Each was accepted by the send that queued it, so each reaches update.
-        The first failure is raised once the queue is empty when ``raising``;
-        any other is logged, as only one exception can propagate. An
-        interrupt (not an ``Exception``) stops it at once.
-        """
-        queue = self._queue
-        first: Exception | None = None
-        while queue:
-            message, self._depth = queue.popleft()
-            try:
-                self._apply(message)
-            except Exception as exc:
-                if raising and first is None:
-                    first = exc
-                else:
-                    _logger.error("a listener raised while a queued Message was processed", exc_info=exc)
-        if first is not None:
-            try:
-                raise first
-            finally:
-                del first
+        self._sequencer.process(message, message)
 
     def _apply(self, message: Msg) -> None:
         old = self._model
@@ -295,7 +226,7 @@ class Program(Generic[M, Msg]):
         # A command cancelled on exit may still have finished its last await;
         # its result is dropped rather than sent into a stopped program.
         if result is not None and not self._closed:
-            self._process(result)
+            self._sequencer.process(result, result)
 
     def observe(self, listener: Callable[[Msg], object]) -> Unsubscribe:
         """Call ``listener(message)`` for every processed Message, after ``update`` applied it.

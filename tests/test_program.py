@@ -423,7 +423,7 @@ async def test_a_fan_out_of_any_size_is_one_reaction_deep() -> None:
 async def test_a_send_past_the_queue_bound_is_refused_and_what_was_queued_is_processed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agentfx.program.QUEUED_MAX", 5)
+    monkeypatch.setattr("agentfx._sequencing.QUEUED_MAX", 5)
     async with run_program(init=Model(), update=update) as program:
         host = program.host()
         program.observe(lambda message: [host.dispatch(Add(1)) for _ in range(6)] if message == Add(0) else None)

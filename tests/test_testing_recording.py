@@ -196,7 +196,7 @@ def test_every_queued_message_is_processed_past_a_listener_that_raised() -> None
 
 
 def test_a_listener_that_never_lets_the_host_settle_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("agentfx.testing.recording.NESTED_MAX", 5)
+    monkeypatch.setattr("agentfx._sequencing.NESTED_MAX", 5)
     recorder: RecordingHost[None, int, None] = RecordingHost(None)
     heard: list[int] = []
 
@@ -208,13 +208,6 @@ def test_a_listener_that_never_lets_the_host_settle_is_stopped(monkeypatch: pyte
     with pytest.raises(RuntimeError, match="reaction to 5 reactions in a row"):
         recorder.emit(0)
     assert heard == [0, 1, 2, 3, 4]
-
-
-def test_the_bounds_are_the_programs() -> None:
-    from agentfx.testing import recording
-
-    assert recording.NESTED_MAX is program_module.NESTED_MAX
-    assert recording.QUEUED_MAX is program_module.QUEUED_MAX
 
 
 async def test_an_async_dispatch_processes_responses_after_its_checkpoint(anyio_backend: str) -> None:

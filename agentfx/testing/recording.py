@@ -11,16 +11,14 @@ deliberately knows nothing of contracts or dispatch.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar, cast
 
 import anyio.lowlevel
 
-from .._listeners import Listeners
+from .._sequencing import Listeners, Sequencer
 from ..host import Host, Unsubscribe
 from ..invocation import Invocation
-from ..program import NESTED_MAX, QUEUED_MAX
 
 __all__ = ["RecordingHost"]
 
@@ -111,11 +109,8 @@ class RecordingHost(Generic[M, Msg, P]):
         self.principal_calls = 0
         self._observers = Listeners()
         self._subscribers = Listeners()
-        # How deep in a chain of reactions the Message being processed is (0:
-        # none is), and the Messages sent meanwhile: each with its depth and
-        # whether its scripted responses follow it.
-        self._depth = 0
-        self._queue: deque[tuple[Msg, int, bool]] = deque()
+        # Each Message with whether its scripted responses follow it.
+        self._sequencer: Sequencer[tuple[Msg, bool]] = Sequencer(self._apply, _logger, "host")
 
     def model(self) -> M:
         """The current Model (each call is counted in :attr:`model_reads`)."""
@@ -156,56 +151,10 @@ class RecordingHost(Generic[M, Msg, P]):
         return scripted(message) if callable(scripted) else scripted
 
     def _process(self, message: Msg, *, respond: bool) -> None:
-        depth = self._depth
-        if depth:
-            # Processed now, it would reach update, and its listeners, before
-            # the listeners of the Message being processed had all heard it.
-            self._enqueue(message, depth, respond)
-            return
-        self._depth = 1
-        try:
-            self._apply(message, respond)
-            if self._queue:
-                self._drain(raising=True)
-        except Exception:
-            if self._queue:
-                self._drain(raising=False)
-            raise
-        finally:
-            self._depth = 0
-            # Only past an interrupt: nothing is processed after it.
-            self._queue.clear()
+        self._sequencer.process((message, respond), message)
 
-    def _enqueue(self, message: Msg, depth: int, respond: bool) -> None:
-        if depth >= NESTED_MAX:
-            raise RuntimeError(
-                f"Cannot send {message!r}: it would be the reaction to {NESTED_MAX} reactions in a row; "
-                "a listener that sends a Message on every change never lets the host settle"
-            )
-        if len(self._queue) >= QUEUED_MAX:
-            raise RuntimeError(f"Cannot send {message!r}: {QUEUED_MAX} Messages are already waiting to be processed")
-        self._queue.append((message, depth + 1, respond))
-
-    def _drain(self, *, raising: bool) -> None:
-        """Process every queued Message in order, even past a listener that raised (the first is re-raised)."""
-        queue = self._queue
-        first: Exception | None = None
-        while queue:
-            message, self._depth, respond = queue.popleft()
-            try:
-                self._apply(message, respond)
-            except Exception as exc:
-                if raising and first is None:
-                    first = exc
-                else:
-                    _logger.error("a listener raised while a queued Message was processed", exc_info=exc)
-        if first is not None:
-            try:
-                raise first
-            finally:
-                del first
-
-    def _apply(self, message: Msg, respond: bool) -> None:
+    def _apply(self, item: tuple[Msg, bool]) -> None:
+        message, respond = item
         old = self._model
         if self._update is not None:
             self._model = self._update(old, message)
@@ -216,8 +165,9 @@ class RecordingHost(Generic[M, Msg, P]):
             entry.call(message)
         if respond:
             # Queued behind whatever the listeners sent, as a listener reacting last would.
+            depth = self._sequencer.depth
             for response in self._responses_to(message):
-                self._enqueue(response, self._depth, False)
+                self._sequencer.enqueue((response, False), depth, response)
 
     def dispatch(self, message: Msg) -> None:
         """Record ``message``, process it, then emit its scripted responses."""
