@@ -729,7 +729,7 @@ class _FirstLoad:
             # What the namespace holds cannot be served (a key of the wrong
             # kind, a Model these types cannot read): its message says which
             # key and what to do.
-            raise _CannotStart(f"cannot start: {exc}") from None
+            raise _CannotStart(f"cannot start: {_without(str(exc), _secrets(self._parts))}") from None
 
     def __repr__(self) -> str:
         return repr(self._factory)

@@ -230,3 +230,20 @@ async def test_a_redis_error_after_the_first_load_is_the_applications() -> None:
             assert loaded == 1
             raise later
     assert raised.value is later
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("url", ["redis://:hunter2@127.0.0.1:6379/0", "redis://127.0.0.1:6379/0?password=hunter2"])
+async def test_what_the_namespace_refused_is_said_without_the_password(url: str) -> None:
+    from agentfx.cli import _CannotStart, _FirstLoad  # pyright: ignore[reportPrivateUsage]
+    from agentfx.redis import RedisProgramError
+
+    @contextlib.asynccontextmanager
+    async def refuses(init: object, update: object) -> AsyncGenerator[object]:
+        raise RedisProgramError("Redis refused to read ns:model for namespace 'ns': the user hunter2 may not")
+        yield  # pragma: no cover - never reached
+
+    with pytest.raises(_CannotStart) as raised:
+        async with _FirstLoad(refuses, urllib.parse.urlsplit(url))(1, None):
+            pass
+    assert str(raised.value) == "cannot start: Redis refused to read ns:model for namespace 'ns': the user *** may not"
