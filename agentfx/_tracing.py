@@ -2,7 +2,9 @@
 
 Nothing here runs unless ``opentelemetry-api`` is installed *and* a tracer
 provider has been configured (or a tracer was passed to ``bind``): with
-tracing off, the runtime does no span work at all.
+tracing off, the runtime does no span work at all. Tracing never changes a
+dispatch: a tracer, span or processor that raises is reported here, through
+:func:`span_failed`, and the dispatch runs on as if untraced.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra
     _trace = None
 
-__all__ = ["active_tracer"]
+__all__ = ["ERROR_STATUS", "active_tracer", "span_failed"]
+
+ERROR_STATUS: Any = None if _trace is None else _trace.Status(_trace.StatusCode.ERROR)
+"""The status of a failed dispatch's span, made once (a Status is immutable); ``None``
+without ``opentelemetry-api``, when a duck-typed tracer's span gets no status."""
+
+_logger = logging.getLogger("agentfx.tracing")
+_told: set[tuple[str, type[BaseException]]] = set()
 
 _cached: tuple[object, Any] | None = None
 # A provider named in the environment is loaded by the public call on first use.
@@ -31,6 +40,22 @@ def _give_up_on_environment() -> None:
             "OTEL_PYTHON_TRACER_PROVIDER names a tracer provider that cannot be loaded; agentfx traces nothing"
         )
 _UNKNOWN: Any = object()
+
+
+def span_failed(stage: str, error: Exception) -> None:
+    """Log that the dispatch span could not ``stage`` (start, annotate, end): once per stage and exception type.
+
+    Only the exception's type is named: its text may repeat what the span was
+    given, which is the caller's (an invocation id, a capability name).
+    """
+    cause = (stage, type(error))
+    if cause not in _told:
+        _told.add(cause)
+        _logger.error(
+            "tracing could not %s a dispatch span (%s raised); the dispatch is unaffected. Logged once per cause",
+            stage,
+            type(error).__name__,
+        )
 
 
 def active_tracer() -> Any:

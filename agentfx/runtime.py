@@ -22,7 +22,7 @@ from returns.result import Failure, Result, Success
 from returns.unsafe import unsafe_perform_io
 
 from ._returns import failure, future_result, success
-from ._tracing import active_tracer
+from ._tracing import ERROR_STATUS, active_tracer, span_failed
 from .audit import AuditLog, AuditRecord, AuditSink, safe_record
 from .completion import Completion, StateCompletion
 from .contract import Definition, available_in, check_definition, check_hook
@@ -108,7 +108,9 @@ def bind(
         audit: Receives one :class:`~agentfx.AuditRecord` per dispatch; a sink
             that raises never changes an outcome.
         tracer: An OpenTelemetry tracer; by default the configured global
-            provider's, and no span work at all when none is configured.
+            provider's, and no span work at all when none is configured. A
+            tracer, span or span processor that raises is logged and never
+            changes an outcome: the dispatch runs and returns as untraced.
 
     Raises:
         ContractError: ``definition`` is not a ``Definition``; ``host`` is
@@ -448,26 +450,56 @@ class _Executor:
         return outcome
 
     async def traced(self, env: InvocationEnv[Any, Any], runner: Runner, tracer: Any) -> Outcome:
+        # Tracing is shielded as audit is: a tracer, span or processor that
+        # raises is logged and never changes what the dispatch does or returns.
+        # Entered and left by hand, not with ``with``, so that a span that fails
+        # to end cannot raise out of a dispatch already sent and audited.
         invocation = env.invocation
-        with tracer.start_as_current_span("Agent.dispatch", record_exception=False, set_status_on_exception=False) as span:
+        try:
+            scope: Any = tracer.start_as_current_span(
+                "Agent.dispatch", record_exception=False, set_status_on_exception=False
+            )
+            span: Any = scope.__enter__()
+        except Exception as exc:
+            span_failed("start", exc)
+            outcome: Any = self.audited(env, runner) if self.audit is not None else runner(env)
+            return await outcome if type(outcome) is COROUTINE else outcome
+        try:
             span.set_attribute("agent.transport", invocation.transport)
             span.set_attribute("agent.invocation", invocation.id)
             span.set_attribute("gen_ai.operation.name", "execute_tool")
             span.set_attribute("gen_ai.tool.call.id", invocation.id)
+        except Exception as exc:
+            span_failed("annotate", exc)
+        try:
+            outcome = self.audited(env, runner) if self.audit is not None else runner(env)
+            if type(outcome) is COROUTINE:
+                outcome = await outcome
+        except BaseException as exc:
             try:
-                outcome: Any = self.audited(env, runner) if self.audit is not None else runner(env)
-                if type(outcome) is COROUTINE:
-                    outcome = await outcome
-            except BaseException as exc:
                 _name_span(span, env)
                 span.set_attribute("error.type", _raised_label(exc))
                 _set_error_status(span)
-                raise
+            except Exception as failed:
+                span_failed("annotate", failed)
+            try:
+                scope.__exit__(type(exc), exc, exc.__traceback__)
+            except Exception as failed:
+                if failed is not exc:
+                    span_failed("end", failed)
+            raise
+        try:
             _name_span(span, env, outcome)
             if is_failure(outcome):
                 span.set_attribute("error.type", type(outcome).__name__)
                 _set_error_status(span)
-            return outcome
+        except Exception as exc:
+            span_failed("annotate", exc)
+        try:
+            scope.__exit__(None, None, None)
+        except Exception as exc:
+            span_failed("end", exc)
+        return outcome
 
     def record(self, env: InvocationEnv[Any, Any], label: str, outcome: object = None) -> None:
         capability = env.capability
@@ -575,9 +607,9 @@ def _name_span(span: Any, env: InvocationEnv[Any, Any], outcome: object = None) 
 
 
 def _set_error_status(span: Any) -> None:
-    from opentelemetry.trace import Status, StatusCode
-
-    span.set_status(Status(StatusCode.ERROR))
+    # Without opentelemetry-api (a duck-typed tracer) there is no status to set.
+    if ERROR_STATUS is not None:
+        span.set_status(ERROR_STATUS)
 
 
 class _NotAName:

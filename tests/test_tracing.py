@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -182,6 +187,149 @@ async def test_one_span_per_dispatch_with_tracing_and_audit_together() -> None:
     spans = exporter.get_finished_spans()
     assert [attributes(s)["agent.invocation"] for s in spans] == ["c0", "c1", "c2"]
     assert [e.invocation for e in log.entries()] == ["c0", "c1", "c2"]
+
+
+# Tracing never changes a dispatch
+
+
+class BrokenProcessor(SpanProcessor):
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self.where == "start":
+            raise RuntimeError("on_start saw hunter2")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.where == "end":
+            raise RuntimeError("on_end saw hunter2")
+
+
+class RefusingSpan:
+    def set_attribute(self, key: str, value: object) -> None:
+        raise ValueError(f"attribute limit: {value}")
+
+    def set_status(self, status: object) -> None:
+        raise ValueError("no status")
+
+
+class RefusingSpanTracer:
+    @contextlib.contextmanager
+    def start_as_current_span(self, name: str, **options: object) -> Generator[RefusingSpan]:
+        yield RefusingSpan()
+
+
+class RaisingTracer:
+    def start_as_current_span(self, name: str, **options: object) -> object:
+        raise RuntimeError("tracer saw hunter2")
+
+
+class ScopelessTracer:
+    def start_as_current_span(self, name: str, **options: object) -> object:
+        return object()  # not a context manager
+
+
+def sdk_tracer(where: str) -> Any:
+    provider = TracerProvider()
+    provider.add_span_processor(BrokenProcessor(where))
+    return provider.get_tracer("tests")
+
+
+BROKEN_TRACERS: dict[str, tuple[Callable[[], Any], set[tuple[str, str]]]] = {
+    "on_start raises": (lambda: sdk_tracer("start"), {("start", "RuntimeError")}),
+    "on_end raises": (lambda: sdk_tracer("end"), {("end", "RuntimeError")}),
+    "set_attribute raises": (RefusingSpanTracer, {("annotate", "ValueError")}),
+    "start_as_current_span raises": (RaisingTracer, {("start", "RuntimeError")}),
+    "no context manager": (ScopelessTracer, {("start", "AttributeError")}),
+}
+
+
+def _defective(model: Model) -> bool:
+    raise RuntimeError("bug")
+
+
+def _outcomes_of(tracer: Any) -> tuple[list[object], list[object], list[agentfx.AuditEntry]]:
+    """Every kind of ending, dispatched twice each: outcomes (or what was raised), Messages sent, audit entries."""
+    rec = recorder(principal=User("ada"))
+    log = agentfx.audit_log(clock=fixed_clock, include_input=True)
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log, tracer=tracer)
+    defect = agentfx.define(agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", available=_defective)))
+    broken = agentfx.bind(defect, host=rec.host, audit=log, tracer=tracer)
+    outcomes: list[object] = []
+
+    async def main() -> None:
+        for n in range(2):
+            for target, payload in ((RequestedCreateTodo, {"title": "hunter2"}), ("no_such", {}), ("rename_todo", {"id": "a", "title": "b"})):
+                outcomes.append(await runtime.messages.dispatch(target, payload, agentfx.Invocation(id=f"c{n}")))
+                assert trace.get_current_span() is trace.INVALID_SPAN  # no span left current
+            try:
+                await broken.messages.dispatch(RequestedDeleteTodo, {"id": "x"}, agentfx.Invocation(id=f"d{n}"))
+            except RuntimeError as exc:
+                outcomes.append(("raised", str(exc)))
+
+    anyio.run(main)
+    return outcomes, list(rec.dispatched), log.entries()
+
+
+@pytest.mark.parametrize("broken", list(BROKEN_TRACERS))
+def test_a_tracer_that_fails_changes_nothing_and_is_logged_once_by_type(
+    broken: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentfx import _tracing
+
+    monkeypatch.setattr(_tracing, "_told", set[tuple[str, type[BaseException]]]())
+    make, causes = BROKEN_TRACERS[broken]
+    untraced = _outcomes_of(None)
+    with caplog.at_level(logging.ERROR, logger="agentfx.tracing"):
+        traced_outcomes = _outcomes_of(make())
+    assert traced_outcomes == untraced
+    assert ("raised", "bug") in untraced[0]
+    logged = [record.getMessage() for record in caplog.records if record.name == "agentfx.tracing"]
+    assert logged == [
+        f"tracing could not {stage} a dispatch span ({kind} raised); the dispatch is unaffected. Logged once per cause"
+        for stage, kind in sorted(causes)
+    ]
+    assert "hunter2" not in caplog.text
+
+
+def test_a_duck_typed_tracer_without_opentelemetry_installed_sees_refusals_without_a_status() -> None:
+    program = textwrap.dedent(
+        """
+        import sys
+        sys.modules["opentelemetry"] = None  # as if opentelemetry-api were not installed
+        import contextlib
+        import anyio, msgspec, agentfx
+
+        class Ping(msgspec.Struct, tag=True):
+            pass
+
+        class Span:
+            def __init__(self):
+                self.attributes, self.statuses = {}, []
+            def set_attribute(self, key, value):
+                self.attributes[key] = value
+            def set_status(self, status):
+                self.statuses.append(status)
+
+        spans = []
+        class Tracer:
+            @contextlib.contextmanager
+            def start_as_current_span(self, name, **options):
+                spans.append(Span())
+                yield spans[-1]
+
+        definition = agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping", authorize=lambda request: False)))
+        runtime = agentfx.bind(definition, host=agentfx.Host(model=lambda: None, dispatch=lambda m: None), tracer=Tracer())
+
+        async def main():
+            return await runtime.messages.attempt("ping", {})
+
+        print(type(anyio.run(main)).__name__, spans[0].attributes["error.type"], spans[0].statuses)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "AgentAuthorizationError AgentAuthorizationError []"
 
 
 def test_no_tracer_without_a_configured_provider() -> None:
