@@ -11,10 +11,12 @@ never changes a dispatch's outcome.
 What the log never keeps: the Model (by no setting; no field can hold it), the
 principal without a projection (identities carry secrets), the input unless
 ``include_input=True``, and, with ``redact`` keys set, an input that is not an
-object (``"[redacted]"`` stands for it whole). Every entry the log keeps encodes to JSON: the
-capability name is bounded (:func:`agentfx.errors.echo`), and a recorded input
-has its non-string keys written as their JSON text and its lone surrogates
-replaced.
+object (``"[redacted]"`` stands for it whole). Every entry the log keeps encodes to JSON, and
+none grows with what a caller sends: the capability name, invocation id and
+transport are bounded (:func:`agentfx.errors.echo`); a recorded input or
+projected principal has its non-string keys written as their JSON text and its
+lone surrogates replaced, is kept whole only up to :data:`INPUT_LIMIT` bytes of
+JSON, and stands as ``"[unrecordable]"`` when what is left still does not encode.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .completion import asynchronous
-from .errors import ContractError, echo, encodable
+from .errors import ContractError, echo, encodable, shown
 from .invocation import Invocation
 
-__all__ = ["AuditEntry", "AuditLog", "AuditRecord", "AuditSink", "Decision", "audit_log"]
+__all__ = ["INPUT_LIMIT", "AuditEntry", "AuditLog", "AuditRecord", "AuditSink", "Decision", "audit_log"]
 
 _logger = logging.getLogger("agentfx.audit")
 
@@ -47,7 +49,17 @@ _REDACTED = "[redacted]"
 """Replaces the value of every top-level ``redact`` key of a recorded input, and, with ``redact`` set, a whole input that is not an object."""
 
 _UNRECORDABLE = "[unrecordable]"
-"""Stands in for a recorded input that cannot be snapshotted at all (a cycle)."""
+"""Stands in for a recorded input that cannot be snapshotted at all (a cycle), or whose snapshot does not encode."""
+
+INPUT_LIMIT = 64 * 1024
+"""The most bytes of encoded JSON an entry keeps of one input, or of one projected principal.
+
+A larger one is kept as a marker saying so and how large it was
+(``"[too large: 4194324 bytes of JSON]"``), never any of its contents: with
+``include_input=True`` a caller decides what it sends, and every refusal is
+recorded too, so without a bound a log of the default capacity could be made to
+hold gigabytes. With it, a full log holds at most about ``capacity`` times
+twice this (a 500-entry log, some 64 MiB), however large the calls."""
 
 # Answers that are certainly not awaitable, told apart by exact type: ``isawaitable``
 # asks an ABC, which costs a plain value several times as much.
@@ -182,6 +194,28 @@ def _snapshot(value: object, redact: frozenset[str]) -> object:
         snapshot: object = _encodable(msgspec.to_builtins(value, enc_hook=_unrecordable))
     except Exception:  # a cycle (RecursionError) or a hook-proof oddity
         return _UNRECORDABLE
+    return _kept(_redacted(snapshot, redact))
+
+
+def _kept(snapshot: object) -> object:
+    # Encoded once, to be sure: to_builtins passes some values through that
+    # JSON cannot say (an Enum member whose value is an object), and the size
+    # of the JSON is what the bound is on.
+    try:
+        size = len(msgspec.json.encode(snapshot))
+    except Exception:
+        return _UNRECORDABLE
+    if size > INPUT_LIMIT:
+        return f"[too large: {size} bytes of JSON]"
+    return snapshot
+
+
+def _bounded(text: object) -> str:
+    # The id and transport are the caller's to choose, as the capability name is.
+    return echo(text) if isinstance(text, str) else shown(text)
+
+
+def _redacted(snapshot: object, redact: frozenset[str]) -> object:
     if not redact:
         return snapshot
     if not isinstance(snapshot, dict):
@@ -270,8 +304,8 @@ class AuditLog:
             AuditEntry(
                 at=self._clock(),
                 # The runtime always fills the id; "" marks a record that broke that promise.
-                invocation=invocation.id if invocation.id is not None else "",
-                transport=invocation.transport,
+                invocation=_bounded(invocation.id) if invocation.id is not None else "",
+                transport=_bounded(invocation.transport),
                 capability=echo(record.capability),
                 tag=record.tag if record.tag is not None else UNSET,
                 principal=principal,
@@ -327,7 +361,11 @@ def audit_log(
             snapshot in builtin types that always encodes: non-string keys
             become their JSON text (``1`` -> ``"1"``), lone surrogates become
             U+FFFD. Off by default: it is caller-supplied and may carry
-            anything.
+            anything. Memory: each entry then keeps up to
+            :data:`INPUT_LIMIT` (64 KiB) of JSON of its input; a larger input
+            is kept as ``"[too large: <n> bytes of JSON]"``, so a full log
+            holds at most about ``capacity`` times that (some 32 MiB at the
+            default capacity), whatever callers send.
         redact: Top-level input keys whose values are replaced by
             ``"[redacted]"``; nested keys of the same name are kept. With
             any key set, an input that is not an object (text that was not

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CoroutineType
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -14,6 +15,7 @@ import pytest
 from msgspec import UNSET
 
 from agentfx.audit import (
+    INPUT_LIMIT,
     AuditEntry,
     AuditLog,
     AuditRecord,
@@ -22,7 +24,7 @@ from agentfx.audit import (
     audit_log,
     safe_record,
 )
-from agentfx.errors import ContractError
+from agentfx.errors import ECHO_LIMIT, ContractError
 from agentfx.invocation import Invocation
 
 
@@ -370,6 +372,68 @@ def test_cyclic_input_records_a_placeholder() -> None:
     log.record(make_record(input=cyclic))
     assert only_entry(log).input == "[unrecordable]"
     msgspec.json.encode(only_entry(log))
+
+
+def test_an_input_over_the_limit_is_kept_as_its_size_alone() -> None:
+    log = audit_log(include_input=True)
+    at_limit = {"junk": "x" * (INPUT_LIMIT - len('{"junk":""}'))}
+    over = {"junk": "hunter2" + "x" * (4 * 1024 * 1024)}
+    log.record(make_record(input=at_limit))
+    log.record(make_record(input=over, decision="refused", outcome="AgentUnknownCapabilityError"))
+    log.record(make_record(input="hunter2" * INPUT_LIMIT))
+    kept, marked, text = log.entries()
+    assert kept.input == at_limit
+    size = len(msgspec.json.encode(over))
+    assert marked.input == f"[too large: {size} bytes of JSON]"
+    assert text.input == f"[too large: {7 * INPUT_LIMIT + 2} bytes of JSON]"
+    assert b"hunter2" not in msgspec.json.encode([marked, text])
+    assert INPUT_LIMIT == 64 * 1024
+
+
+def test_the_limit_is_on_what_is_kept_after_redaction() -> None:
+    log = audit_log(include_input=True, redact=["blob"])
+    log.record(make_record(input={"id": "todo-1", "blob": "x" * (2 * INPUT_LIMIT)}))
+    assert only_entry(log).input == {"id": "todo-1", "blob": "[redacted]"}
+
+
+def test_a_projected_principal_over_the_limit_is_kept_as_its_size_alone() -> None:
+    log = audit_log(principal=lambda user: {"claims": "x" * INPUT_LIMIT})
+    log.record(make_record())
+    size = INPUT_LIMIT + len(b'{"claims":""}')
+    assert only_entry(log).principal == f"[too large: {size} bytes of JSON]"
+
+
+class Opaque(enum.Enum):
+    HANDLE = object()
+
+
+def test_an_input_or_principal_whose_snapshot_does_not_encode_is_unrecordable() -> None:
+    # to_builtins hands an Enum member's value through as it is, which JSON may not say.
+    log = audit_log(include_input=True, principal=lambda user: {"role": Opaque.HANDLE})
+    log.record(make_record(input={"handle": Opaque.HANDLE, "id": "todo-1"}))
+    entry = only_entry(log)
+    assert (entry.input, entry.principal) == ("[unrecordable]", "[unrecordable]")
+    msgspec.json.encode(entry)
+
+
+@pytest.mark.parametrize(
+    ("invocation", "id", "transport"),
+    [
+        (Invocation(id="call-\ud800", transport="mcp"), "call-\ufffd", "mcp"),
+        (Invocation(id="call-1", transport="x\udfff"), "call-1", "x\ufffd"),
+        (Invocation(id="x" * 100_000, transport="y" * 100_000), "x" * ECHO_LIMIT + "…", "y" * ECHO_LIMIT + "…"),
+        (Invocation(id=cast(Any, 7), transport=cast(Any, None)), "7", "None"),
+    ],
+    ids=["surrogate id", "surrogate transport", "long", "not text"],
+)
+def test_the_invocation_id_and_transport_are_bounded_and_always_encode(
+    invocation: Invocation, id: str, transport: str
+) -> None:
+    log = audit_log()
+    log.record(make_record(invocation=invocation))
+    entry = only_entry(log)
+    assert (entry.invocation, entry.transport) == (id, transport)
+    assert len(msgspec.json.encode(entry)) < 600
 
 
 def test_redact_replaces_top_level_keys_only() -> None:
