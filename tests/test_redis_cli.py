@@ -147,14 +147,15 @@ def test_a_server_that_is_not_redis_cannot_start() -> None:
     assert err.count("\n") == 1 and "pw-not-shown" not in err
 
 
-def test_a_namespace_holding_a_key_of_the_wrong_kind_cannot_start_in_one_line_naming_it() -> None:
+@pytest.mark.parametrize("key", ["model", "log"])
+def test_a_namespace_holding_a_key_of_the_wrong_kind_cannot_start_in_one_line_naming_it(key: str) -> None:
     with redis_server() as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=2) as sock:
-            sock.sendall(b"SET wrong:model hello\r\n")
+            sock.sendall(f"SET wrong:{key} hello\r\n".encode())
             assert sock.recv(16) == b"+OK\r\n"
         code, err = run("serve", TARGET, "--redis", f"redis://127.0.0.1:{server.port}/0", "--namespace", "wrong")
     assert code == 3
-    assert err.startswith("agentfx: cannot start: ") and "wrong:model" in err
+    assert err.startswith("agentfx: cannot start: ") and f"wrong:{key}" in err
     assert err.count("\n") == 1
 
 

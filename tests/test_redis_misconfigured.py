@@ -405,9 +405,10 @@ async def test_a_send_onto_an_inbox_of_the_wrong_type_fails_and_stops_the_progra
     async with client(server.url) as raw:
         # Another process writes: this one only queues, so its send is the first to meet the inbox.
         await raw.set(f"{ns}:writer", "elsewhere", px=60_000)
-        await raw.set(f"{ns}:inbox", "oops")
         try:
             async with running(server.url, ns) as copy:
+                # After the start, which would refuse it: the send is the first to meet it.
+                await raw.set(f"{ns}:inbox", "oops")
                 try:
                     await copy.send(Added(key="a"))
                 except RedisProgramError as failure:
@@ -547,3 +548,18 @@ async def test_a_command_redis_refuses_is_reported_in_its_own_words(server: Redi
     finally:
         async with client(server.url) as raw:
             await raw.acl_deluser(user)  # pyright: ignore[reportUnknownMemberType]
+
+
+@pytest.mark.parametrize(("suffix", "kind", "holds"), [("log", "stream", "the log"), ("inbox", "stream", "the inbox")])
+async def test_starting_on_another_key_of_the_wrong_type_fails_before_serving_naming_it(
+    server: RedisServer, suffix: str, kind: str, holds: str
+) -> None:
+    # Not only the Model's key: found at the start, not once serving has begun.
+    ns = namespace()
+    async with client(server.url) as raw:
+        await raw.set(f"{ns}:{suffix}", "oops")
+    entered: list[bool] = []
+    with pytest.raises(RedisProgramError, match=f"^{ns}:{suffix} is a string, not the {kind} that holds {holds}"):
+        async with running(server.url, ns):
+            entered.append(True)
+    assert entered == []

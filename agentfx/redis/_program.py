@@ -580,6 +580,11 @@ class RedisProgram(Program[M, Msg]):
             )
         except ResponseError as exc:
             raise await self._misconfiguration(exc, f"read {self._keys.model}") from exc
+        # Every key, not only the Model's: a log or inbox of the wrong kind would
+        # otherwise stop the program only once it had started serving.
+        wrong = await self._wrong_kinds()
+        if wrong:
+            raise self._wrong_keys_error(wrong)
         if raw is None:
             self._model = init
         else:
@@ -807,29 +812,37 @@ class RedisProgram(Program[M, Msg]):
 
     # -- what no retry mends ----------------------------------------------
 
+    async def _wrong_kinds(self) -> list[str]:
+        """Each key of the namespace holding the wrong kind of value, said with what it should hold."""
+        wrong: list[str] = []
+        for key, kind, holds in self._keys.kinds():
+            actual = cast("bytes", await self._client.type(key)).decode()
+            if actual not in (kind, "none"):
+                wrong.append(f"{key} is a {actual}, not the {kind} that holds {holds}")
+        return wrong
+
+    def _wrong_keys_error(self, wrong: list[str]) -> RedisProgramError:
+        them = "that key" if len(wrong) == 1 else "those keys"
+        return RedisProgramError(
+            f"{'; '.join(wrong)} of namespace {self._namespace!r}: delete or rename {them} "
+            "(or choose another namespace) and start the program again"
+        )
+
     async def _misconfiguration(self, exc: ResponseError, doing: str) -> RedisProgramError:
         """The error for a command Redis refused on this namespace: which key is of the wrong type, and what to do."""
         wrong: list[str] = []
         try:
-            for key, kind, holds in self._keys.kinds():
-                actual = cast("bytes", await self._client.type(key)).decode()
-                if actual not in (kind, "none"):
-                    wrong.append(f"{key} is a {actual}, not the {kind} that holds {holds}")
+            wrong = await self._wrong_kinds()
         except RedisError:
             pass  # Say what is known: the refusal itself.
         if wrong:
-            them = "that key" if len(wrong) == 1 else "those keys"
-            text = (
-                f"{'; '.join(wrong)} of namespace {self._namespace!r}: delete or rename {them} "
-                "(or choose another namespace) and start the program again"
-            )
+            error = self._wrong_keys_error(wrong)
         else:
             # redis-py has already taken the error code off the text (a
             # NOPERM is a NoPermissionError saying "this user has no
             # permissions ..."): the text itself says why, bounded.
             said = " ".join(str(exc).split())[:_REFUSAL_MAX] or type(exc).__name__
-            text = f"Redis refused to {doing} for namespace {self._namespace!r}: {said}"
-        error = RedisProgramError(text)
+            error = RedisProgramError(f"Redis refused to {doing} for namespace {self._namespace!r}: {said}")
         error.__cause__ = exc
         return error
 
