@@ -13,7 +13,8 @@ principal without a projection (identities carry secrets), the input unless
 ``include_input=True``, and, with ``redact`` keys set, an input that is not an
 object (``"[redacted]"`` stands for it whole). Every entry the log keeps encodes to JSON, and
 none grows with what a caller sends: the capability name, invocation id and
-transport are bounded (:func:`agentfx.errors.echo`); a recorded input or
+transport are bounded and have lone surrogates replaced, as echoes are
+(:func:`agentfx.errors.echo`); a recorded input or
 projected principal has its non-string keys written as their JSON text and its
 lone surrogates replaced, is kept whole only up to :data:`INPUT_LIMIT` bytes of
 JSON, and stands as ``"[unrecordable]"`` when what is left still does not encode.
@@ -34,7 +35,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .completion import asynchronous
-from .errors import ContractError, echo, encodable, shown
+from .errors import ECHO_LIMIT, ContractError, echo, encodable, shown
 from .invocation import Invocation
 
 __all__ = ["INPUT_LIMIT", "AuditEntry", "AuditLog", "AuditRecord", "AuditSink", "Decision", "audit_log"]
@@ -64,6 +65,13 @@ twice this (a 500-entry log, some 64 MiB), however large the calls."""
 # Answers that are certainly not awaitable, told apart by exact type: ``isawaitable``
 # asks an ABC, which costs a plain value several times as much.
 _PLAIN: frozenset[type[object]] = frozenset({str, int, bool, float, NoneType, tuple, list, dict})
+
+_SCALARS: frozenset[type[object]] = frozenset({str, int, bool, float, NoneType})
+
+_ID_LIMIT = 2 * ECHO_LIMIT
+"""How much of an invocation id an entry keeps: every id an adapter makes (a fresh
+id, a slash, and the client's call id as an echo keeps it) is kept whole, so the
+entry matches the invocation; only an in-app caller's longer one is cut."""
 
 
 class AuditRecord(msgspec.Struct, frozen=True):
@@ -202,17 +210,33 @@ def _kept(snapshot: object) -> object:
     # JSON cannot say (an Enum member whose value is an object), and the size
     # of the JSON is what the bound is on.
     try:
-        size = len(msgspec.json.encode(snapshot))
+        encoded = msgspec.json.encode(snapshot)
     except Exception:
         return _UNRECORDABLE
-    if size > INPUT_LIMIT:
-        return f"[too large: {size} bytes of JSON]"
-    return snapshot
+    if len(encoded) > INPUT_LIMIT:
+        return f"[too large: {len(encoded)} bytes of JSON]"
+    # Anything but an immutable scalar is kept as its JSON, decoded afresh for
+    # each reader: no reader can change what the next one reads, no copy is
+    # made for an entry never read, and it takes no more memory than its JSON.
+    return snapshot if type(snapshot) in _SCALARS else msgspec.Raw(encoded)
 
 
-def _bounded(text: object) -> str:
+def _readable(entry: AuditEntry) -> AuditEntry:
+    input, principal = entry.input, entry.principal
+    if type(input) is not msgspec.Raw and type(principal) is not msgspec.Raw:
+        return entry  # nothing in it a reader could change
+    return msgspec.structs.replace(
+        entry,
+        input=msgspec.json.decode(input) if type(input) is msgspec.Raw else input,
+        principal=msgspec.json.decode(principal) if type(principal) is msgspec.Raw else principal,
+    )
+
+
+def _bounded(text: object, limit: int) -> str:
     # The id and transport are the caller's to choose, as the capability name is.
-    return echo(text) if isinstance(text, str) else shown(text)
+    if not isinstance(text, str):
+        return shown(text)
+    return encodable(text[:limit] + "…" if len(text) > limit else text)
 
 
 def _redacted(snapshot: object, redact: frozenset[str]) -> object:
@@ -304,8 +328,8 @@ class AuditLog:
             AuditEntry(
                 at=self._clock(),
                 # The runtime always fills the id; "" marks a record that broke that promise.
-                invocation=_bounded(invocation.id) if invocation.id is not None else "",
-                transport=_bounded(invocation.transport),
+                invocation=_bounded(invocation.id, _ID_LIMIT) if invocation.id is not None else "",
+                transport=_bounded(invocation.transport, ECHO_LIMIT),
                 capability=echo(record.capability),
                 tag=record.tag if record.tag is not None else UNSET,
                 principal=principal,
@@ -326,8 +350,13 @@ class AuditLog:
             )
 
     def entries(self) -> list[AuditEntry]:
-        """A copy of the kept entries, oldest first."""
-        return list(self._entries)
+        """A copy of the kept entries, oldest first.
+
+        Each read hands out its own copy of every recorded input and principal
+        (read back from the JSON the log keeps: arrays are lists), so a reader
+        that changes one changes nothing the log or another reader sees.
+        """
+        return [_readable(entry) for entry in self._entries]
 
     def clear(self) -> None:
         """Forget every entry."""

@@ -24,7 +24,7 @@ from agentfx.audit import (
     audit_log,
     safe_record,
 )
-from agentfx.errors import ECHO_LIMIT, ContractError
+from agentfx.errors import ECHO_LIMIT, ContractError, echo
 from agentfx.invocation import Invocation
 
 
@@ -98,6 +98,28 @@ def test_entries_returns_a_copy() -> None:
     log.record(make_record(invocation=Invocation(id="call-2")))
     assert taken == []
     assert [entry.invocation for entry in log.entries()] == ["call-1", "call-2"]
+
+
+def test_a_reader_changing_what_entries_gave_it_changes_nothing_kept() -> None:
+    log = audit_log(include_input=True, principal=lambda user: {"id": user.id, "roles": ["reader"]})
+    log.record(make_record(input={"id": "todo-1", "tags": ["a"]}))
+    [first] = log.entries()
+    read_input: Any = first.input
+    read_principal: Any = first.principal
+    read_input["id"] = "todo-666"
+    read_input["tags"].append("b")
+    read_principal["id"] = "mallory"
+    read_principal["roles"].append("admin")
+    [again] = log.entries()
+    assert again.input == {"id": "todo-1", "tags": ["a"]}
+    assert again.principal == {"id": "u-alice", "roles": ["reader"]}
+    assert again == only_entry(log)
+
+
+def test_an_entry_without_containers_is_handed_out_as_kept() -> None:
+    log = audit_log(include_input=True, principal=lambda user: user.id)
+    log.record(make_record(input="text"))
+    assert log.entries()[0] is log.entries()[0]  # nothing in it to copy
 
 
 def test_clear_forgets_every_entry_and_keeps_recording() -> None:
@@ -416,15 +438,21 @@ def test_an_input_or_principal_whose_snapshot_does_not_encode_is_unrecordable() 
     msgspec.json.encode(entry)
 
 
+ADAPTER_ID = "0123456789ab-18446744073709551615"
+"""The longest id new_invocation_id makes: a process prefix and a 64-bit count."""
+
+
 @pytest.mark.parametrize(
     ("invocation", "id", "transport"),
     [
         (Invocation(id="call-\ud800", transport="mcp"), "call-\ufffd", "mcp"),
         (Invocation(id="call-1", transport="x\udfff"), "call-1", "x\ufffd"),
-        (Invocation(id="x" * 100_000, transport="y" * 100_000), "x" * ECHO_LIMIT + "…", "y" * ECHO_LIMIT + "…"),
+        (Invocation(id="x" * 100_000, transport="y" * 100_000), "x" * 2 * ECHO_LIMIT + "…", "y" * ECHO_LIMIT + "…"),
+        # What an adapter makes, a fresh id and the client's call id as echoed, is kept whole.
+        (Invocation(id=f"{ADAPTER_ID}/{echo('c' * 10_000)}"), f"{ADAPTER_ID}/{'c' * ECHO_LIMIT}…", "in-app"),
         (Invocation(id=cast(Any, 7), transport=cast(Any, None)), "7", "None"),
     ],
-    ids=["surrogate id", "surrogate transport", "long", "not text"],
+    ids=["surrogate id", "surrogate transport", "long", "adapter id", "not text"],
 )
 def test_the_invocation_id_and_transport_are_bounded_and_always_encode(
     invocation: Invocation, id: str, transport: str
@@ -433,7 +461,7 @@ def test_the_invocation_id_and_transport_are_bounded_and_always_encode(
     log.record(make_record(invocation=invocation))
     entry = only_entry(log)
     assert (entry.invocation, entry.transport) == (id, transport)
-    assert len(msgspec.json.encode(entry)) < 600
+    assert len(msgspec.json.encode(entry)) < 1000
 
 
 def test_redact_replaces_top_level_keys_only() -> None:
