@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TextIO, cast
 import anyio
 
 from . import __version__
+from ._fds import claim_stdio
 from ._hosts import LOOPBACK_HOSTS
 from .app import App
 from .contract import Definition, Exposed, bare_signature
@@ -823,42 +824,8 @@ def _stdio_claimed() -> Generator[tuple[int, int]]:
             stream = None
         if stream is None:
             raise UsageError(f"--transport stdio serves over stdin and stdout, and {name} is closed")
-    if sys.platform == "win32":  # pragma: no cover - the descriptors are served in place
-        yield 0, 1
-        return
-    import fcntl
-
-    _flush(sys.stdout)
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    try:
-        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    except OSError:
-        os.close(wire_in)
-        raise
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-        os.dup2(2, 1)
-    finally:
-        os.close(null)
-    try:
-        yield wire_in, wire_out
-    finally:
-        # Printed before this point, so it belongs on stderr, not on the stdout restored below.
-        _flush(sys.stdout)
-        os.dup2(wire_in, 0)
-        os.dup2(wire_out, 1)
-        os.close(wire_in)
-        os.close(wire_out)
-
-
-def _flush(stream: object) -> None:
-    flush = getattr(stream, "flush", None)
-    if callable(flush):
-        try:
-            flush()
-        except (OSError, ValueError):
-            pass
+    with claim_stdio() as wire:
+        yield wire
 
 
 @contextmanager

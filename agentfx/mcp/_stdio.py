@@ -44,10 +44,9 @@ import logging
 import os
 import stat
 import sys
-import threading
 from collections import Counter, deque
-from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -60,6 +59,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from .. import __version__
+from .._fds import claim_stdio
 from ._jsonrpc import answer_id, has_id, unreadable_answer
 from ._server import server
 
@@ -617,55 +617,6 @@ async def stdio_transport(
         writing_end.restore()
 
 
-_claimed = threading.Lock()
-
-
-@contextmanager
-def _claim_stdio() -> Generator[tuple[int, int]]:
-    """Private copies of fds 0 and 1 for the wire; fd 0 reads the null device and fd 1 writes to stderr meanwhile."""
-    if not _claimed.acquire(blocking=False):
-        raise RuntimeError("this process's stdio is already being served")
-    try:
-        if sys.platform == "win32":  # pragma: no cover - the descriptors are served in place
-            yield 0, 1
-            return
-        import fcntl
-
-        _flush(sys.stdout)
-        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-        try:
-            wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-        except OSError:
-            os.close(wire_in)
-            raise
-        null = os.open(os.devnull, os.O_RDONLY)
-        try:
-            os.dup2(null, 0)
-            os.dup2(2, 1)
-        finally:
-            os.close(null)
-        try:
-            yield wire_in, wire_out
-        finally:
-            # Printed while serving, so it belongs on stderr, not on the wire restored below.
-            _flush(sys.stdout)
-            os.dup2(wire_in, 0)
-            os.dup2(wire_out, 1)
-            os.close(wire_in)
-            os.close(wire_out)
-    finally:
-        _claimed.release()
-
-
-def _flush(stream: object) -> None:
-    flush = getattr(stream, "flush", None)
-    if callable(flush):
-        try:
-            flush()
-        except (OSError, ValueError):
-            pass
-
-
 async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx", version: str = __version__) -> None:
     """Serve the runtime over this process's stdin and stdout until the client closes either, or until cancelled.
 
@@ -686,7 +637,7 @@ async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx",
     Raises:
         RuntimeError: This process's stdio is already being served.
     """
-    with _claim_stdio() as (wire_in, wire_out):
+    with claim_stdio() as (wire_in, wire_out):
         await serve_descriptors(runtime, wire_in, wire_out, name=name, version=version)
 
 
