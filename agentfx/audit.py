@@ -89,7 +89,9 @@ class AuditRecord(msgspec.Struct, frozen=True):
         decision: What happened to the Message (see :data:`Decision`).
         outcome: ``dispatched``, ``completed``, ``failed``, ``timeout``, a
             failure's ``_tag``, ``interrupted`` or ``AgentDefect``.
-        input: The caller's raw payload.
+        input: The caller's raw payload; for a sink that says
+            ``records_input = True``, a deep snapshot of it taken when the
+            invocation started (see ``input_snapshot``).
         principal_resolved: ``False`` when no principal was resolved (then
             ``principal`` is ``None``): a call that raised or was interrupted
             before step 6, a refusal handed to a sink that does not record
@@ -98,6 +100,11 @@ class AuditRecord(msgspec.Struct, frozen=True):
             for the record once the outcome is known.
         confirmed: ``True`` when the Message went to the host on a person's
             confirmation (``authorize`` answered ``Confirm``).
+        input_snapshot: ``True`` when ``input`` is that snapshot: builtin
+            types only, fresh containers, non-string keys written as their
+            JSON text and lone surrogates replaced (a value it could not
+            convert is named by type), so a payload the caller changed while
+            the call was pending is recorded as it was sent.
     """
 
     invocation: Invocation
@@ -109,6 +116,7 @@ class AuditRecord(msgspec.Struct, frozen=True):
     input: object
     principal_resolved: bool = True
     confirmed: bool = False
+    input_snapshot: bool = False
 
 
 class AuditSink(Protocol):
@@ -124,6 +132,13 @@ class AuditSink(Protocol):
     then spares itself resolving the principal of a call refused before step
     6, which it otherwise does for the record. :class:`AuditLog` says so
     exactly when it has no principal projection.
+
+    A sink may say ``records_input = True``: the runtime then snapshots each
+    input when its invocation starts and hands that over (see
+    :attr:`AuditRecord.input_snapshot`), so a caller that changes its payload
+    while the call waits cannot change what is recorded. Without it the record
+    carries the caller's payload itself, and nothing is copied.
+    :class:`AuditLog` says so exactly when ``include_input=True``.
     """
 
     def record(self, record: AuditRecord, /) -> None:
@@ -193,16 +208,27 @@ def _encodable(value: object) -> object:
     return value
 
 
-def _snapshot(value: object, redact: frozenset[str]) -> object:
+def snapshot_input(value: object) -> object:
+    """A deep snapshot of ``value`` in builtin types, as :attr:`AuditRecord.input_snapshot` describes; never raises.
+
+    >>> payload = {"tags": ["a"], 1: "one"}
+    >>> taken = snapshot_input(payload)
+    >>> payload["tags"].append("b")
+    >>> taken
+    {'tags': ['a'], '1': 'one'}
+    """
     # to_builtins builds fresh containers all the way down, so later mutation
     # of the caller's payload cannot reach the entry; a value it cannot
     # convert is named by type instead, and _encodable makes what is left
     # encodable.
     try:
-        snapshot: object = _encodable(msgspec.to_builtins(value, enc_hook=_unrecordable))
+        return _encodable(msgspec.to_builtins(value, enc_hook=_unrecordable))
     except Exception:  # a cycle (RecursionError) or a hook-proof oddity
         return _UNRECORDABLE
-    return _kept(_redacted(snapshot, redact))
+
+
+def _snapshot(value: object, redact: frozenset[str]) -> object:
+    return _kept(_redacted(snapshot_input(value), redact))
 
 
 def _kept(snapshot: object) -> object:
@@ -240,7 +266,7 @@ def _bounded(text: object, limit: int) -> str:
 
 
 def _redacted(snapshot: object, redact: frozenset[str]) -> object:
-    if not redact:
+    if not redact or snapshot is _UNRECORDABLE:
         return snapshot
     if not isinstance(snapshot, dict):
         # Only an object has keys to redact: anything else (the text of
@@ -336,9 +362,19 @@ class AuditLog:
                 decision=record.decision,
                 outcome=record.outcome,
                 confirmed=True if record.confirmed else UNSET,
-                input=_snapshot(record.input, self._redact) if self._include_input else UNSET,
+                input=self._input(record) if self._include_input else UNSET,
             )
         )
+
+    @property
+    def records_input(self) -> bool:
+        """Whether entries keep the input: exactly when ``include_input=True``."""
+        return self._include_input
+
+    def _input(self, record: AuditRecord) -> object:
+        # The runtime's snapshot is this log's alone: redacted in place, not copied again.
+        taken = record.input if record.input_snapshot else snapshot_input(record.input)
+        return _kept(_redacted(taken, self._redact))
 
     def _refuse_awaitable(self, answer: object) -> None:
         _close(answer)

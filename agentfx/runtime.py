@@ -23,7 +23,7 @@ from returns.unsafe import unsafe_perform_io
 
 from ._returns import failure, future_result, success
 from ._tracing import ERROR_STATUS, active_tracer, span_failed
-from .audit import AuditLog, AuditRecord, AuditSink, safe_record
+from .audit import AuditLog, AuditRecord, AuditSink, safe_record, snapshot_input
 from .completion import Completion, StateCompletion
 from .contract import Definition, available_in, check_definition, check_hook
 from .docs import MessageDescriptor, ResourceDescriptor, describe, resources
@@ -365,7 +365,7 @@ class AgentRuntime(Generic[M, P]):
 class _Executor:
     """Runs one invocation of the pipeline with the runtime's audit and tracing around it."""
 
-    __slots__ = ("audit", "bound", "container_of", "tracer", "who_tried")
+    __slots__ = ("audit", "bound", "container_of", "snapshots_input", "tracer", "who_tried")
 
     def __init__(self, bound: Bound[Any, Any], audit: AuditSink | None, tracer: object | None) -> None:
         self.bound = bound
@@ -379,6 +379,8 @@ class _Executor:
         self.who_tried = (
             audit is not None and bound.host.principal is not None and getattr(audit, "records_principal", True) is not False
         )
+        # Snapshot the input when the invocation starts only for a sink that keeps inputs.
+        self.snapshots_input = audit is not None and getattr(audit, "records_input", False) is True
 
     async def run(
         self,
@@ -439,14 +441,17 @@ class _Executor:
         return runner(env)
 
     async def audited(self, env: InvocationEnv[Any, Any], runner: Runner) -> Outcome:
+        # Taken before anything can wait: an in-app caller may change its
+        # payload while the call is pending, and the record must say what was sent.
+        payload = snapshot_input(env.payload) if self.snapshots_input else env.payload
         try:
             outcome: Any = runner(env)
             if type(outcome) is COROUTINE:
                 outcome = await outcome
         except BaseException as exc:
-            self.record(env, _raised_label(exc))
+            self.record(env, payload, _raised_label(exc))
             raise
-        self.record(env, _outcome_label(outcome), outcome)
+        self.record(env, payload, _outcome_label(outcome), outcome)
         return outcome
 
     async def traced(self, env: InvocationEnv[Any, Any], runner: Runner, tracer: Any) -> Outcome:
@@ -501,7 +506,7 @@ class _Executor:
             span_failed("end", exc)
         return outcome
 
-    def record(self, env: InvocationEnv[Any, Any], label: str, outcome: object = None) -> None:
+    def record(self, env: InvocationEnv[Any, Any], payload: object, label: str, outcome: object = None) -> None:
         capability = env.capability
         if capability is not None:
             name, tag = capability.name, capability.tag
@@ -524,7 +529,8 @@ class _Executor:
                 principal=principal,
                 decision=_DECISIONS[env.stage],
                 outcome=label,
-                input=env.payload,
+                input=payload,
+                input_snapshot=self.snapshots_input,
                 principal_resolved=resolved,
                 # Approval is worth recording only for a Message the host was handed.
                 confirmed=env.confirmed and env.stage != NOT_SENT,

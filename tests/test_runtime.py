@@ -548,6 +548,80 @@ async def test_audit_records_failed_and_timeout_outcomes() -> None:
     ]
 
 
+@pytest.mark.anyio
+async def test_the_audited_input_is_what_was_sent_though_the_caller_changes_it_while_the_call_waits() -> None:
+    rec = recorder()
+    log = audited(include_input=True)
+    started, release = anyio.Event(), anyio.Event()
+
+    async def slow(message: object) -> None:
+        started.set()
+        await release.wait()
+
+    host: agentfx.Host[Model, Any, User] = agentfx.Host(model=rec.model, dispatch=slow, principal=rec.principal, observe=rec.observe)
+    runtime = agentfx.bind(AppAgent, host=host, audit=log)
+    payload: dict[str, object] = {"title": "a"}
+    outcomes: list[Result[DispatchResult, agentfx.DispatchError]] = []
+
+    async def go() -> None:
+        outcomes.append(await run(runtime, RequestedCreateTodo, payload))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(go)
+        await started.wait()
+        payload["title"] = "changed"
+        payload["injected"] = "later"
+        release.set()
+    assert outcomes[0].unwrap().message == RequestedCreateTodo("a")
+    [entry] = log.entries()
+    assert entry.input == {"title": "a"}
+
+
+class Keeping:
+    """A sink that keeps what it is handed, saying whether it keeps inputs."""
+
+    def __init__(self, records_input: bool | None) -> None:
+        if records_input is not None:
+            self.records_input = records_input
+        self.records: list[agentfx.AuditRecord] = []
+
+    def record(self, record: agentfx.AuditRecord, /) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.anyio
+async def test_only_a_sink_that_keeps_inputs_is_handed_a_snapshot_taken_at_the_start() -> None:
+    payload = {"title": "a", 1: "one"}
+    for says, snapshot in ((None, False), (False, False), (True, True)):
+        sink = Keeping(says)
+        runtime = agentfx.bind(AppAgent, host=recorder().host, audit=sink)
+        await run(runtime, RequestedCreateTodo, payload)
+        await run(runtime, "no_such", payload)
+        for record in sink.records:
+            assert record.input_snapshot is snapshot
+            if snapshot:
+                assert record.input == {"title": "a", "1": "one"} and record.input is not payload
+            else:
+                assert record.input is payload
+    assert agentfx.audit_log(include_input=True).records_input
+    assert not agentfx.audit_log().records_input
+
+
+@pytest.mark.anyio
+async def test_no_input_snapshot_is_taken_for_a_log_that_keeps_no_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfx import runtime as runtime_module
+
+    def forbidden(value: object) -> object:
+        raise AssertionError("an input snapshot nobody keeps")
+
+    monkeypatch.setattr(runtime_module, "snapshot_input", forbidden)
+    log = audited()
+    runtime = agentfx.bind(AppAgent, host=recorder().host, audit=log)
+    await run(runtime, RequestedCreateTodo, {"title": "a"})
+    await run(agentfx.bind(AppAgent, host=recorder().host), RequestedCreateTodo, {"title": "a"})
+    assert [entry.outcome for entry in log.entries()] == ["dispatched"]
+
+
 class Broken:
     def __init__(self) -> None:
         self.calls = 0
