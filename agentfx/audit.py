@@ -11,13 +11,16 @@ never changes a dispatch's outcome.
 What the log never keeps: the Model (by no setting; no field can hold it), the
 principal without a projection (identities carry secrets), the input unless
 ``include_input=True``, and, with ``redact`` keys set, an input that is not an
-object (``"[redacted]"`` stands for it whole). Every entry the log keeps encodes to JSON, and
-none grows with what a caller sends: the capability name, invocation id and
-transport are bounded and have lone surrogates replaced, as echoes are
-(:func:`agentfx.errors.echo`); a recorded input or
-projected principal has its non-string keys written as their JSON text and its
-lone surrogates replaced, is kept whole only up to :data:`INPUT_LIMIT` bytes of
-JSON, and stands as ``"[unrecordable]"`` when what is left still does not encode.
+object (``"[redacted]"`` stands for it whole).
+
+Every entry the log keeps encodes to JSON, and none grows with what a caller
+sends: the capability name, invocation id and transport are cut and have lone
+surrogates replaced, as echoes are (:func:`agentfx.errors.echo`). A recorded
+input or projected principal is a snapshot with non-string keys written as
+their JSON text and lone surrogates replaced, kept as its JSON up to
+:data:`INPUT_LIMIT` bytes (a larger one as its size alone), or as
+``"[unrecordable]"`` when it still does not encode; each read of the log
+decodes a fresh copy of it, so no reader can change what another reads.
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ twice this (a 500-entry log, some 64 MiB), however large the calls."""
 _PLAIN: frozenset[type[object]] = frozenset({str, int, bool, float, NoneType, tuple, list, dict})
 
 _SCALARS: frozenset[type[object]] = frozenset({str, int, bool, float, NoneType})
+
+_SHORT = (INPUT_LIMIT - 2) // 6
+"""A text no longer than this is within :data:`INPUT_LIMIT` as JSON: no character takes more than six bytes."""
 
 _ID_LIMIT = 2 * ECHO_LIMIT
 """How much of an invocation id an entry keeps: every id an adapter makes (a fresh
@@ -232,6 +238,8 @@ def _snapshot(value: object, redact: frozenset[str]) -> object:
 
 
 def _kept(snapshot: object) -> object:
+    if type(snapshot) is str and len(snapshot) <= _SHORT:
+        return snapshot  # the common projected principal: encodable already, and well within the limit
     # Encoded once, to be sure: to_builtins passes some values through that
     # JSON cannot say (an Enum member whose value is an object), and the size
     # of the JSON is what the bound is on.

@@ -2,7 +2,9 @@
 
 This layer owns :func:`bind` (with its bind-time checks), :class:`AgentRuntime`
 and everything wrapped around each run of the pipeline: filling the
-invocation, audit records and tracing spans. The steps themselves live in
+invocation, audit records and tracing spans. Neither changes what a
+dispatch does or returns: a sink or a tracer that raises is logged, and the
+dispatch runs on as without it. The steps themselves live in
 :mod:`agentfx.pipeline`; this layer deliberately knows nothing of any wire
 protocol.
 """
