@@ -129,6 +129,16 @@ class Peer:
     async def send(self, message: object) -> None:
         await self.write(json.dumps(message).encode() + b"\n")
 
+    def close_writing(self) -> None:
+        """Close the client's end of the server's input: the server reads the end of input."""
+        os.close(self.to_server)
+        self.to_server = -1
+
+    def close_reading(self) -> None:
+        """Close the client's end of the server's output: the server's next write fails."""
+        os.close(self.from_server)
+        self.from_server = -1
+
     def received(self) -> list[dict[str, Any]]:
         """Every whole message the server has written so far, without waiting."""
         os.set_blocking(self.from_server, False)
@@ -176,6 +186,41 @@ async def serving(
     finally:
         for fd in (server_in, client_out, client_in, server_out):
             os.close(fd)
+
+
+@asynccontextmanager
+async def served_to_its_end(
+    log: agentfx.AuditLog, served: App[Any, Any, Any] = app, initialize: dict[str, Any] = INITIALIZE
+) -> AsyncGenerator[tuple[Peer, Any, anyio.Event]]:
+    """``served`` over a pair of pipes, initialized; yields the peer, the runtime and the event set once serving ended.
+
+    On leaving the block it waits for serving to end by itself: the test closes one of the peer's ends.
+    """
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    peer = Peer(client_out, client_in)
+    try:
+        async with served.run(audit=log) as runtime:
+            mcp_server = server(runtime)
+            ended = anyio.Event()
+            async with anyio.create_task_group() as task_group:
+
+                async def serve() -> None:
+                    async with stdio_transport(server_in, server_out) as (read, write):
+                        await mcp_server.run(read, write, mcp_server.create_initialization_options())
+                    ended.set()
+
+                task_group.start_soon(serve)
+                await peer.send(initialize)
+                assert (await peer.receive())["id"] == 0
+                await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                yield peer, runtime, ended
+                with anyio.fail_after(5):
+                    await ended.wait()
+    finally:
+        for fd in (server_in, server_out, peer.to_server, peer.from_server):
+            if fd >= 0:
+                os.close(fd)
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -337,45 +382,22 @@ async def test_at_the_end_of_input_what_waits_on_the_client_ends_and_held_reques
     # reaches the server, and serving ends by itself rather than outliving its client.
     monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
     log = agentfx.audit_log()
-    answers: dict[int, dict[str, Any]] = {}
-    server_in, client_out = os.pipe()
-    client_in, server_out = os.pipe()
-    try:
-        async with confirming.run(audit=log) as runtime:
-            mcp_server = server(runtime)
-            peer = Peer(client_out, client_in)
-            ended = anyio.Event()
-            async with anyio.create_task_group() as task_group:
-
-                async def serve() -> None:
-                    async with stdio_transport(server_in, server_out) as (read, write):
-                        await mcp_server.run(read, write, mcp_server.create_initialization_options())
-                    ended.set()
-
-                task_group.start_soon(serve)
-                await peer.send(ASKING)
-                assert (await peer.receive())["id"] == 0
-                await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-                for request_id, item in ((1, "milk"), (2, "tea")):
-                    await peer.send(call(request_id, "remove", {"item": item}))
-                await questions(peer, 2)
-                await peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
-                await anyio.sleep(0.1)  # read, and held
-                os.close(client_out)
-                client_out = -1
-                with anyio.fail_after(5):
-                    await ended.wait()
-                answers.update((answer["id"], answer) for answer in peer.received())
-        # The held ping reached the server; whether it was answered before the
-        # server heard the end is the server's race (it cancels what is in flight then).
-        assert {1, 2} <= set(answers) <= {1, 2, 3}
+    async with served_to_its_end(log, confirming, ASKING) as (peer, _, ended):
         for request_id, item in ((1, "milk"), (2, "tea")):
-            assert answers[request_id]["result"]["content"][0]["text"] == f'Declined: Remove "{item}"?'
-        assert [(e.capability, e.outcome) for e in log.entries()] == [("remove", "AgentAuthorizationError")] * 2
-    finally:
-        for fd in (server_in, client_out, client_in, server_out):
-            if fd >= 0:
-                os.close(fd)
+            await peer.send(call(request_id, "remove", {"item": item}))
+        await questions(peer, 2)
+        await peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        await anyio.sleep(0.1)  # read, and held
+        peer.close_writing()
+        with anyio.fail_after(5):
+            await ended.wait()
+        answers = {answer["id"]: answer for answer in peer.received()}
+    # The held ping reached the server; whether it was answered before the
+    # server heard the end is the server's race (it cancels what is in flight then).
+    assert {1, 2} <= set(answers) <= {1, 2, 3}
+    for request_id, item in ((1, "milk"), (2, "tea")):
+        assert answers[request_id]["result"]["content"][0]["text"] == f'Declined: Remove "{item}"?'
+    assert [(e.capability, e.outcome) for e in log.entries()] == [("remove", "AgentAuthorizationError")] * 2
 
 
 @pytest.mark.anyio
@@ -438,37 +460,13 @@ async def test_a_cancelled_request_frees_its_room_though_it_is_never_answered(mo
 @pytest.mark.anyio
 async def test_once_the_client_closes_stdout_serving_stops_and_audits_what_was_pending() -> None:
     log = agentfx.audit_log()
-    server_in, client_out = os.pipe()
-    client_in, server_out = os.pipe()
-    try:
-        async with app.run(audit=log) as runtime:
-            mcp_server = server(runtime)
-            peer = Peer(client_out, client_in)
-            ended = anyio.Event()
-            async with anyio.create_task_group() as task_group:
-
-                async def serve() -> None:
-                    async with stdio_transport(server_in, server_out) as (read, write):
-                        await mcp_server.run(read, write, mcp_server.create_initialization_options())
-                    ended.set()
-
-                task_group.start_soon(serve)
-                await peer.send(INITIALIZE)
-                assert (await peer.receive())["id"] == 0
-                await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-                await peer.send(call(1, "hold", {}))
-                await until(lambda: runtime.host.model().held == 1)
-                os.close(client_in)
-                client_in = -1
-                # Its answer cannot be written: serving ends by itself, with
-                # stdin still open, and the call still pending is aborted.
-                await peer.send(call(2, "note", {"text": "unanswerable"}))
-                with anyio.fail_after(5):
-                    await ended.wait()
-    finally:
-        for fd in (server_in, client_out, client_in, server_out):
-            if fd >= 0:
-                os.close(fd)
+    async with served_to_its_end(log) as (peer, runtime, _):
+        await peer.send(call(1, "hold", {}))
+        await until(lambda: runtime.host.model().held == 1)
+        peer.close_reading()
+        # Its answer cannot be written: serving ends by itself, with
+        # stdin still open, and the call still pending is aborted.
+        await peer.send(call(2, "note", {"text": "unanswerable"}))
     assert [(e.capability, e.outcome) for e in log.entries()] == [("note", "dispatched"), ("hold", "AgentCancelledError")]
 
 

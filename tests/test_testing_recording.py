@@ -156,8 +156,11 @@ async def test_first_match_wins_settles_as_under_the_program(anyio_backend: str)
         assert program.model == (Req(), Done("first"), Done("second"))
 
 
-def test_responses_follow_what_the_listeners_sent() -> None:
-    recorder: RecordingHost[None, Any, None] = RecordingHost(None, responses={Req: [Done("response")]})
+def _answering(*, async_dispatch: bool = False) -> tuple[RecordingHost[None, Any, None], list[object]]:
+    """A recorder that answers ``Req`` with a scripted response, and an observer that reacts to it first."""
+    recorder: RecordingHost[None, Any, None] = RecordingHost(
+        None, responses={Req: [Done("response")]}, async_dispatch=async_dispatch
+    )
     heard: list[object] = []
 
     def reacting(message: object) -> None:
@@ -166,6 +169,11 @@ def test_responses_follow_what_the_listeners_sent() -> None:
             recorder.emit(Done("reaction"))
 
     recorder.observe(reacting)
+    return recorder, heard
+
+
+def test_responses_follow_what_the_listeners_sent() -> None:
+    recorder, heard = _answering()
     recorder.host.dispatch(Req())
     assert heard == [Req(), Done("reaction"), Done("response")]
     # A Message dispatched from a listener is answered too, after its own listeners.
@@ -211,17 +219,7 @@ def test_a_listener_that_never_lets_the_host_settle_is_stopped(monkeypatch: pyte
 
 
 async def test_an_async_dispatch_processes_responses_after_its_checkpoint(anyio_backend: str) -> None:
-    recorder: RecordingHost[None, Any, None] = RecordingHost(
-        None, responses={Req: [Done("response")]}, async_dispatch=True
-    )
-    heard: list[object] = []
-
-    def reacting(message: object) -> None:
-        heard.append(message)
-        if isinstance(message, Req):
-            recorder.emit(Done("reaction"))
-
-    recorder.observe(reacting)
+    recorder, heard = _answering(async_dispatch=True)
     assert recorder.host.dispatch == recorder.dispatch_async
     await recorder.dispatch_async(Req())
     assert heard == [Req(), Done("reaction"), Done("response")]
