@@ -679,10 +679,15 @@ def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
     return root
 
 
+_VALUES = ("default", "const", "examples")
+"""The keywords whose contents are values of the schema beside them, not schemas."""
+
+
 def _sort_set_defaults(node: object, defs: dict[str, Any] | None = None) -> None:
-    # A set default arrives in hash order, which differs between processes: put
-    # every set inside every default in a stable order, so the schema (and every
-    # manifest) is byte-identical across runs.
+    # A set arrives in hash order, which differs between processes: put every
+    # set inside every value a schema carries (a default, a const, each
+    # example) in a stable order, so the schema (and every manifest) is
+    # byte-identical across runs.
     if defs is None:
         root = cast("dict[str, Any]", node) if isinstance(node, dict) else {}
         defs = cast("dict[str, Any]", root.get("$defs", {}))
@@ -690,8 +695,13 @@ def _sort_set_defaults(node: object, defs: dict[str, Any] | None = None) -> None
         mapping = cast("dict[str, Any]", node)
         if "default" in mapping:
             mapping["default"] = _canonical(mapping["default"], mapping, defs, 0)
+        if "const" in mapping:
+            mapping["const"] = _canonical(mapping["const"], mapping, defs, 0)
+        examples = mapping.get("examples")
+        if isinstance(examples, list):
+            mapping["examples"] = [_canonical(example, mapping, defs, 0) for example in cast("list[Any]", examples)]
         for key, value in mapping.items():
-            if key != "default":
+            if key not in _VALUES:
                 _sort_set_defaults(value, defs)
     elif isinstance(node, list):
         for item in cast("list[Any]", node):
@@ -706,6 +716,13 @@ def _canonical(value: Any, schema: Any, defs: dict[str, Any], depth: int) -> Any
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
         return _canonical(value, defs.get(ref[len(_REF_PREFIX) :]), defs, depth + 1)
+    for union in ("anyOf", "oneOf"):
+        branches = node.get(union)
+        if isinstance(branches, list):
+            # The branch of the value's JSON kind describes it (an Optional's
+            # array or object, not its null).
+            branch = _branch_of(value, cast("list[Any]", branches), defs)
+            return value if branch is None else _canonical(value, branch, defs, depth + 1)
     if isinstance(value, list):
         items = cast("list[Any]", value)
         prefix = node.get("prefixItems")
@@ -724,6 +741,29 @@ def _canonical(value: Any, schema: Any, defs: dict[str, Any], depth: int) -> Any
         extra = node.get("additionalProperties")
         return {key: _canonical(item, shapes.get(key, extra), defs, depth + 1) for key, item in fields.items()}
     return value
+
+
+def _branch_of(value: Any, branches: list[Any], defs: dict[str, Any]) -> Any:
+    """The first of ``branches`` that describes a value of ``value``'s JSON kind (array or object), if one does."""
+    kind = "array" if isinstance(value, list) else "object" if isinstance(value, dict) else None
+    if kind is None:
+        return None
+    for branch in branches:
+        shape: object = branch
+        ref = cast("dict[str, Any]", shape).get("$ref") if isinstance(shape, dict) else None
+        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
+            shape = defs.get(ref[len(_REF_PREFIX) :])
+        if not isinstance(shape, dict):
+            continue
+        described = cast("dict[str, Any]", shape)
+        said = described.get("type")
+        if said == kind or (isinstance(said, list) and kind in said):
+            return branch
+        if kind == "array" and ("items" in described or "prefixItems" in described):
+            return branch
+        if kind == "object" and ("properties" in described or "additionalProperties" in described):
+            return branch
+    return None
 
 
 def _mentions(node: object, ref: str) -> bool:

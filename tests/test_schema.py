@@ -506,6 +506,7 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
 
     program = (
         "import msgspec\n"
+        "from typing import Annotated\n"
         "from agentfx.schema import InputCodec\n"
         "class Inner(msgspec.Struct, frozen=True):\n"
         "    marks: frozenset[str] = frozenset({'m1', 'm2', 'm3', 'm4', 'm5'})\n"
@@ -513,6 +514,9 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
         "    tags: frozenset[str] = frozenset({'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'})\n"
         "    groups: tuple[frozenset[str], ...] = (frozenset({'w', 'x', 'y', 'z'}),)\n"
         "    inner: Inner = Inner()\n"
+        "    maybe: frozenset[str] | None = frozenset({'n1', 'n2', 'n3', 'n4', 'n5'})\n"
+        "    maybe_inner: Inner | None = Inner(frozenset({'o1', 'o2', 'o3', 'o4', 'o5'}))\n"
+        "    shown: Annotated[frozenset[str], msgspec.Meta(examples=[frozenset({'p1', 'p2', 'p3', 'p4'})])] = frozenset()\n"
         "print(msgspec.json.encode(InputCodec(T).schema).decode())\n"
     )
     outputs = {
@@ -530,6 +534,10 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
     assert '"default":["alpha","beta","delta","epsilon","gamma","zeta"]' in schema
     assert '"default":[["w","x","y","z"]]' in schema
     assert '"default":{"marks":["m1","m2","m3","m4","m5"]}' in schema
+    # Beside a null (an Optional's anyOf), and in an example: the set's own branch says it is one.
+    assert '"default":["n1","n2","n3","n4","n5"]' in schema
+    assert '"default":{"marks":["o1","o2","o3","o4","o5"]}' in schema
+    assert '"examples":[["p1","p2","p3","p4"]]' in schema
 
 
 def test_payload_free_schemas_share_no_containers() -> None:
