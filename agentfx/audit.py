@@ -268,6 +268,8 @@ def _readable(entry: AuditEntry) -> AuditEntry:
 
 def _bounded(text: object, limit: int) -> str:
     # The id and transport are the caller's to choose, as the capability name is.
+    if type(text) is str and len(text) <= limit and text.isascii():
+        return text  # the common case, an id the runtime or an adapter made: nothing to cut or replace
     if not isinstance(text, str):
         return shown(text)
     return encodable(text[:limit] + "…" if len(text) > limit else text)
