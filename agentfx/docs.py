@@ -122,19 +122,61 @@ def _const(value: str) -> dict[str, Any]:
     return {"type": "string", "const": value}
 
 
+# Where JSON Schema holds subschemas (2020-12, with the draft-07 forms): one,
+# an array of them, or a map to them. Every other keyword holds a value or an
+# annotation (``default``, ``examples``, ``const``, ``enum``, ``required``,
+# ``dependentRequired``, msgspec's ``discriminator``, an application's own
+# keys), which describes nothing and is never rewritten.
+_SUBSCHEMA = frozenset(
+    {
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contentSchema",
+    }
+)
+_SUBSCHEMAS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SUBSCHEMA_MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
+
+
 def _null_for_numbers(schema: Any) -> Any:
     """``schema`` with every ``"type": "number"`` also admitting ``null``.
 
+    A float that is not finite encodes as ``null`` (JSON has no NaN), so a
+    schema that describes what is served admits it. Only schemas are widened:
+    a ``default`` or an example that happens to read ``{"type": "number"}``
+    is a value, and stays as it is.
+
     >>> _null_for_numbers({"properties": {"x": {"type": "number", "minimum": 0}, "n": {"type": "integer"}}})
     {'properties': {'x': {'type': ['number', 'null'], 'minimum': 0}, 'n': {'type': 'integer'}}}
+    >>> _null_for_numbers({"type": "object", "default": {"type": "number"}})
+    {'type': 'object', 'default': {'type': 'number'}}
     """
-    if isinstance(schema, list):
-        return [_null_for_numbers(item) for item in cast("list[Any]", schema)]
     if not isinstance(schema, dict):
+        # true and false are schemas too, and ``dependencies`` may hold a list of names.
         return schema
-    widened = {key: _null_for_numbers(value) for key, value in cast("dict[str, Any]", schema).items()}
-    if widened.get("type") == "number":
+    widened: dict[str, Any] = {}
+    for key, value in cast("dict[str, Any]", schema).items():
+        if key in _SUBSCHEMAS or (key in _SUBSCHEMA and isinstance(value, list)):
+            value = [_null_for_numbers(item) for item in cast("list[Any]", value)]
+        elif key in _SUBSCHEMA:
+            value = _null_for_numbers(value)
+        elif key in _SUBSCHEMA_MAP and isinstance(value, dict):
+            value = {name: _null_for_numbers(item) for name, item in cast("dict[str, Any]", value).items()}
+        widened[key] = value
+    kind = widened.get("type")
+    if kind == "number":
         widened["type"] = ["number", "null"]
+    elif isinstance(kind, list) and "number" in kind and "null" not in kind:
+        widened["type"] = [*cast("list[Any]", kind), "null"]
     return widened
 
 
@@ -176,7 +218,8 @@ def output_schema(capability: Capability[Any, Any]) -> dict[str, Any]:
         # A float that is not finite encodes as null (JSON has no NaN): the
         # settling Message's numbers admit it, or a client that validates the
         # reply would refuse a call that completed.
-        refs, defs = _null_for_numbers(refs), _null_for_numbers(defs)
+        refs = [_null_for_numbers(ref) for ref in refs]
+        defs = {name: _null_for_numbers(definition) for name, definition in defs.items()}
         status = {"type": "string", "enum": ["completed", "failed"]} if completion.failure else _const("completed")
         settled["properties"] = {"status": status, "message": {"anyOf": refs}}
         settled["required"] = ["status", "message"]

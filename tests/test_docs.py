@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import msgspec
 import pytest
@@ -611,3 +611,62 @@ def test_documents_refuse_what_expose_made_without_define(render: Any) -> None:
 
     with pytest.raises(agentfx.ContractError, match=rf"^{render.__name__}\(\) takes the result of define"):
         render(agentfx.expose(Ping, agentfx.variant(Ping, "Ping")))
+
+
+# --- schemas say what JSON carries -----------------------------------------------------------
+
+_NUMBER = {"type": "number"}
+
+
+class Unit(msgspec.Struct, frozen=True):
+    type: str = "number"
+
+
+class Measure(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Measured(msgspec.Struct, frozen=True, tag=True):
+    # Values that read like a number's schema, in every keyword that holds a value.
+    settings: Annotated[
+        dict[str, str],
+        msgspec.Meta(
+            examples=[_NUMBER], extra_json_schema={"const": _NUMBER, "enum": [_NUMBER], "x-unit": _NUMBER}
+        ),
+    ] = msgspec.field(default_factory=dict[str, str])
+    unit: Unit = Unit()
+    # And numbers in every place a schema holds a schema.
+    ratio: float = 0.5
+    many: dict[str, float] = msgspec.field(default_factory=dict[str, float])
+    pair: tuple[float, int] = (0.0, 0)
+    maybe: float | None = None
+    either: Annotated[float | str, msgspec.Meta(extra_json_schema={"type": ["number", "string"]})] = 0.0
+
+
+_WIDE = ["number", "null"]
+
+
+def _check_widened(measured: dict[str, Any]) -> None:
+    properties = measured["properties"]
+    settings = properties["settings"]
+    assert (settings["examples"], settings["const"], settings["enum"], settings["x-unit"]) == (
+        [_NUMBER],
+        _NUMBER,
+        [_NUMBER],
+        _NUMBER,
+    )
+    assert properties["unit"]["default"] == _NUMBER
+    assert properties["ratio"] == {"type": _WIDE, "default": 0.5}
+    assert properties["many"]["additionalProperties"] == {"type": _WIDE}
+    assert properties["pair"]["prefixItems"] == [{"type": _WIDE}, {"type": "integer"}]
+    assert properties["maybe"]["anyOf"] == [{"type": _WIDE}, {"type": "null"}]
+    assert properties["either"]["type"] == ["number", "string", "null"]
+    assert properties["either"]["anyOf"] == [{"type": _WIDE}, {"type": "string"}]
+
+
+def test_an_output_schema_widens_numbers_and_never_a_value() -> None:
+    measure = variant(Measure, "Measure", completion=Completion(success=Measured))
+    [descriptor] = messages(define(expose(Measure | Measured, measure)))
+    defs = descriptor.output_schema["$defs"]
+    _check_widened(defs["Measured"])
+    assert defs["Unit"]["properties"]["type"] == {"type": "string", "default": "number"}
