@@ -228,7 +228,12 @@ class Resource(Generic[M]):
         return project(self.schema, self.read(model), f'The resource "{self.name}" projection does not match its declared schema')
 
     def json_schema(self) -> dict[str, Any]:
-        """The JSON Schema of ``schema``, as listed for agents."""
+        """The JSON Schema of ``schema``, as declared.
+
+        Agents are shown it as served (:func:`agentfx.resources`): its
+        numbers also admit ``null``, which is how JSON carries a float that
+        is not finite.
+        """
         return json_schema(self.schema)
 
 
@@ -248,7 +253,12 @@ class Projection(Generic[M]):
         return project(self.schema, self.read(model), "The context projection does not match its declared schema")
 
     def json_schema(self) -> dict[str, Any]:
-        """The JSON Schema of ``schema``, as listed for agents."""
+        """The JSON Schema of ``schema``, as declared.
+
+        Agents are shown it as served (:func:`agentfx.context_schema`): its
+        numbers also admit ``null``, which is how JSON carries a float that
+        is not finite.
+        """
         return json_schema(self.schema)
 
 

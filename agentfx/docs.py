@@ -74,7 +74,11 @@ class MessageDescriptor(msgspec.Struct, frozen=True):
 
 
 class ResourceDescriptor(msgspec.Struct, frozen=True):
-    """One resource: its name, description and the JSON Schema of what reading it returns."""
+    """One resource: its name, description and the JSON Schema of what reading it returns.
+
+    The schema describes the value as JSON carries it: its numbers also admit
+    ``null``, which is what a float that is not finite is served as.
+    """
 
     name: str
     description: str
@@ -178,6 +182,14 @@ def _null_for_numbers(schema: Any) -> Any:
     elif isinstance(kind, list) and "number" in kind and "null" not in kind:
         widened["type"] = [*cast("list[Any]", kind), "null"]
     return widened
+
+
+def _served(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a resource's or the context's declared schema, saying what reading it serves."""
+    # A reply's completion Message gets the same widening (output_schema):
+    # msgspec encodes NaN and the infinities as null wherever a float is.
+    served: dict[str, Any] = _null_for_numbers(_copy(schema))
+    return served
 
 
 def output_schema(capability: Capability[Any, Any]) -> dict[str, Any]:
@@ -292,11 +304,13 @@ def resources(defn: Definition[Any, Any]) -> list[ResourceDescriptor]:
     [ResourceDescriptor(name='count', description='A number', schema={'type': 'integer'})]
     """
     check_definition("resources()", defn)
-    return [ResourceDescriptor(name=r.name, description=r.description, schema=_copy(r.json_schema())) for r in defn.resources]
+    return [ResourceDescriptor(name=r.name, description=r.description, schema=_served(r.json_schema())) for r in defn.resources]
 
 
 def context_schema(defn: Definition[Any, Any]) -> dict[str, Any] | None:
     """The JSON Schema of the context projection, or ``None`` when the contract projects none.
+
+    As for a resource, its numbers also admit ``null`` (a float that is not finite).
 
     >>> import msgspec
     >>> from agentfx.contract import define, expose
@@ -306,7 +320,7 @@ def context_schema(defn: Definition[Any, Any]) -> dict[str, Any] | None:
     True
     """
     check_definition("context_schema()", defn)
-    return None if defn.context is None else _copy(defn.context.json_schema())
+    return None if defn.context is None else _served(defn.context.json_schema())
 
 
 def schema(defn: Definition[Any, Any]) -> AgentSchema:

@@ -670,3 +670,29 @@ def test_an_output_schema_widens_numbers_and_never_a_value() -> None:
     defs = descriptor.output_schema["$defs"]
     _check_widened(defs["Measured"])
     assert defs["Unit"]["properties"]["type"] == {"type": "string", "default": "number"}
+
+
+def test_resource_and_context_schemas_admit_null_where_a_float_is_served() -> None:
+    # msgspec encodes NaN and the infinities as null: what is listed says so, as an output schema does.
+    defn = define(
+        expose(Measure),
+        [
+            resource("ratio", "A ratio", schema=float, read=lambda _m: float("nan")),
+            resource("measured", "A measure", schema=Measured, read=lambda _m: Measured()),
+            resource("count", "A count", schema=int, read=lambda _m: 1),
+        ],
+        projection(Measured, lambda _m: Measured()),
+    )
+    ratio, measured, count = resources(defn)
+    assert ratio.schema == {"type": _WIDE}
+    _check_widened(measured.schema)
+    assert count.schema == {"type": "integer"}
+    context = context_schema(defn)
+    assert context is not None
+    _check_widened(context)
+    manifest = to_manifest(defn)
+    assert [r["schema"] for r in manifest["resources"]] == [r.schema for r in (ratio, measured, count)]
+    assert manifest["context"] == context == schema(defn).context
+    assert '"type": [\n    "number",\n    "null"\n  ]' in to_markdown(defn)
+    # What is declared stays as declared.
+    assert defn.resources[0].json_schema() == {"type": "number"}

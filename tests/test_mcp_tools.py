@@ -167,6 +167,43 @@ async def test_a_settling_message_with_a_float_that_is_not_finite_is_within_its_
     assert shown == (value if value == 1.5 else None)
 
 
+class Gauge(msgspec.Struct, frozen=True):
+    value: float
+    readings: list[float]
+
+
+@MODES
+@pytest.mark.parametrize("value", [1.5, float("nan"), float("inf"), -float("inf")], ids=str)
+async def test_a_resource_or_context_with_a_float_that_is_not_finite_is_within_its_schema(mode: str, value: float) -> None:
+    # Served as null, like a settling Message's float: what the manifest lists says so.
+    contract = agentfx.define(
+        agentfx.expose(Measure, agentfx.variant(Measure, "Measure")),
+        [
+            agentfx.resource("value", "The value", schema=float, read=lambda m: m),
+            agentfx.resource("gauge", "The gauge", schema=Gauge, read=lambda m: Gauge(m, [m, 0.0])),
+        ],
+        agentfx.projection(Gauge, lambda m: Gauge(m, [m])),
+    )
+    manifest = agentfx.to_manifest(contract)
+    schemas = {f"app://{r['name']}": r["schema"] for r in manifest["resources"]} | {"app://context": manifest["context"]}
+    shown = value if value == 1.5 else None
+    app = App(contract, value, lambda model, _message: model)
+    async with app.run() as runtime, mcp.Client(server(runtime), mode=mode) as client:
+        served: dict[str, object] = {}
+        for uri, listed in schemas.items():
+            [content] = (await client.read_resource(uri)).contents
+            assert isinstance(content, types.TextResourceContents)
+            served[uri] = msgspec.json.decode(content.text)
+            validator(listed).validate(served[uri])
+    assert served == {
+        "app://value": shown,
+        "app://gauge": {"value": shown, "readings": [shown, 0.0]},
+        "app://context": {"value": shown, "readings": [shown]},
+    }
+    assert [r.schema for r in agentfx.resources(contract)] == [r["schema"] for r in manifest["resources"]]
+    assert agentfx.context_schema(contract) == manifest["context"]
+
+
 @MODES
 async def test_the_client_would_reject_a_result_outside_the_schema(mode: str) -> None:
     # The check above bites: data that breaks the advertised schema is refused.
