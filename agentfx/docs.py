@@ -14,6 +14,7 @@ dispatch ran; :func:`summarize` reads only the result it is handed.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -393,8 +394,27 @@ def _yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
 
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span, whatever backticks it holds (CommonMark's rule).
+
+    The fence is one backtick longer than the longest run inside, so no run
+    closes it; a space pads text that starts or ends with a backtick (which
+    would lengthen the fence) or with a space at both ends (one of each is
+    stripped from such a span). Lines are joined: a span cannot end a block.
+
+    >>> _code("po`ked"), _code("`x"), _code(" a "), _code("ok")
+    ('``po`ked``', '`` `x ``', '`  a  `', '`ok`')
+    """
+    text = " ".join(text.splitlines())
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " " and text.strip(" ")):
+        text = f" {text} "
+    return fence + text + fence
+
+
 def _tags(tags: list[str]) -> str:
-    return ", ".join(f"`{tag}`" for tag in tags)
+    return ", ".join(_code(tag) for tag in tags)
 
 
 def _completion_sentence(completion: dict[str, Any]) -> str:
@@ -446,12 +466,12 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
         ]
         for c in capabilities:
             table.append(
-                f"| `{_cell(c['name'])}` | `{_cell(c['tag'])}` | {_cell(c['description'])} "
+                f"| {_cell(_code(c['name']))} | {_cell(_code(c['tag']))} | {_cell(c['description'])} "
                 f"| {_yes_no(c['modelDependent'])} | {_yes_no(c['requiresAuthorization'])} |"
             )
         blocks.append(table)
         for c in capabilities:
-            blocks.append([f"### `{c['name']}`"])
+            blocks.append([f"### {_code(c['name'])}"])
             if "title" in c:
                 blocks.append([f"Title: {_cell(c['title'])}"])
             blocks.append([c["description"]])
@@ -471,7 +491,7 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
     if resource_entries:
         blocks.append(["## Resources"])
         for r in resource_entries:
-            blocks.append([f"### `{r['name']}`"])
+            blocks.append([f"### {_code(r['name'])}"])
             blocks.append([r["description"]])
             blocks.append(_json_block(r["schema"]))
     blocks.append(["## Context"])

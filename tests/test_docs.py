@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from typing import Annotated, Any, NoReturn
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import agentfx
 
@@ -31,6 +34,7 @@ from agentfx.docs import (
     to_manifest,
     to_markdown,
 )
+from agentfx.docs import _code  # pyright: ignore[reportPrivateUsage]
 from agentfx.hints import Hints
 from agentfx.invocation import Invocation
 from agentfx.pipeline import DispatchResult
@@ -696,3 +700,44 @@ def test_resource_and_context_schemas_admit_null_where_a_float_is_served() -> No
     assert '"type": [\n    "number",\n    "null"\n  ]' in to_markdown(defn)
     # What is declared stays as declared.
     assert defn.resources[0].json_schema() == {"type": "number"}
+
+
+# --- code spans hold any text ----------------------------------------------------------------
+
+
+class Poked(msgspec.Struct, frozen=True, tag="po`ked"):
+    pass
+
+
+class Done(msgspec.Struct, frozen=True, tag="``done"):
+    pass
+
+
+class Spaced(msgspec.Struct, frozen=True, tag=" spaced "):
+    pass
+
+
+def test_a_tag_with_backticks_stays_one_code_span() -> None:
+    poke = variant(Poked, "Poke", name="poke", completion=Completion(success=Done, failure=Spaced))
+    markdown = to_markdown(define(expose(Poked | Done | Spaced, poke)))
+    assert "| `poke` | ``po`ked`` | Poke | no | no |\n" in markdown
+    assert "Completes on ``` ``done ```, fails on `  spaced  `.\n" in markdown
+
+
+def _span_content(span: str) -> str:
+    """What CommonMark renders for one code span: the fence off, then one space off each end if both are there."""
+    fence = len(span) - len(span.lstrip("`"))
+    assert span.endswith("`" * fence) and not span.endswith("`" * (fence + 1))
+    inner = span[fence:-fence]
+    if inner[:1] == inner[-1:] == " " and inner.strip(" "):
+        inner = inner[1:-1]
+    return inner
+
+
+@given(st.text(alphabet="`a \t|", min_size=1, max_size=12))
+def test_a_code_span_renders_its_text(text: str) -> None:
+    span = _code(text)
+    fence = len(span) - len(span.lstrip("`"))
+    runs = [len(run) for run in re.findall("`+", text)]
+    assert all(run != fence for run in runs), "a run as long as the fence would close it"
+    assert _span_content(span) == text
