@@ -35,7 +35,7 @@ from agentfx.mcp._watch import Burst, ListWatch, Watcher
 from agentfx.mcp._stdio import protocol_error
 from agentfx.program import Program
 from agentfx.runtime import AgentRuntime
-from tests.http_support import MODERN, modern, post
+from tests.http_support import MODERN, modern, open_session, post
 from tests.mcp_app import ADMIN, GUEST, SECRET, Added, Cleared, Finished, Model, Selected, User, Waited, app
 from tests.mcp_wire import INITIALIZE, call, text, tools_changed
 
@@ -311,6 +311,27 @@ async def test_an_unknown_resource_is_a_protocol_error(mode: str) -> None:
             assert raised.value.error.message == f'Cannot read resource "{uri}": no such resource'
             assert raised.value.error.data == {"uri": uri}
         assert (await c.client.read_resource("app://items")).contents
+
+
+@MODES
+async def test_a_client_asking_for_resource_templates_is_told_there_are_none(mode: str) -> None:
+    # The resources capability is declared, so clients may ask; every resource has a fixed URI.
+    async with connected(mode) as c:
+        templates = await c.client.list_resource_templates()
+        assert templates.resource_templates == [] and templates.next_cursor is None
+
+
+async def test_resource_templates_are_none_on_the_http_wire_in_both_eras() -> None:
+    asgi = http_app(app)
+    templates = {"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"}
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        url = "http://127.0.0.1/mcp"
+        session = await open_session(http, url)
+        status, legacy, _ = await post(http, url, templates, session=session)
+        assert (status, legacy["result"]) == (200, {"resourceTemplates": []})
+        status, current, _ = await post(http, url, modern("resources/templates/list"), version=MODERN)
+        assert status == 200, current
+        assert current["result"]["resourceTemplates"] == []
 
 
 def _clashing_context() -> agentfx.Definition[Model, Any]:

@@ -3,7 +3,7 @@
 This layer owns the MCP face of a runtime over one connection: ``tools/list``
 and ``tools/call`` through :mod:`agentfx.tools` (which decides what an agent
 is shown and told; :mod:`._wire` spells it in MCP's types), resources at
-``app://<name>`` and ``app://context``, and everything MCP says between
+``app://<name>`` and ``app://context`` (and no resource templates), and everything MCP says between
 requests: ``notifications/tools/list_changed`` when the available set
 changes (at once, before the answer, when a call changed it; debounced for
 changes from elsewhere), ``notifications/progress`` while a call waits for
@@ -874,6 +874,13 @@ def serve_runtime(
             raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
         return types.ListResourcesResult(resources=resources, ttl_ms=0, cache_scope="private")
 
+    async def list_resource_templates(
+        ctx: ServerRequestContext[Connection], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        # Every resource has a fixed URI, but a client of the resources
+        # capability may ask for templates: it is told there are none.
+        return types.ListResourceTemplatesResult(resource_templates=[], ttl_ms=0, cache_scope="private")
+
     async def read_resource(
         ctx: ServerRequestContext[Connection], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
@@ -923,6 +930,7 @@ def serve_runtime(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
         on_subscribe_resource=subscribe_resource if notifies else None,
         on_unsubscribe_resource=unsubscribe_resource if notifies else None,
