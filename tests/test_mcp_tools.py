@@ -436,6 +436,29 @@ async def test_a_2026_client_listens_to_resource_uris() -> None:
             assert event == ResourceUpdated(uri="app://todos")
 
 
+async def test_a_listen_stream_acknowledges_only_what_it_will_carry() -> None:
+    # Known URIs once each, in the client's order; an unknown one is left out,
+    # as resources/subscribe refuses it. No list change is sent but the tools'.
+    wanted = ["app://context", "app://nope", "app://todos", "app://context", "app://todos/"]
+    async with todo.app.run() as runtime, mcp.Client(server(runtime), mode="auto") as client:
+        async with client.listen(
+            tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True, resource_subscriptions=wanted
+        ) as subscription:
+            assert subscription.honored == types.SubscriptionFilter(
+                tools_list_changed=True, resource_subscriptions=["app://context", "app://todos"]
+            )
+            await client.call_tool("create_todo", {"title": "a"})
+            updates: set[object] = set()
+            with anyio.fail_after(2):
+                while len(updates) < 2:
+                    event = await subscription.__anext__()
+                    if isinstance(event, ResourceUpdated):
+                        updates.add(event)
+            assert updates == {ResourceUpdated(uri="app://context"), ResourceUpdated(uri="app://todos")}
+        async with client.listen(resource_subscriptions=["app://nope"]) as subscription:
+            assert subscription.honored == types.SubscriptionFilter()
+
+
 @MODES
 async def test_a_host_that_reports_no_changes_offers_no_subscriptions(mode: str) -> None:
     contract = agentfx.define(

@@ -458,7 +458,14 @@ class Connection:
     async def serve_listen(
         self, ctx: ServerRequestContext[Connection], params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
-        """One listen stream, served by the SDK's handler; agentfx counts what it sends and watches its resources."""
+        """One listen stream, served by the SDK's handler; agentfx counts what it sends and watches its resources.
+
+        The handler acknowledges what it is handed, so it is handed only what
+        this stream will carry: the known resource URIs, each once, in the
+        client's order (an unknown one is left out, as ``resources/subscribe``
+        refuses it), and no list changes but the tools' (the resources are
+        fixed by the contract and there are no prompts).
+        """
         wanted = params.notifications
         if wanted.tools_list_changed and not self._hears_tool_changes():
             # Opening the stream is this era's way of having listed (the client
@@ -469,6 +476,9 @@ class Connection:
             except Exception:
                 _logger.exception("listing the available capabilities failed")
         uris = [uri for uri in dict.fromkeys(wanted.resource_subscriptions or ()) if self.knows(uri)]
+        honoured = wanted.model_copy(
+            update={"resource_subscriptions": uris, "prompts_list_changed": None, "resources_list_changed": None}
+        )
         stream = _ListenStream(tools=bool(wanted.tools_list_changed), uris=uris)
         session = copy.copy(ctx.session)
         send = ctx.session.send_notification
@@ -496,7 +506,7 @@ class Connection:
             resources.subscribe(uri)
         self._refresh()
         try:
-            return await handler(dataclasses.replace(ctx, session=session), params)
+            return await handler(dataclasses.replace(ctx, session=session), params.model_copy(update={"notifications": honoured}))
         finally:
             for uri in uris:
                 assert resources is not None
