@@ -3,7 +3,7 @@
 This layer owns the MCP face of a runtime over one connection: ``tools/list``
 and ``tools/call`` through :mod:`agentfx.tools` (which decides what an agent
 is shown and told; :mod:`._wire` spells it in MCP's types), resources at
-``app://<name>`` and ``app://context`` (and no resource templates), and everything MCP says between
+``app://<name>`` and ``app://context``, and everything MCP says between
 requests: ``notifications/tools/list_changed`` when the available set
 changes (at once, before the answer, when a call changed it; debounced for
 changes from elsewhere), ``notifications/progress`` while a call waits for
