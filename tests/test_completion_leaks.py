@@ -48,7 +48,8 @@ class Ping(msgspec.Struct, frozen=True, tag=True):
 
 Message = Create | CreateKeyed | Created | CreateFailed | Rename | Ping
 
-TIMEOUT = 0.1
+TIMEOUT = 0.3
+"""Waited out by the silent scenarios; long enough that a loaded machine does not time out the others first."""
 
 
 def correlate(request: TitleInput, result: Created | CreateFailed, call: CallInfo) -> bool:
