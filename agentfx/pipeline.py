@@ -18,6 +18,7 @@ audit, tracing or transports: the runtime wraps it, adapters call the runtime.
 
 from __future__ import annotations
 
+from asyncio import isfuture, shield
 from inspect import isawaitable
 from collections.abc import Awaitable, Callable, Coroutine
 from types import CoroutineType
@@ -92,6 +93,7 @@ __all__ = [
     "send_begin",
     "send_wait",
     "snapshot",
+    "waited",
 ]
 
 T = TypeVar("T")
@@ -142,6 +144,7 @@ class Bound(Generic[M, P]):
         "hub",
         "invalid",
         "refused",
+        "told",
         "unasked",
         "unauthorized",
         "unavailable",
@@ -149,6 +152,9 @@ class Bound(Generic[M, P]):
 
     def __init__(self, capabilities: tuple[Capability[M, P], ...], host: Host[M, Any, P]) -> None:
         self.host = host
+        # Set on an invocation's own copy (an adapter's watched host): what to
+        # call, once, when the host has accepted the Message.
+        self.told: Callable[[], None] | None = None
         self.by_name: dict[str, Capability[M, P]] = {c.name: c for c in capabilities}
         self.by_class: dict[type[Any], Capability[M, P]] = {c.message: c for c in capabilities}
         # Both at once, for step 1's single lookup: a name is a str and a class
@@ -377,14 +383,30 @@ _Unsettled = object()
 """What a raced await gives when the invocation's signal cut it short."""
 
 
+def waited(pending: Awaitable[T]) -> Awaitable[T]:
+    """What to await for a hook's or the host's awaitable: a future shielded, anything else itself.
+
+    On asyncio a task cancelled while it awaits a future cancels that future
+    too. A future a hook or host hands out may be shared (one batch flush for
+    every Message, one cached permission check), so an invocation's abort or
+    deadline would cancel it for every other invocation waiting on it: the
+    wait alone is cancelled instead. A coroutine is this call's own, and
+    awaited as it is.
+    """
+    if type(pending) is not COROUTINE and isfuture(pending):
+        return shield(pending)
+    return pending
+
+
 def _raced(env: Env, pending: Awaitable[Any]) -> Awaitable[Any]:
     """What to await for ``pending``, cut short by the invocation's signal (then :data:`_Unsettled`).
 
-    Without a signal there is nothing to race: ``pending`` itself, so the
-    wait costs no coroutine frame of its own.
+    Without a signal there is nothing to race: ``pending`` itself (shielded
+    if it is a future, see :func:`waited`), so the wait costs no coroutine
+    frame of its own.
     """
     signal = env.invocation.signal
-    return pending if signal is None else _race(pending, signal)
+    return waited(pending) if signal is None else _race(waited(pending), signal)
 
 
 async def _race(pending: Awaitable[Any], signal: AbortSignal) -> Any:
@@ -610,7 +632,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
                 env.stage = SENDING
                 sent = host.dispatch(prepared.message)
                 if sent is not None and isawaitable(sent):
-                    await sent
+                    await waited(sent)
                 env.stage = SENT
                 if state is not None:
                     state.check()
@@ -628,7 +650,13 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
             # While the host is still dispatching, only a correlated completion proves
             # that *this* Message reached update: an uncorrelated or state completion
             # may have been met by another invocation.
-            env.stage = SENT
+            if env.stage != SENT:
+                # Accepted, as the completion proves, though its dispatch never
+                # finished: whoever waits to hear so hears it now.
+                env.stage = SENT
+                told = env.bound.told
+                if told is not None:
+                    told()
             return DispatchResult(capability.name, capability.tag, prepared.message, env.invocation, pending.result())
         invocation_id = env.invocation.id or ""
         # Not settled, so the scope was cancelled: by the signal, or by the deadline.

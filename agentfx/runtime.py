@@ -41,7 +41,7 @@ from .errors import (
 )
 from .host import Host, Unsubscribe
 from .invocation import Invocation, new_invocation_id
-from .pipeline import COROUTINE, NOT_SENT, Bound, DispatchResult, InvocationEnv, Later, Outcome, dispatch, is_failure, run_direct
+from .pipeline import COROUTINE, NOT_SENT, Bound, DispatchResult, InvocationEnv, Later, Outcome, dispatch, is_failure, run_direct, waited
 
 __all__ = ["AgentRuntime", "Messages", "Resources", "bind"]
 
@@ -175,7 +175,16 @@ def _outcome_label(outcome: DispatchResult | DispatchError) -> str:
 
 
 class Messages(Generic[M, P]):
-    """``runtime.messages``: dispatch capabilities and list them."""
+    """``runtime.messages``: dispatch capabilities and list them.
+
+    A dispatch whose ``authorize`` and host answer at once, and that waits for
+    no completion, never suspends: it is not a checkpoint, so the in-process
+    path costs microseconds, not an event-loop turn. A cancel scope cancelled
+    before it is awaited is not seen by it, and a loop of such dispatches that
+    must stay cancellable, or let other tasks run, awaits
+    ``anyio.lowlevel.checkpoint()`` itself. Whatever does suspend (an async
+    hook or host, a completion wait) hears an outer cancellation there, audited ``interrupted``.
+    """
 
     __slots__ = ("_descriptors", "_executor", "_runtime")
 
@@ -554,15 +563,21 @@ def _watched(bound: Bound[Any, Any], on_dispatched: Callable[[], None]) -> Bound
     without a watcher.
     """
     original = bound.host.dispatch
+    unheard = [True]
 
     def told() -> None:
+        # Once: the pipeline also tells, when a correlated completion proves the
+        # Message reached update while the host's dispatch had not finished.
+        if not unheard:
+            return
+        unheard.clear()
         try:
             on_dispatched()
         except Exception:
             _logger.exception("an on_dispatched callback raised; the dispatch is unaffected")
 
     async def then(sent: Awaitable[object]) -> None:
-        await sent
+        await waited(sent)
         told()
 
     def dispatch(message: Any) -> Any:
@@ -574,6 +589,7 @@ def _watched(bound: Bound[Any, Any], on_dispatched: Callable[[], None]) -> Bound
 
     watched = copy.copy(bound)
     watched.host = dataclasses.replace(bound.host, dispatch=dispatch)
+    watched.told = told
     return watched
 
 

@@ -799,3 +799,111 @@ async def test_no_entry_point_runs_the_pipeline_before_it_is_awaited() -> None:
     assert type(await attempting) is DispatchResult
     assert (await calling).message == RequestedCreateTodo(title="c")
     assert rec.dispatched == [RequestedCreateTodo(title=t) for t in "abc"]
+
+
+class _Do(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+class _Done(msgspec.Struct, frozen=True, tag=True):
+    id: str
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # futures are asyncio's; trio has none to share
+@pytest.mark.parametrize("shared", ["host", "authorize"])
+async def test_one_invocations_abort_never_cancels_a_future_other_invocations_share(anyio_backend: str, shared: str) -> None:
+    # asyncio cancels a future a cancelled task awaits: a batch flush every
+    # Message waits on, or one cached permission check, would be cancelled for
+    # every invocation because one of them was aborted.
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    flush: asyncio.Future[None] = loop.create_future()
+    check: asyncio.Future[bool] = loop.create_future()
+    sent: list[object] = []
+
+    def dispatch(message: object) -> object:
+        sent.append(message)
+        return flush if shared == "host" else None
+
+    def authorize(request: Any) -> Any:
+        return check if shared == "authorize" else True
+
+    definition = agentfx.define(agentfx.expose(_Do, agentfx.variant(_Do, "Do", name="do", authorize=authorize)))
+    log = agentfx.audit_log()
+    runtime = agentfx.bind(definition, host=agentfx.Host(model=lambda: None, dispatch=dispatch), audit=log)
+    controller = agentfx.AbortController()
+    results: dict[int, object] = {}
+
+    async def one(index: int, signal: agentfx.AbortSignal | None) -> None:
+        invocation = agentfx.Invocation(id=f"c{index}", signal=signal)
+        results[index] = await runtime.messages.attempt("do", {"id": f"c{index}"}, invocation)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, 0, controller.signal)  # only the first has the signal
+            for index in (1, 2, 3):
+                group.start_soon(one, index, None)
+            await anyio.wait_all_tasks_blocked()
+            controller.abort()
+            await anyio.wait_all_tasks_blocked()
+            assert not flush.cancelled() and not check.cancelled()
+            (flush.set_result(None) if shared == "host" else check.set_result(True))
+    assert isinstance(results[0], agentfx.AgentCancelledError)
+    assert all(type(results[index]) is DispatchResult for index in (1, 2, 3))
+    assert sorted((e.invocation, e.outcome) for e in log.entries())[1:] == [(f"c{i}", "dispatched") for i in (1, 2, 3)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("ending", ["deadline", "abort"])
+async def test_a_correlated_completion_met_while_the_host_still_dispatches_tells_on_dispatched(
+    anyio_backend: str, ending: str
+) -> None:
+    # The completion proves the Message reached update, so the call is a
+    # dispatched one; whoever waits to hear the host accepted it hears it too.
+    listeners: list[Callable[[object], None]] = []
+    never = anyio.Event()
+
+    def observe(listener: Callable[[object], None]) -> Callable[[], None]:
+        listeners.append(listener)
+        return lambda: listeners.remove(listener)
+
+    def dispatch(message: object) -> object:
+        for listener in list(listeners):
+            listener(message)
+        if isinstance(message, _Do):
+            for listener in list(listeners):
+                listener(_Done(message.id))
+
+        async def acknowledged() -> None:
+            await never.wait()  # the host's acknowledgement never comes
+
+        return acknowledged()
+
+    def correlate(request: _Do, result: _Done, call: agentfx.CallInfo[Any]) -> bool:
+        return result.id == request.id
+
+    completion: agentfx.Completion[_Do, _Done] = agentfx.Completion(_Done, correlate=correlate, timeout=0.3)
+    definition = agentfx.define(agentfx.expose(_Do | _Done, agentfx.variant(_Do, "Do", name="do", completion=completion)))
+    log = agentfx.audit_log()
+    runtime = agentfx.bind(definition, host=agentfx.Host(model=lambda: None, dispatch=dispatch, observe=observe), audit=log)
+    controller = agentfx.AbortController()
+    told: list[int] = []
+    outcomes: list[object] = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            if ending == "abort":
+                group.start_soon(_abort_soon, controller)
+            invocation = agentfx.Invocation(signal=controller.signal)
+            outcomes.append(await runtime.messages.attempt("do", {"id": "x"}, invocation, on_dispatched=lambda: told.append(1)))
+    (outcome,) = outcomes
+    assert type(outcome) is DispatchResult and outcome.completion is not None
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "completed")]
+    assert told == [1]
+    assert listeners == []
+
+
+async def _abort_soon(controller: agentfx.AbortController) -> None:
+    await anyio.sleep(0.05)
+    controller.abort()
