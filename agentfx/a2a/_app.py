@@ -573,7 +573,7 @@ class _Guard:
             body = read
         # What the SDK reads: the body again, for a POST.
         downstream = replay_body(body, receive) if scope["method"] == "POST" else receive
-        if self._authenticate is None or scope["path"] == CARD_PATH:
+        if self._authenticate is None or _route_path(scope) == CARD_PATH:
             await self._answered(scope, downstream, send, body)
             return
         # The card is public, as A2A has it; every call is authenticated on
@@ -593,7 +593,7 @@ class _Guard:
 
     async def _answered(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
         """The SDK's answer to a JSON-RPC request, its errors in the endpoint's words (:mod:`._answers`)."""
-        if scope["method"] != "POST" or scope["path"] != A2A_PATH:
+        if scope["method"] != "POST" or _route_path(scope) != A2A_PATH:
             await self._app(scope, receive, send)
             return
         envelope = read_envelope(body)
@@ -627,6 +627,22 @@ class _Guard:
         if tenant is None:
             _logger.warning("refusing a request: %d principals are already being served", len(self._principals))
         return tenant
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the app's routes match, as Starlette's router reads it.
+
+    Mounted under a prefix, or served with a ``root_path``, ``scope["path"]``
+    still carries the prefix; the routes see the path without it.
+    """
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        if path == root:
+            return ""
+        if path[len(root)] == "/":
+            return path[len(root) :]
+    return path
 
 
 async def _read_bounded(receive: Receive) -> bytes | None:
