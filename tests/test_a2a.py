@@ -1099,3 +1099,25 @@ async def test_a_defect_after_a_0_3_method_reached_the_handler_stays_an_internal
     for answer in (get, cancel):
         assert "secret" not in answer.text
         assert _error(answer.json()) == (9, -32603, "Internal error")
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_listing_tasks_is_refused_as_unsupported_whatever_the_tasks_hold() -> None:
+    from a2a.types.a2a_pb2 import ListTasksRequest
+
+    host = _host()
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        for _ in range(3):
+            await _task(http, "count", {"n": 1})
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(CARD)
+        with pytest.raises(UnsupportedOperationError):
+            await client.list_tasks(ListTasksRequest(page_size=100, include_artifacts=True))
+        await client.close()
+        request = json.dumps(_rpc("ListTasks", {"pageSize": 100, "includeArtifacts": True}))
+        raw = await http.post("/a2a", content=request, headers={"content-type": "application/json"})
+    assert _error(raw.json()) == (9, -32004, "This operation is not supported")
+    # The reply is a fixed error, whatever the store holds.
+    assert len(raw.content) < 2 * len(request) + 256
+    assert "count" not in raw.text
+    assert len(host.dispatched) == 3

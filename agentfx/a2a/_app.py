@@ -58,6 +58,7 @@ from a2a.types.a2a_pb2 import (
     ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
+    ListTasksResponse,
     Message,
     SendMessageRequest,
     SubscribeToTaskRequest,
@@ -382,7 +383,9 @@ class _Handler(DefaultRequestHandler):
     to the store with is given back once its request ends, unless a save
     counted the task since (a follow-up the SDK refused after admission).
     Every method the 0.3 binding hands params to marks its request's
-    :class:`~._answers.Exchange` as reached first.
+    :class:`~._answers.Exchange` as reached first. ``ListTasks`` is refused
+    as unsupported: a page of whole tasks, histories and artifacts and
+    all, would be a reply bounded only by the store.
     """
 
     def __init__(self, *, tasks: TaskStore, **options: Any) -> None:
@@ -441,6 +444,11 @@ class _Handler(DefaultRequestHandler):
         _reach(context)
         base: Any = super()
         return await base.on_get_task(params, context)
+
+    async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        # A page of whole tasks is a reply without bound: listing is not offered.
+        _reach(context)
+        raise UnsupportedOperationError
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         _reach(context)
