@@ -1121,3 +1121,39 @@ async def test_listing_tasks_is_refused_as_unsupported_whatever_the_tasks_hold()
     assert len(raw.content) < 2 * len(request) + 256
     assert "count" not in raw.text
     assert len(host.dispatched) == 3
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_the_sdks_logs_say_nothing_a_client_sent_and_agentfxs_own_are_untouched(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    forged = "1\nagentfx: stopping\nERROR forged token=SECRETMARK"
+    audit = agentfx.audit_log()
+    async with _http(a2a_app(_runtime(_host(), audit), CARD)) as http:
+        with caplog.at_level(logging.DEBUG, logger="a2a"), caplog.at_level(logging.ERROR, logger="agentfx.a2a"):
+            bad = {"jsonrpc": "2.0", "id": forged, "method": "GetTask", "params": {"id": "x", "historyLength": "SECRETMARK"}}
+            await http.post("/a2a", json=bad)
+            mismatch = {"jsonrpc": "2.0", "id": forged, "method": "GetTask", "params": {"id": "SECRETMARK"}}
+            await http.post("/a2a", json=mismatch, headers={"A2A-Version": "9.9"})
+            await http.post("/a2a", content=b"{SECRETMARK", headers={"content-type": "application/json"})
+            await http.post("/a2a", json=_send("boom", {}))
+    sdk = [record for record in caplog.records if record.name.startswith("a2a.")]
+    assert sdk  # the SDK logged these requests
+    for record in sdk:
+        assert record.getMessage() == f"{record.name} logged at {record.levelname}; its text is withheld"
+        assert record.exc_info is None
+    assert "SECRETMARK" not in caplog.text
+    assert "forged" not in caplog.text
+    assert "9.9" not in caplog.text
+    # agentfx's own logging keeps its words: the hook's traceback is the application's.
+    assert "secret internals" in caplog.text
+
+
+def test_the_sdk_log_filter_is_installed_once_however_many_apps_are_built() -> None:
+    for _ in range(3):
+        a2a_app(_runtime(_host()), CARD)
+    for name in ("a2a", "a2a.server.routes.jsonrpc_dispatcher", "a2a.server.request_handlers.default_request_handler"):
+        withheld = [f for f in logging.getLogger(name).filters if isinstance(f, a2a_app_module._Withheld)]  # pyright: ignore[reportPrivateUsage]
+        assert len(withheld) == 1, name
+    assert not logging.getLogger("agentfx.a2a").filters
