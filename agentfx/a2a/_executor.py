@@ -49,7 +49,7 @@ from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import json_format, struct_pb2
 
 from ..confirm import ConfirmationRequest
-from ..errors import AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
+from ..errors import AgentAuthorizationError, AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
 from ..invocation import AbortController, Invocation
 from ..pipeline import DispatchResult
 from ..runtime import AgentRuntime
@@ -243,6 +243,24 @@ def _answer(message: Message | None) -> bool:
     return answer
 
 
+def _asked(task: Task) -> AgentConfirmationRequiredError | None:
+    """What the task's status asked the person, as the refusal that asked it; ``None`` if it cannot be read.
+
+    Read from the exact JSON text part the server wrote beside the data part
+    (see :func:`_data_parts`), never from anything a client sent.
+    """
+    if not task.status.HasField("message"):
+        return None
+    for part in task.status.message.parts:
+        if part.WhichOneof("content") != "text" or part.media_type != _JSON:
+            continue
+        try:
+            return msgspec.json.decode(part.text, type=AgentConfirmationRequiredError)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+    return None
+
+
 def _first_user_message(task: Task) -> Message | None:
     return next((m for m in task.history if m.role == Role.ROLE_USER), None)
 
@@ -374,10 +392,12 @@ class AgentfxExecutor(AgentExecutor):
                 call = context.message
                 skill, payload = _call(call)
                 confirmation: bool | None = None
+                asked: AgentConfirmationRequiredError | None = None
             else:
                 confirmation = _answer(context.message)
                 call = _first_user_message(current)
                 skill, payload = _call(call)
+                asked = _asked(current)
         except _Malformed as exc:
             # A task given at all is waiting for an answer: any other was turned away above.
             waiting = current is not None
@@ -396,7 +416,7 @@ class AgentfxExecutor(AgentExecutor):
         self._running[task_id] = running
         try:
             await updater.start_work()
-            answer = await self._dispatch(context, task_id, skill, payload, running, confirmation)
+            answer = await self._dispatch(context, task_id, skill, payload, running, confirmation, asked)
             if _carries_doubles(call):
                 answer = _steered(answer, payload)
             await self._settle(updater, answer)
@@ -412,11 +432,22 @@ class AgentfxExecutor(AgentExecutor):
         payload: object,
         running: _Running,
         confirmation: bool | None,
+        asked: AgentConfirmationRequiredError | None = None,
     ) -> tuple[TaskState, ToolReply, bool]:
-        """The task state, the reply, and whether the reply data is an artifact."""
+        """The task state, the reply, and whether the reply data is an artifact.
+
+        An answer re-runs the call on the Model as it is now. A "yes" approves
+        only the prompt it answered: a call whose prompt changed meanwhile
+        asks again, in the new words.
+        """
         invocation = Invocation(id=task_id, transport=TRANSPORT, signal=running.controller.signal)
+        approval: _Approval | None = None
         if confirmation is True:
-            invocation = _confirmed(invocation)
+            if asked is None:
+                invocation = _confirmed(invocation)
+            else:
+                approval = _Approval(asked.prompt)
+                invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
         elif confirmation is False:
             invocation = _declining(invocation)
         try:
@@ -427,6 +458,10 @@ class AgentfxExecutor(AgentExecutor):
             # for its log; the client learns only that the call failed.
             _logger.exception("capability %r failed unexpectedly", skill[:128])
             return TaskState.TASK_STATE_FAILED, defect_reply(skill[:128]), False
+        if approval is not None and approval.changed is not None and isinstance(outcome, AgentAuthorizationError):
+            # Not the call the person approved: ask about the one it would now be.
+            again = AgentConfirmationRequiredError.of(outcome.capability, outcome.tag, approval.changed)
+            return TaskState.TASK_STATE_INPUT_REQUIRED, reply(again), False
         answer = reply(outcome)
         if isinstance(outcome, DispatchResult):
             failed = outcome.completion is not None and outcome.completion.status == "failed"
@@ -499,6 +534,23 @@ def _steered(answer: tuple[TaskState, ToolReply, bool], payload: object) -> tupl
     if not _past_exact(payload):
         return answer
     return state, msgspec.structs.replace(tool_reply, text=f"{tool_reply.text}\n{_EXACT_INTEGERS}"), artifact
+
+
+class _Approval:
+    """A person's "yes" to one prompt: it approves the call only while the call still asks exactly that."""
+
+    __slots__ = ("changed", "shown")
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.changed: str | None = None
+
+    async def answer(self, request: ConfirmationRequest) -> bool:
+        if request.prompt == self.shown:
+            return True
+        # The Model moved on since the person answered: this "yes" does not cover what the call would now do.
+        self.changed = request.prompt
+        return False
 
 
 def _confirmed(invocation: Invocation) -> Invocation:
