@@ -7,7 +7,8 @@ synchronously inside dispatch) and the reference program from :func:`agentfx.run
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+import gc
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -35,6 +36,19 @@ from tests.completion_support import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _no_long_collection() -> Iterator[None]:
+    # The scenarios race real deadlines of a fraction of a second. Late in a
+    # long test run the heap is large, and one full collection over it can
+    # stall the loop past such a deadline: what the run left is kept out of
+    # the collector's walks while a scenario runs, then handed back.
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class CreateKeyed(msgspec.Struct, frozen=True, tag=True):
