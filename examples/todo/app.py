@@ -13,7 +13,6 @@ Run it with ``run_program(init=INITIAL, update=update)`` and bind
 
 from __future__ import annotations
 
-import itertools
 from typing import Protocol
 
 import msgspec
@@ -67,10 +66,14 @@ class Todo(msgspec.Struct, frozen=True):
 
 
 class Model(msgspec.Struct, frozen=True):
-    """The whole application state: the todos and which one is selected."""
+    """The whole application state: the todos, which one is selected, and the next todo's number."""
 
     todos: tuple[Todo, ...] = ()
     selected_todo_id: str | None = None
+    next_todo: int = 1
+    """The number the next created todo is given: the server's sequence, kept in the
+    Model so that every process sharing it (``agentfx serve --redis``) hands out each
+    number once, across a restart or a change of writer too."""
 
 
 class User(msgspec.Struct, frozen=True):
@@ -146,17 +149,15 @@ INITIAL = Model(
         Todo(id="todo-1", title="Buy milk"),
         Todo(id="todo-2", title="Write the report", completed=True),
     ),
+    next_todo=3,
 )
 """A Model with two todos and nothing selected."""
 
-# The stand-in server numbers new todos after the initial ones, like a
-# database sequence: ids are never reused within a process.
-_ids = itertools.count(len(INITIAL.todos) + 1)
 
-
-def _create(message: RequestedCreateTodo) -> Command[Message]:
+def _create(message: RequestedCreateTodo, todo_id: str) -> Command[Message]:
+    # The stand-in server creates the todo under the id update reserved for it.
     async def create() -> Message:
-        return CreatedTodo(id=f"todo-{next(_ids)}", title=message.title, request_id=message.request_id)
+        return CreatedTodo(id=todo_id, title=message.title, request_id=message.request_id)
 
     return create
 
@@ -181,7 +182,10 @@ def update(model: Model, message: Message) -> Model | tuple[Model, list[Command[
     """
     match message:
         case RequestedCreateTodo():
-            return model, [_create(message)]
+            # The id is reserved here, in the Model, not counted by the process
+            # that runs the command: every process sharing the Model agrees on it.
+            reserved = msgspec.structs.replace(model, next_todo=model.next_todo + 1)
+            return reserved, [_create(message, f"todo-{model.next_todo}")]
         case CreatedTodo(id=todo_id, title=title):
             return msgspec.structs.replace(model, todos=(*model.todos, Todo(id=todo_id, title=title)))
         case RequestedDeleteTodo(id=todo_id):
@@ -189,7 +193,7 @@ def update(model: Model, message: Message) -> Model | tuple[Model, list[Command[
         case DeletedTodo(id=todo_id):
             todos = tuple(todo for todo in model.todos if todo.id != todo_id)
             selected = None if model.selected_todo_id == todo_id else model.selected_todo_id
-            return Model(todos=todos, selected_todo_id=selected)
+            return msgspec.structs.replace(model, todos=todos, selected_todo_id=selected)
         case FailedDeleteTodo():
             return model
         case SelectedTodo(id=todo_id):
@@ -201,7 +205,7 @@ def update(model: Model, message: Message) -> Model | tuple[Model, list[Command[
         case ReceivedTodos(todos=todos):
             ids = {todo.id for todo in todos}
             selected = model.selected_todo_id if model.selected_todo_id in ids else None
-            return Model(todos=todos, selected_todo_id=selected)
+            return msgspec.structs.replace(model, todos=todos, selected_todo_id=selected)
 
 
 # --- The agent contract ---------------------------------------------------------
