@@ -406,7 +406,8 @@ def _raced(env: Env, pending: Awaitable[Any]) -> Awaitable[Any]:
     frame of its own.
     """
     signal = env.invocation.signal
-    return waited(pending) if signal is None else _race(waited(pending), signal)
+    pending = waited(pending)
+    return pending if signal is None else _race(pending, signal)
 
 
 async def _race(pending: Awaitable[Any], signal: AbortSignal) -> Any:

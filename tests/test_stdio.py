@@ -302,6 +302,15 @@ async def questions(peer: Peer, count: int) -> list[int | str]:
     return asked
 
 
+async def two_asking_and_one_held(peer: Peer) -> list[int | str]:
+    """Calls 1 and 2, each waiting on the person, then a ping held behind them (at a limit of 2); the questions' ids."""
+    for request_id, item in ((1, "milk"), (2, "tea")):
+        await peer.send(call(request_id, "remove", {"item": item}))
+    asked = await questions(peer, 2)
+    await peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    return asked
+
+
 @pytest.mark.anyio
 async def test_requests_past_the_limit_wait_while_the_answers_the_server_waits_for_are_read(
     monkeypatch: pytest.MonkeyPatch,
@@ -311,10 +320,7 @@ async def test_requests_past_the_limit_wait_while_the_answers_the_server_waits_f
     monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
     log = agentfx.audit_log()
     async with serving(log, confirming, ASKING) as (peer, task_group, _):
-        for request_id, item in ((1, "milk"), (2, "tea")):
-            await peer.send(call(request_id, "remove", {"item": item}))
-        asked = await questions(peer, 2)
-        await peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        asked = await two_asking_and_one_held(peer)
         for question in asked:
             await peer.send({"jsonrpc": "2.0", "id": question, "result": {"action": "decline"}})
         assert sorted([(await peer.receive())["id"] for _ in range(3)]) == [1, 2, 3]
@@ -383,10 +389,7 @@ async def test_at_the_end_of_input_what_waits_on_the_client_ends_and_held_reques
     monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
     log = agentfx.audit_log()
     async with served_to_its_end(log, confirming, ASKING) as (peer, _, ended):
-        for request_id, item in ((1, "milk"), (2, "tea")):
-            await peer.send(call(request_id, "remove", {"item": item}))
-        await questions(peer, 2)
-        await peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        await two_asking_and_one_held(peer)
         await anyio.sleep(0.1)  # read, and held
         peer.close_writing()
         with anyio.fail_after(5):
