@@ -1090,8 +1090,8 @@ def _property_names(key: Any) -> dict[str, Any] | None:
     if "propertyNames" in msgspec.json.schema(dict[key, int]):
         return None  # string-like keys (a pattern, a Literal, an Enum): msgspec describes them
     inner = _unwrapped(key)
-    literal = typing.get_args(inner) if typing.get_origin(inner) is Literal else ()
-    if inner is bool or (literal and all(type(value) is bool for value in literal)):
+    values: tuple[object, ...] = typing.get_args(inner) if typing.get_origin(inner) is Literal else ()
+    if inner is bool or (values and all(type(value) is bool for value in values)):
         # msgspec reads no key string as a bool ("true" included), so such a
         # mapping could only ever be sent empty: surely not what was meant.
         raise TypeError("a mapping keyed by bool cannot be sent as JSON, where no key decodes as a bool; key it by str or int")
@@ -1103,10 +1103,7 @@ def _property_names(key: Any) -> dict[str, Any] | None:
         # refused; "nan" and "inf" are taken yet not offered). A bounded
         # float key stays undescribed: its bounds have no pattern.
         return {"type": "string", "pattern": NUMBER_KEY}
-    values: tuple[object, ...] = ()
-    if typing.get_origin(inner) is Literal:
-        values = typing.get_args(inner)
-    elif isinstance(inner, type) and issubclass(inner, enum.Enum):
+    if not values and isinstance(inner, type) and issubclass(inner, enum.Enum):
         values = tuple(member.value for member in inner)
     if values and all(type(value) is int for value in values):
         names = [str(value) for value in sorted(cast("tuple[int, ...]", values))]
