@@ -122,6 +122,17 @@ def truth(answer: object, role: str) -> bool:
 _PLAIN: frozenset[type[object]] = frozenset({str, int, bool, float, NoneType, tuple, list, dict, frozenset, bytes})
 
 
+def check_plain(value: V, role: str) -> V:
+    """``value``, unless it is awaitable: then the defect of ``role`` answering it (:func:`refuse_awaitable`).
+
+    >>> check_plain(3, "projection")
+    3
+    """
+    if value.__class__ not in _PLAIN and not isinstance(value, msgspec.Struct) and isawaitable(value):
+        refuse_awaitable(value, role)
+    return value
+
+
 def refuse_awaitable(answer: object, role: str) -> NoReturn:
     """Raise the defect of a hook that answered ``answer``, an awaitable, where a plain value is needed.
 
@@ -441,8 +452,7 @@ class _Group:
         else:
             key = key_fns[0](pending.request, pending.call)
             # A coroutine is hashable: as a key it would never equal a result's, and the call would time out.
-            if key.__class__ not in _PLAIN and not isinstance(key, msgspec.Struct) and isawaitable(key):
-                refuse_awaitable(key, "request_key")
+            check_plain(key, "request_key")
             pending.key = key
             waiting = self.keyed.get(key)
             if waiting is None:
@@ -474,8 +484,7 @@ class _Group:
         if key_fns is not None:
             try:
                 key = key_fns[1](message)
-                if key.__class__ not in _PLAIN and not isinstance(key, msgspec.Struct) and isawaitable(key):
-                    refuse_awaitable(key, "result_key")
+                check_plain(key, "result_key")
                 # An unhashable key fails in ``pop``, so the lookup is guarded too.
                 settled = self.keyed.pop(key, ())
                 if isinstance(settled, Pending):
@@ -602,13 +611,11 @@ class StateWaiter:
             # complete a truthiness predicate at once and fail an equality one until the deadline.
             if completion.source is not None:
                 value = completion.source.get()
-                if value.__class__ not in _PLAIN and not isinstance(value, msgspec.Struct) and isawaitable(value):
-                    refuse_awaitable(value, "Source.get")
+                check_plain(value, "Source.get")
             else:
                 assert completion.projection is not None
                 value = completion.projection(self._model())
-                if value.__class__ not in _PLAIN and not isinstance(value, msgspec.Struct) and isawaitable(value):
-                    refuse_awaitable(value, "projection")
+                check_plain(value, "projection")
                 if self._last is not _UNSET and value == self._last:
                     return
                 self._last = value
