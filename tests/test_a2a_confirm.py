@@ -109,3 +109,7 @@ async def test_a_yes_to_an_unchanged_prompt_dispatches_once_confirmed() -> None:
         assert done.status.state == TaskState.TASK_STATE_COMPLETED
         assert host.dispatched == [DeleteSelected()]
         assert [(e.outcome, e.confirmed) for e in log.entries()][-1] == ("dispatched", True)
+        # A second yes to the finished task dispatches nothing more.
+        await http.post("/a2a", json={"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+            "messageId": "again", "role": "ROLE_USER", "taskId": waiting.id, "parts": [{"data": {"confirm": True}}]}}})
+        assert host.dispatched == [DeleteSelected()]

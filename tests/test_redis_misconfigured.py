@@ -26,7 +26,7 @@ import redis.asyncio
 from redis.exceptions import ResponseError
 
 from agentfx.redis import RedisProgram, RedisProgramError, _client, run_program
-from agentfx.redis._program import _fingerprint  # pyright: ignore[reportPrivateUsage]
+from agentfx.redis._program import _fingerprint, _server_version  # pyright: ignore[reportPrivateUsage]
 from tests.redis_app import Added, Message, Model, update
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
@@ -520,11 +520,20 @@ async def test_a_redis_that_will_not_say_its_version_is_not_refused(server: Redi
         assert copy.model.keys == ("k",)
 
 
-async def test_the_real_server_passes_the_version_check(server: RedisServer) -> None:
-    async with client(server.url) as raw:
-        info = await _client.server_info(raw)
-    assert isinstance(info.get("redis_version"), str)
+async def test_the_real_server_passes_the_version_check(server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[dict[str, object]] = []
+    real = _client.server_info
+
+    async def recorded(redis: Any) -> dict[str, object]:
+        asked.append(await real(redis))
+        return asked[-1]
+
+    monkeypatch.setattr(_client, "server_info", recorded)
     async with running(server.url, namespace()) as copy:
+        # Asked once, at the start, and this server is new enough.
+        assert len(asked) == 1 and isinstance(asked[0].get("redis_version"), str)
+        version = _server_version(asked[0]["redis_version"])
+        assert version is not None and version >= (6, 2)
         await copy.send(Added(key="k"))
         assert copy.model.keys == ("k",)
 
