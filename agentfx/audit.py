@@ -26,6 +26,8 @@ decodes a fresh copy of it, so no reader can change what another reads.
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 import time
 import weakref
 from collections import deque
@@ -38,7 +40,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .completion import asynchronous
-from .errors import ECHO_LIMIT, ContractError, echo, encodable, shown
+from .errors import ECHO_LIMIT, ContractError, echo, encodable, kind_of, shown
 from .invocation import Invocation
 
 __all__ = ["INPUT_LIMIT", "AuditEntry", "AuditLog", "AuditRecord", "AuditSink", "Decision", "audit_log"]
@@ -295,11 +297,13 @@ class AuditLog:
     Build one with :func:`audit_log`; the arguments are the same.
 
     Recording never loses an entry to the log's own policy: a principal
-    projection that raises records the entry without a principal, and an input
-    that cannot be snapshotted records a placeholder.
+    projection that raises records the entry without a principal, an input
+    that cannot be snapshotted records a placeholder, and a clock that raises
+    or answers anything but a finite number stamps the entry with
+    ``time.time()`` (each cause logged once).
     """
 
-    __slots__ = ("_clock", "_entries", "_include_input", "_principal", "_redact", "_told_awaitable")
+    __slots__ = ("_clock", "_entries", "_include_input", "_principal", "_redact", "_told_awaitable", "_told_clock")
 
     def __init__(
         self,
@@ -315,16 +319,20 @@ class AuditLog:
         if isinstance(redact, str):
             # frozenset("token") would redact the keys "t", "o", "k", "e", "n".
             raise TypeError("redact takes a collection of key names, not a single string")
+        keys = _redact_keys(redact)
         why = None if principal is None else asynchronous(principal)
         if why is not None:
             # Its coroutine would be recorded in place of every principal, never awaited.
             raise ContractError(f'Cannot make this audit log: "principal" must answer synchronously; {why}')
+        _check_clock(clock)
         self._entries: deque[AuditEntry] = deque(maxlen=capacity)
         self._principal = principal
         self._include_input = include_input
-        self._redact = frozenset(redact)
+        self._redact = keys
         self._clock = clock
         self._told_awaitable = False
+        # Why the clock's answer was not used, for each cause already logged.
+        self._told_clock: set[str] = set()
 
     @property
     def records_principal(self) -> bool:
@@ -362,7 +370,7 @@ class AuditLog:
         invocation = record.invocation
         self._entries.append(
             AuditEntry(
-                at=self._clock(),
+                at=self._at(),
                 # The runtime always fills the id; "" marks a record that broke that promise.
                 invocation=_bounded(invocation.id, _ID_LIMIT) if invocation.id is not None else "",
                 transport=_bounded(invocation.transport, ECHO_LIMIT),
@@ -385,6 +393,41 @@ class AuditLog:
         # The runtime's snapshot is this log's alone: redacted in place, not copied again.
         taken = record.input if record.input_snapshot else snapshot_input(record.input)
         return _kept(_redacted(taken, self._redact))
+
+    def _at(self) -> float:
+        # The entry is recorded whatever the clock does: an answer that is not
+        # a finite number of seconds (or a clock that raises) is replaced by
+        # the wall clock's, and said once per cause, so no entry is lost to
+        # the clock and none carries a timestamp that does not encode.
+        try:
+            at = cast(object, self._clock())  # typed a float, but any callable may be passed
+        except Exception as exc:
+            return self._stand_in(f"raised {type(exc).__name__}", exc)
+        if type(at) is float and at - at == 0.0:  # finite: inf - inf and nan - nan are nan
+            return at
+        if type(at) is not bool and isinstance(at, numbers.Number):
+            # Any other number of seconds (an int, a Fraction, a numpy float) is
+            # kept as the float it stands for, so the entry encodes as one.
+            try:
+                seconds = float(cast("Any", at))
+            except (TypeError, ValueError, OverflowError):
+                pass
+            else:
+                if math.isfinite(seconds):
+                    return seconds
+            return self._stand_in(f"answered {kind_of(at)} that is not a finite number of seconds")
+        if type(at) not in _PLAIN and isawaitable(at):
+            _close(at)
+            return self._stand_in(f"answered {kind_of(at)}, closed unawaited; it must answer synchronously")
+        return self._stand_in(f"answered {'None' if at is None else kind_of(at)}, not a number of seconds")
+
+    def _stand_in(self, cause: str, exc: Exception | None = None) -> float:
+        if cause not in self._told_clock:
+            self._told_clock.add(cause)
+            _logger.error(
+                "audit clock %s; entries are stamped with time.time() instead", cause, exc_info=exc
+            )
+        return time.time()
 
     def _refuse_awaitable(self, answer: object) -> None:
         _close(answer)
@@ -410,6 +453,38 @@ class AuditLog:
 
     def __repr__(self) -> str:
         return f"AuditLog(capacity={self.capacity}, entries={len(self._entries)})"
+
+
+def _redact_keys(redact: Iterable[str]) -> frozenset[str]:
+    # Every key of a recorded input is a str (a non-string key is written as
+    # its JSON text), so any other entry would match nothing: refused, so no
+    # one believes a field is redacted when it is not.
+    if isinstance(cast(object, redact), bytes | bytearray):
+        raise ContractError(
+            f'Cannot make this audit log: "redact" takes a collection of key names, got {shown(redact)}'
+        )
+    keys: list[str] = []
+    for key in redact:
+        if not isinstance(cast(object, key), str):
+            raise ContractError(
+                f'Cannot make this audit log: "redact" takes key names as strings, got {shown(key)} '
+                f"({kind_of(key)}), which matches no key of a recorded input"
+            )
+        # As the snapshot writes the input's keys, so a key with a lone surrogate still matches.
+        keys.append(encodable(key))
+    return frozenset(keys)
+
+
+def _check_clock(clock: object) -> None:
+    if not callable(clock):
+        raise ContractError(
+            f'Cannot make this audit log: "clock" must be a function answering the time in seconds; '
+            f"it is {kind_of(clock)}"
+        )
+    why = asynchronous(clock)
+    if why is not None:
+        # Its coroutine would stand where every timestamp goes, never awaited.
+        raise ContractError(f'Cannot make this audit log: "clock" must answer synchronously; {why}')
 
 
 def audit_log(
@@ -442,11 +517,16 @@ def audit_log(
             holds at most about ``capacity`` times that (some 32 MiB at the
             default capacity), whatever callers send.
         redact: Top-level input keys whose values are replaced by
-            ``"[redacted]"``; nested keys of the same name are kept. With
+            ``"[redacted]"``; nested keys of the same name are kept. Each is a
+            string, as every key of a recorded input is (a non-string key is
+            written as its JSON text: ``"1"`` redacts the key ``1``). With
             any key set, an input that is not an object (text that was not
             JSON, a list) is recorded as ``"[redacted]"`` whole: what it
             holds cannot be told apart from a redacted key's value.
-        clock: Returns the ``at`` timestamp of each entry.
+        clock: Returns the ``at`` timestamp of each entry, in seconds. An
+            answer that is not a finite number (a str, ``None``, a bool, NaN,
+            an awaitable), or a clock that raises, still records the entry,
+            stamped with ``time.time()`` instead, and is logged once per cause.
 
     Returns:
         An empty :class:`AuditLog`.
@@ -456,7 +536,9 @@ def audit_log(
         TypeError: ``redact`` is a single string rather than a collection.
         ContractError: ``principal`` is ``async``: the projection must answer
             synchronously (one that returns an awaitable anyway has it closed
-            and records no principal).
+            and records no principal); a ``redact`` entry is not a string
+            (``b"token"`` would match no key); ``clock`` is not callable, or
+            is ``async``.
 
     >>> log = audit_log(principal=lambda user: user["id"], include_input=True,
     ...                 redact=["token"], clock=lambda: 0.0)

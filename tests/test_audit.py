@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CoroutineType
@@ -24,7 +25,7 @@ from agentfx.audit import (
     audit_log,
     safe_record,
 )
-from agentfx.errors import ECHO_LIMIT, ContractError, echo
+from agentfx.errors import ECHO_LIMIT, ContractError, echo, encodable
 from agentfx.invocation import Invocation
 
 
@@ -475,6 +476,51 @@ def test_redact_replaces_top_level_keys_only() -> None:
     }
     # Redaction works on the snapshot, never on the caller's payload.
     assert payload["token"] == "t0k"
+
+
+@pytest.mark.parametrize(
+    ("redact", "named"),
+    [
+        ([b"token"], "b'token' (a bytes)"),
+        (("id", 7), "7 (an int)"),
+        ([None], "None (a NoneType)"),
+        ({"token", ("nested", "token")}, "('nested', 'token') (a tuple)"),
+    ],
+)
+def test_a_redact_entry_that_is_not_a_string_is_refused_naming_it(redact: Any, named: str) -> None:
+    # Every key of a recorded input is a string: such an entry would redact nothing.
+    with pytest.raises(ContractError) as raised:
+        audit_log(include_input=True, redact=redact)
+    assert str(raised.value) == (
+        f'Cannot make this audit log: "redact" takes key names as strings, got {named}, '
+        "which matches no key of a recorded input"
+    )
+    with pytest.raises(ContractError):
+        AuditLog(redact=redact)
+
+
+def test_redact_as_bytes_is_refused_naming_it() -> None:
+    for redact in (b"token", bytearray(b"token")):
+        with pytest.raises(ContractError, match=re.escape(f"takes a collection of key names, got {redact!r}")):
+            audit_log(redact=redact)  # pyright: ignore[reportArgumentType]
+
+
+def test_redact_takes_any_collection_of_strings() -> None:
+    def names() -> Iterator[str]:
+        yield "token"
+
+    for redact in (["token"], ("token",), {"token"}, frozenset({"token"}), {"token": 1}.keys(), names()):
+        log = audit_log(include_input=True, redact=redact)
+        log.record(make_record(input={"id": "todo-1", "token": "t0k"}))
+        assert only_entry(log).input == {"id": "todo-1", "token": "[redacted]"}
+
+
+def test_redact_matches_the_keys_as_the_snapshot_writes_them() -> None:
+    # The empty key is a key JSON may send; a key with a lone surrogate is kept as its replacement.
+    lone = "pass" + chr(0xD800)
+    log = audit_log(include_input=True, redact=["", lone, "1"])
+    log.record(make_record(input={"": "a", lone: "b", 1: "c", "id": "d"}))
+    assert only_entry(log).input == {"": "[redacted]", encodable(lone): "[redacted]", "1": "[redacted]", "id": "d"}
 
 
 def test_redact_applies_to_refusals() -> None:
