@@ -88,6 +88,7 @@ __all__ = [
     "ok",
     "resolve",
     "resolve_principal",
+    "run_declined",
     "run_direct",
     "send",
     "send_begin",
@@ -794,60 +795,73 @@ def _future(refusal: DispatchError | None, value: T) -> FutureResult[T, Dispatch
     return FutureResult.from_value(value) if refusal is None else FutureResult.from_failure(refusal)
 
 
-def run_direct(env: Env) -> Outcome | Later:
-    """The same steps, in the same order, called directly: the runtime's fast path.
+Authorized: TypeAlias = "Callable[[Env, Capability[Any, Any], Any], Outcome | Later]"
+"""What a direct run does once step 7 let the call go on: the capability and its decoded input."""
 
-    A plain function for as long as nothing must be awaited: it answers a call
-    whose ``authorize`` and host answer synchronously (and that waits for no
-    completion) with the outcome itself, and any other call with the coroutine
-    that runs the rest, which the caller awaits.
+
+def _direct(authorized: Authorized, name: str) -> Callable[[Env], Outcome | Later]:
+    """Steps 1–7 called directly, then ``authorized``: :func:`run_direct` and :func:`run_declined`.
+
+    One sequence for both, so a call a person declined cannot skip a step the
+    call itself runs. ``authorized`` is a closure's free variable, not an
+    argument: the fast path pays nothing for it.
     """
-    capability = resolve_step(env)
-    if not isinstance(capability, Capability):
-        return capability
-    # The guards below only skip calling a step that has nothing to do (no
-    # signal, no ``available``); each step's logic stays in its function.
-    refusal: DispatchError | None
-    if env.invocation.signal is not None:
-        refusal = aborted_step(env, capability)
-        if refusal is not None:
-            return refusal
-    snapshot_step(env)
-    if capability.available is not None:
-        refusal = available_step(env, capability)
-        if refusal is not None:
-            return refusal
-    value = decode_step(env, capability)
-    # The exact class decode_step refuses with: an isinstance against a Struct
-    # class that fails walks its MRO, several times the cost of this check.
-    if type(value) is AgentInvalidInputError:
-        return value
-    principal_step(env)
-    # No Decoded or Prepared values here: the composition needs them to carry
-    # a step's result to the next bind, this straight-line run does not.
-    if capability.authorize is not None:
-        # authorize_step's halves, so a synchronous authorize costs no coroutine.
-        # Any, not the union: the casts that would narrow it are calls.
-        begun: Any = authorize_begin(env, capability, value)
-        if begun is not None:
-            # The exact class authorize_begin refuses with (an isinstance that fails costs more).
-            if type(begun) is AgentAuthorizationError:
-                return begun
-            if not isinstance(begun, Confirm):
-                return _authorized_later(env, capability, value, begun, None)
-            # confirm_step's halves likewise: confirmed out of band, or answered at once, costs no coroutine.
-            asked: Any = confirm_begin(env, capability, begun)
-            if asked is not None:
-                if type(asked) is AgentAuthorizationError or type(asked) is AgentConfirmationRequiredError:
-                    return asked
-                return _authorized_later(env, capability, value, asked, begun)
-    return _run_rest(env, capability, value)
+
+    def run(env: Env) -> Outcome | Later:
+        capability = resolve_step(env)
+        if not isinstance(capability, Capability):
+            return capability
+        # The guards below only skip calling a step that has nothing to do (no
+        # signal, no ``available``); each step's logic stays in its function.
+        refusal: DispatchError | None
+        if env.invocation.signal is not None:
+            refusal = aborted_step(env, capability)
+            if refusal is not None:
+                return refusal
+        snapshot_step(env)
+        if capability.available is not None:
+            refusal = available_step(env, capability)
+            if refusal is not None:
+                return refusal
+        value = decode_step(env, capability)
+        # The exact class decode_step refuses with: an isinstance against a Struct
+        # class that fails walks its MRO, several times the cost of this check.
+        if type(value) is AgentInvalidInputError:
+            return value
+        principal_step(env)
+        # No Decoded or Prepared values here: the composition needs them to carry
+        # a step's result to the next bind, this straight-line run does not.
+        if capability.authorize is not None:
+            # authorize_step's halves, so a synchronous authorize costs no coroutine.
+            # Any, not the union: the casts that would narrow it are calls.
+            begun: Any = authorize_begin(env, capability, value)
+            if begun is not None:
+                # The exact class authorize_begin refuses with (an isinstance that fails costs more).
+                if type(begun) is AgentAuthorizationError:
+                    return begun
+                if not isinstance(begun, Confirm):
+                    return _authorized_later(env, capability, value, begun, None, authorized)
+                # confirm_step's halves likewise: confirmed out of band, or answered at once, costs no coroutine.
+                asked: Any = confirm_begin(env, capability, begun)
+                if asked is not None:
+                    if type(asked) is AgentAuthorizationError or type(asked) is AgentConfirmationRequiredError:
+                        return asked
+                    return _authorized_later(env, capability, value, asked, begun, authorized)
+        return authorized(env, capability, value)
+
+    run.__name__ = run.__qualname__ = name
+    return run
 
 
 async def _authorized_later(
-    env: Env, capability: Capability[Any, Any], value: Any, waiting: Awaitable[object], request: Confirm | None
+    env: Env,
+    capability: Capability[Any, Any],
+    value: Any,
+    waiting: Awaitable[object],
+    request: Confirm | None,
+    authorized: Authorized,
 ) -> DispatchResult | DispatchError:
-    """Steps 7–12 of :func:`run_direct` once step 7 must wait: for an async verdict, or for a person's answer."""
+    """Steps 7–12 of a direct run once step 7 must wait: for an async verdict, or for a person's answer."""
     if request is None:
         refusal = await _verdict_later(env, capability, waiting)
     else:
@@ -855,7 +869,7 @@ async def _authorized_later(
     if refusal is not None:
         return refusal
     # Any, not the union: cast() is a call, and the answer to a person's yes is timed.
-    rest: Any = _run_rest(env, capability, value)
+    rest: Any = authorized(env, capability, value)
     return await rest if type(rest) is COROUTINE else rest
 
 
@@ -873,3 +887,34 @@ def _run_rest(env: Env, capability: Capability[Any, Any], value: Any) -> Outcome
             return sent
         return send_wait(env, capability, message, cast("Awaitable[object]", sent))
     return send_step(env, Prepared(capability, value, message))
+
+
+run_direct: Callable[[Env], Outcome | Later] = _direct(_run_rest, "run_direct")
+"""The same steps, in the same order, called directly: the runtime's fast path.
+
+A plain function for as long as nothing must be awaited: it answers a call
+whose ``authorize`` and host answer synchronously (and that waits for no
+completion) with the outcome itself, and any other call with the coroutine
+that runs the rest, which the caller awaits.
+"""
+
+
+def run_declined(prompt: str) -> Callable[[Env], Outcome | Later]:
+    """A direct run for a call a person already declined, ``prompt`` being what they were shown.
+
+    For an answer that arrives after the call that asked has ended (an A2A
+    task's "no", an MCP retry that declines): the call runs steps 1–7 on the
+    Model as it is now, so it is audited and its principal resolved as any
+    call is, and then, wherever it would go on, it is refused
+    ``Declined: <prompt>``. It never builds or sends a Message, even when
+    ``authorize`` no longer asks: a person's "no" is never turned into a "yes"
+    by a Model that changed meanwhile. A refusal of its own (unavailable,
+    invalid, unauthorized, a different prompt declined by the invocation's
+    ``confirm``) is answered as it is.
+    """
+
+    def declined(env: Env, capability: Capability[Any, Any], value: Any) -> Outcome:
+        kept = env.bound.declined[capability.name].get(prompt)
+        return env.bound.keep_confirmation_refusal(capability, prompt, declined=True) if kept is None else kept
+
+    return _direct(declined, "run_declined")

@@ -41,7 +41,20 @@ from .errors import (
 )
 from .host import Host, Unsubscribe
 from .invocation import Invocation, new_invocation_id
-from .pipeline import COROUTINE, NOT_SENT, Bound, DispatchResult, InvocationEnv, Later, Outcome, dispatch, is_failure, run_direct, waited
+from .pipeline import (
+    COROUTINE,
+    NOT_SENT,
+    Bound,
+    DispatchResult,
+    InvocationEnv,
+    Later,
+    Outcome,
+    dispatch,
+    is_failure,
+    run_declined,
+    run_direct,
+    waited,
+)
 
 __all__ = ["AgentRuntime", "Messages", "Resources", "bind"]
 
@@ -248,6 +261,7 @@ class Messages(Generic[M, P]):
         invocation: Invocation | None = None,
         *,
         on_dispatched: Callable[[], None] | None = None,
+        declined: str | None = None,
     ) -> Awaitable[DispatchResult | DispatchError]:
         """:meth:`dispatch_unknown` without containers: await it for the result or the failure value itself.
 
@@ -255,6 +269,13 @@ class Messages(Generic[M, P]):
         takes either): the same pipeline, audit and tracing, minus the
         ``FutureResult``/``IOResult`` wrapping, which costs about as much as
         the rest of a dispatch. Like ``dispatch``, it raises only a defect.
+
+        ``declined`` is the prompt a person already said no to, for an answer
+        that arrives after the call that asked has ended (an A2A task's "no",
+        an MCP retry that declines): the call runs steps 1–7 on the Model as it
+        is now, so it is audited and its principal resolved, and is refused
+        ``Declined: <prompt>`` wherever it would go on. It is never sent, even
+        when ``authorize`` no longer asks.
 
         >>> import anyio, msgspec, agentfx
         >>> class Ping(msgspec.Struct, tag=True):
@@ -270,7 +291,8 @@ class Messages(Generic[M, P]):
         >>> anyio.run(main)
         ('Ping', 'No such capability: pong')
         """
-        return self._executor.later(_wire_name(name), payload, invocation, run_direct, on_dispatched)
+        runner = run_direct if declined is None else run_declined(declined)
+        return self._executor.later(_wire_name(name), payload, invocation, runner, on_dispatched)
 
     async def call(self, target: type[Any] | str, payload: object, invocation: Invocation | None = None) -> DispatchResult:
         """Raise-style :meth:`dispatch`: the result, or :class:`~agentfx.DispatchFailed`."""

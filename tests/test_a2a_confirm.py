@@ -48,7 +48,9 @@ def update(model: Model, message: Message) -> Model:
     return model
 
 
-def delete_prompt(request: agentfx.AuthorizationRequest[Any, Any, Model]) -> agentfx.Confirm:
+def delete_prompt(request: agentfx.AuthorizationRequest[Any, Any, Model]) -> bool | agentfx.Confirm:
+    if request.model.selected == "":
+        return True  # nothing selected: nothing to lose, nobody is asked
     return agentfx.Confirm(f'Delete "{request.model.selected}"?')
 
 
@@ -113,3 +115,32 @@ async def test_a_yes_to_an_unchanged_prompt_dispatches_once_confirmed() -> None:
         await http.post("/a2a", json={"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
             "messageId": "again", "role": "ROLE_USER", "taskId": waiting.id, "parts": [{"data": {"confirm": True}}]}}})
         assert host.dispatched == [DeleteSelected()]
+
+
+async def test_a_no_declines_even_when_the_call_would_no_longer_ask() -> None:
+    async with served() as (http, host, log):
+        waiting = await send(http, {"skill": "delete_selected", "input": {}})
+        assert said(waiting) == '"delete_selected" needs a person to confirm: Delete "milk"?'
+        # Meanwhile the Model moved on so that authorize would now allow the call outright.
+        await send(http, {"skill": "select", "input": {"item": ""}})
+        declined = await send(http, {"confirm": False}, waiting.id)
+        assert declined.status.state == TaskState.TASK_STATE_REJECTED
+        assert said(declined) == 'Declined: Delete "milk"?'
+        assert DeleteSelected() not in host.dispatched
+        # The "no" is audited as the call it answered, a refusal.
+        last = log.entries()[-1]
+        assert (last.capability, last.decision, last.outcome) == ("delete_selected", "refused", "AgentAuthorizationError")
+        # And the same call, asked now, is allowed outright: only the person's "no" stopped it.
+        allowed = await send(http, {"skill": "delete_selected", "input": {}})
+        assert allowed.status.state == TaskState.TASK_STATE_COMPLETED
+        assert host.dispatched.count(DeleteSelected()) == 1
+
+
+async def test_a_no_to_an_unchanged_prompt_declines_it() -> None:
+    async with served() as (http, host, log):
+        waiting = await send(http, {"skill": "delete_selected", "input": {}})
+        declined = await send(http, {"confirm": False}, waiting.id)
+        assert declined.status.state == TaskState.TASK_STATE_REJECTED
+        assert said(declined) == 'Declined: Delete "milk"?'
+        assert DeleteSelected() not in host.dispatched
+        assert [e.outcome for e in log.entries()] == ["AgentConfirmationRequiredError", "AgentAuthorizationError"]

@@ -553,3 +553,92 @@ async def test_a_confirmation_settled_at_once_runs_without_a_coroutine_and_one_t
     assert [r.prompt for r in asker.asked] == ["Sure?"]
     with pytest.raises(agentfx.ContractError, match="answered str; answer a bool"):
         direct(agentfx.Invocation(confirm=answers("yes")))
+
+
+# --- an answer that comes after the call that asked has ended ---------------------------------------
+
+
+class _Maybe(msgspec.Struct, tag=True):
+    pass
+
+
+def _verdicts() -> dict[str, Callable[[], object]]:
+    async def later_true() -> bool:
+        await anyio.lowlevel.checkpoint()
+        return True
+
+    async def later_confirm() -> Confirm:
+        await anyio.lowlevel.checkpoint()
+        return Confirm("Shown?")
+
+    return {
+        "allowed outright": lambda: True,
+        "allowed outright, later": later_true,
+        "asks the shown prompt": lambda: Confirm("Shown?"),
+        "asks the shown prompt, later": later_confirm,
+    }
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("verdict", list(_verdicts()))
+async def test_a_call_a_person_declined_is_refused_whatever_authorize_answers_now(verdict: str) -> None:
+    answer = _verdicts()[verdict]
+    sent: list[object] = []
+    principals: list[agentfx.Invocation] = []
+    log = _log()
+
+    def principal(invocation: agentfx.Invocation) -> User:
+        principals.append(invocation)
+        return User("u1")
+
+    def authorize(request: agentfx.AuthorizationRequest[User, _Maybe, None]) -> Any:
+        return answer()
+
+    contract = agentfx.define(agentfx.expose(_Maybe, agentfx.variant(_Maybe, "Maybe", name="maybe", authorize=authorize)))
+    host = agentfx.Host(model=lambda: None, dispatch=sent.append, principal=principal)
+    runtime = agentfx.bind(contract, host=host, audit=log)
+    asker = Asker(False)
+    outcome = await runtime.messages.attempt("maybe", {}, agentfx.Invocation(confirm=asker), declined="Shown?")
+
+    assert outcome == agentfx.AgentAuthorizationError.declined("maybe", "_Maybe", "Shown?")
+    assert sent == []
+    # Steps 1–7 ran as for any call: the principal was resolved once, and the call audited as refused.
+    assert len(principals) == 1
+    [entry] = log.entries()
+    assert (entry.capability, entry.decision, entry.outcome) == ("maybe", "refused", "AgentAuthorizationError")
+    # The same call without a "no" goes on (or asks), so only the "no" refused it.
+    again = await runtime.messages.attempt("maybe", {}, agentfx.Invocation(confirm=Asker(True)))
+    assert type(again) is DispatchResult and sent == [_Maybe()]
+
+
+@pytest.mark.anyio
+async def test_a_declined_call_keeps_its_own_refusals_and_a_new_prompt_goes_to_the_invocations_confirm() -> None:
+    sent: list[object] = []
+    verdict: list[object] = [False]
+
+    def authorize(request: agentfx.AuthorizationRequest[None, _Maybe, None]) -> Any:
+        return verdict[0]
+
+    available = [False]
+    contract = agentfx.define(
+        agentfx.expose(
+            _Maybe, agentfx.variant(_Maybe, "Maybe", name="maybe", available=lambda _: available[0], authorize=authorize)
+        )
+    )
+    runtime = agentfx.bind(contract, host=agentfx.Host(model=lambda: None, dispatch=sent.append))
+
+    async def declined(invocation: agentfx.Invocation | None = None) -> object:
+        return await runtime.messages.attempt("maybe", {}, invocation, declined="Shown?")
+
+    assert await declined() == agentfx.AgentCapabilityUnavailableError.of("maybe", "_Maybe")
+    available[0] = True
+    assert await declined() == agentfx.AgentAuthorizationError.of("maybe", "_Maybe")
+    assert type(await runtime.messages.attempt("maybe", {"x": 1}, declined="Shown?")) is agentfx.AgentInvalidInputError
+    # A prompt the person never saw: the invocation's confirm decides, as for any call.
+    verdict[0] = Confirm("Other?")
+    asker = Asker(False)
+    other = agentfx.AgentAuthorizationError.declined("maybe", "_Maybe", "Other?")
+    assert await declined(agentfx.Invocation(confirm=asker)) == other
+    assert [r.prompt for r in asker.asked] == ["Other?"]
+    assert await declined() == agentfx.AgentConfirmationRequiredError.of("maybe", "_Maybe", "Other?")
+    assert sent == []

@@ -38,6 +38,7 @@ INVALID_STATE = "Invalid or expired requestState"
 class Model(msgspec.Struct, frozen=True):
     items: tuple[str, ...] = ("milk", "tea", "bread")
     selected: str | None = None
+    spare: tuple[str, ...] = ()
 
 
 class User(msgspec.Struct, frozen=True):
@@ -65,7 +66,13 @@ class NoInput(msgspec.Struct, frozen=True):
     """Nothing to send."""
 
 
-Message = Removed | Selected | RemovedSelected
+class Spared(msgspec.Struct, frozen=True, tag=True):
+    """Mark an item as spare: removing it asks nobody. Not exposed to agents."""
+
+    item: str
+
+
+Message = Removed | Selected | RemovedSelected | Spared
 
 
 def update(model: Model, message: Message) -> Model:
@@ -74,6 +81,8 @@ def update(model: Model, message: Message) -> Model:
             return msgspec.structs.replace(model, items=tuple(i for i in model.items if i != item), selected=None)
         case Selected(item=item):
             return msgspec.structs.replace(model, selected=item)
+        case Spared(item=item):
+            return msgspec.structs.replace(model, spare=(*model.spare, item))
 
 
 Items = agentfx.for_model(Model, principal=User)
@@ -82,6 +91,8 @@ Items = agentfx.for_model(Model, principal=User)
 def _may_remove(req: agentfx.AuthorizationRequest[User, Removed, Model]) -> bool | agentfx.Confirm:
     if not req.principal.may_remove:
         return False
+    if req.input.item in req.model.spare:
+        return True
     return agentfx.Confirm(f'Remove "{req.input.item}"?')
 
 
@@ -488,6 +499,29 @@ async def test_a_declined_retry_is_declined() -> None:
         assert isinstance(result, types.CallToolResult)
         assert text(result) == 'Declined: Remove "milk"?'
         assert c.program.model.items == ("milk", "tea", "bread")
+
+
+async def test_a_declined_retry_is_declined_even_when_the_call_would_no_longer_ask() -> None:
+    async with connected("auto", Person()) as c:
+        first = await first_round(c, {"item": "milk"})
+        assert first.request_state is not None
+        # Meanwhile the Model moved on so that authorize would now allow the call outright.
+        await c.program.send(Spared(item="milk"))
+        result = await c.client.session.call_tool(
+            "remove",
+            {"item": "milk"},
+            input_responses={"confirm": types.ElicitResult(action="decline")},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(result, types.CallToolResult)
+        assert text(result) == 'Declined: Remove "milk"?'
+        assert c.program.model.items == ("milk", "tea", "bread")
+        assert outcomes(c.log)[-1] == ("remove", "refused", "AgentAuthorizationError", False)
+        # The same call, made now, is allowed outright: only the person's "no" stopped the retry.
+        done = await c.client.session.call_tool("remove", {"item": "milk"}, allow_input_required=True)
+        assert isinstance(done, types.CallToolResult) and not done.is_error
+        assert c.program.model.items == ("tea", "bread")
 
 
 async def test_a_retry_without_an_answer_is_declined() -> None:

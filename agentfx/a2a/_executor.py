@@ -442,6 +442,8 @@ class AgentfxExecutor(AgentExecutor):
         """
         invocation = Invocation(id=task_id, transport=TRANSPORT, signal=running.controller.signal)
         approval: _Approval | None = None
+        # A "no" to the prompt the task showed: the call is refused, whatever it would do now.
+        declined = asked.prompt if confirmation is False and asked is not None else None
         if confirmation is True:
             if asked is None:
                 invocation = _confirmed(invocation)
@@ -452,7 +454,7 @@ class AgentfxExecutor(AgentExecutor):
             invocation = _declining(invocation)
         try:
             runtime = self._runtime_for(context)
-            outcome = await runtime.messages.attempt(skill, payload, invocation)
+            outcome = await runtime.messages.attempt(skill, payload, invocation, declined=declined)
         except Exception:
             # A hook, the host or runtime_for raised: the application's bug,
             # for its log; the client learns only that the call failed.

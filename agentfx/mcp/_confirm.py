@@ -339,12 +339,15 @@ class Plan:
         shown: On a retry, the prompt the person answered.
         changed: Set by ``confirm`` when the retry's prompt is not the one shown:
             the person must be asked again.
+        declined: On a retry the person declined, the prompt they declined:
+            the call is refused, even if it would no longer ask.
     """
 
     confirm: Callable[[ConfirmationRequest], Any] | None
     ask_later: bool
     shown: str | None = None
     changed: str | None = None
+    declined: str | None = None
 
     def input_required(
         self, approvals: Approvals, name: str, arguments: object, error: object
@@ -390,7 +393,8 @@ def plan(
             _logger.warning("requestState for %r was not minted for this call or was already used", params.name)
             raise MCPError(code=types.INVALID_PARAMS, message=INVALID_STATE, data={"reason": "invalid_request_state"})
         answer = approved(_response(params.input_responses))
-        retry = Plan(None, modern and can_elicit(ctx), shown)
+        # A "no" holds even if the Model moved on so that the call would no longer ask.
+        retry = Plan(None, modern and can_elicit(ctx), shown, declined=None if answer else shown)
 
         async def answered(request: ConfirmationRequest) -> bool:
             if request.prompt != shown:

@@ -847,14 +847,16 @@ def serve_runtime(
                 # call: the rare call that waits is interrupted (and audited
                 # so) rather than held until its host returns.
                 with nullcontext() if shield is None else shield:
-                    result = await _dispatch(runtime, params.name, payload, invocation, ask_later)
+                    result = await _dispatch(runtime, params.name, payload, invocation, ask_later, declined=confirmation.declined)
             else:
                 assert shield is not None and descriptor is not None
                 async with anyio.create_task_group() as task_group:
                     watch = _Watch(ctx, task_group, controller, shield, descriptor, early=_structural(ctx))
                     try:
                         with shield:
-                            result = await _dispatch(runtime, params.name, payload, invocation, ask_later, watch.dispatched)
+                            result = await _dispatch(
+                                runtime, params.name, payload, invocation, ask_later, watch.dispatched, confirmation.declined
+                            )
                     finally:
                         # Progress ends before the answer: nothing follows a result.
                         watch.stop()
@@ -1102,17 +1104,19 @@ async def _dispatch(
     invocation: Invocation,
     ask_later: Callable[[object], types.InputRequiredResult | None] | None = None,
     on_dispatched: Callable[[], None] | None = None,
+    declined: str | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult | MCPError:
     """Run one call to its wire answer; never raises an ``Exception``.
 
     ``ask_later`` may turn a refusal into an ``InputRequiredResult`` (a
     confirmation to ask on a 2026-07-28 request); ``on_dispatched`` is told
-    when the host accepted the Message.
+    when the host accepted the Message; ``declined`` is the prompt a
+    retry's person said no to (see ``AgentRuntime.messages.attempt``).
     """
     try:
         # Unwrapped: the FutureResult and IOResult containers cost about as
         # much as the rest of a dispatch, and every outcome is mapped here.
-        outcome = await runtime.messages.attempt(name, payload, invocation, on_dispatched=on_dispatched)
+        outcome = await runtime.messages.attempt(name, payload, invocation, on_dispatched=on_dispatched, declined=declined)
         if not is_failure(outcome):
             return _wire.success(outcome)
         failure = outcome
