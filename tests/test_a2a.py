@@ -1150,6 +1150,21 @@ async def test_the_sdks_logs_say_nothing_a_client_sent_and_agentfxs_own_are_unto
     assert "secret internals" in caplog.text
 
 
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_sdk_logger_made_after_the_app_was_built_is_withheld_once_it_serves() -> None:
+    app = a2a_app(_runtime(_host()), CARD)
+    # As a module of the SDK's imported between building the app and serving it would.
+    later = logging.getLogger("a2a.server.tasks.imported_later")
+    assert not later.filters
+    async with app.router.lifespan_context(app):
+        assert [type(f) for f in later.filters] == [a2a_app_module._Withheld]  # pyright: ignore[reportPrivateUsage]
+    client_side = logging.getLogger("a2a.client.imported_later")
+    async with app.router.lifespan_context(app):
+        assert not client_side.filters
+        assert len(later.filters) == 1
+
+
 def test_the_sdk_log_filter_is_installed_once_however_many_apps_are_built() -> None:
     for _ in range(3):
         a2a_app(_runtime(_host()), CARD)

@@ -899,6 +899,9 @@ def a2a_app(
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncGenerator[None]:
+        # Again at the start of serving: an SDK module imported since the app
+        # was built (a task store of the SDK's, say) brings loggers of its own.
+        _withhold_sdk_logs()
         try:
             if app_runtimes is None:
                 async with serving():
