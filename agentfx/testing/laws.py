@@ -15,8 +15,10 @@ a copy of the contract whose hooks (``available``, the input decoder,
 ``authorize``, ``to_message``) log each call, over a
 :class:`~agentfx.testing.RecordingHost` whose Model reads, principal
 resolutions and dispatches log too, and judges the log, the outcome and what
-reached the host. It deliberately knows nothing of the pipeline's internals or
-of any wire protocol.
+reached the host, down to whether the Message sent survives the Message
+union's JSON codec (the runtime checks its class, not the values inside it).
+It deliberately knows nothing of the pipeline's internals or of any wire
+protocol.
 
 Completion contracts are left out of the instrumented copy: waiting for the
 Message or Model state that finishes the work is the completion layer's
@@ -72,6 +74,7 @@ __all__ = [
     "FAILURE_ROUND_TRIP",
     "INVALID_PAYLOAD_REFUSED",
     "LAWS",
+    "MESSAGE_ROUND_TRIP",
     "MODEL_READ_ONCE",
     "PIPELINE_ORDER",
     "REACHES_HOST",
@@ -142,6 +145,11 @@ REACHES_HOST: Final = Law(
     "a valid payload for an available, authorized capability reaches the host as exactly one Message "
     "of the capability's class",
 )
+MESSAGE_ROUND_TRIP: Final = Law(
+    "message-round-trip",
+    "the Message that reaches the host is one the Message union's codec carries: it encodes to JSON and "
+    "decodes through the union back to an equal value of the capability's class",
+)
 AVAILABLE_LISTING: Final = Law(
     "available-listing",
     "`available()` lists exactly the capabilities whose `available` holds, in declaration order, "
@@ -165,6 +173,7 @@ LAWS: Final[tuple[Law, ...]] = (
     UNKNOWN_KEY_REFUSED,
     INVALID_PAYLOAD_REFUSED,
     REACHES_HOST,
+    MESSAGE_ROUND_TRIP,
     AVAILABLE_LISTING,
     AVAILABLE_IS_PURE,
 )
@@ -353,6 +362,7 @@ def _law_suite(
     portal: BlockingPortal,
 ) -> Callable[[], None]:
     capability = definition.capabilities[index]
+    messages = _message_decoder(definition.union, capability.message)
     valid = valid_payloads(capability)
     invalid = invalid_payloads(capability)
     known = frozenset(f.encode_name for f in msgspec.structs.fields(capability.input_type))
@@ -409,6 +419,7 @@ def _law_suite(
 
         for observation in portal.call(invoke_all):
             _judge(observation)
+            _judge_message(observation, messages)
             if observation.available is not None and observation.available != before[index]:
                 raise LawViolation(
                     AVAILABLE_IS_PURE,
@@ -622,6 +633,93 @@ def _judge(o: _Observation) -> None:
         )
     if o.kind == "valid" and available and authorized and not reached:
         raise LawViolation(REACHES_HOST, c.name, f"{o.payload!r} ended in {_show(outcome)}")
+
+
+def _message_decoder(union: object, message: type[Any]) -> msgspec.json.Decoder[Any] | None:
+    """The decoder a Message of class ``message`` must survive: the union's, else its class's own.
+
+    A union of untagged Structs has no decoder, so its members are decoded one
+    class at a time. ``None`` when the class declares a field JSON cannot
+    carry (a type of the application's own, which msgspec encodes and decodes
+    only through hooks): the contract itself keeps such Messages in-process,
+    so there is no codec to be in range of.
+    """
+    try:
+        if not _carried(msgspec.inspect.type_info(cast("Any", message)), set()):
+            return None
+    except Exception:  # an annotation msgspec cannot read at all
+        return None
+    for target in (union, message):
+        try:
+            return msgspec.json.Decoder(cast("Any", target))
+        except Exception:  # msgspec says TypeError; an odd annotation may say anything
+            continue
+    return None
+
+
+def _carried(info: msgspec.inspect.Type, seen: set[int]) -> bool:
+    """Whether JSON carries every value of ``info`` without hooks: no custom type anywhere inside it."""
+    if isinstance(info, msgspec.inspect.ExtType):
+        return False
+    if isinstance(info, msgspec.inspect.CustomType):
+        return info.cls is object  # decoded as any JSON value, as Any is
+    if id(info) in seen:  # a recursive type, already being walked
+        return True
+    seen.add(id(info))
+    for name in info.__struct_fields__:
+        value: object = getattr(info, name)
+        for part in cast("tuple[object, ...]", value) if isinstance(value, tuple) else (value,):
+            inner = part.type if isinstance(part, msgspec.inspect.Field) else part
+            if isinstance(inner, msgspec.inspect.Type) and not _carried(inner, seen):
+                return False
+    return True
+
+
+def _judge_message(o: _Observation, decoder: msgspec.json.Decoder[Any] | None) -> None:
+    """Check that the Message a successful invocation sent survives the Message union's codec.
+
+    The runtime refuses a Message of another class (a defect), but it cannot
+    see inside one of the right class: ``to_message`` may fill a field with a
+    value its type or constraints refuse (``Added(quantity=-1)`` for a
+    ``quantity`` that must be ``>= 0``, a str for an int), or with one JSON
+    cannot say. Such a Message reaches update in this process and cannot be
+    carried to another, so it is out of range for the contract.
+
+    Raises:
+        LawViolation: :data:`MESSAGE_ROUND_TRIP`, saying what the Message was
+            and how it failed to come back.
+    """
+    outcome = o.outcome
+    if decoder is None or not isinstance(outcome, DispatchResult):
+        return
+    c = o.capability
+    message: object = outcome.message
+    made = f"dispatching {o.payload!r} sent {_safe_repr(message)}"
+    try:
+        encoded = msgspec.json.encode(message)
+    except Exception as exc:
+        raise LawViolation(MESSAGE_ROUND_TRIP, c.name, f"{made}, which does not encode to JSON: {_describe(exc)}") from exc
+    try:
+        back: object = decoder.decode(encoded)
+    except Exception as exc:
+        raise LawViolation(
+            MESSAGE_ROUND_TRIP,
+            c.name,
+            f"{made}, which the Message union does not decode back ({_describe(exc)}); its JSON is {encoded!r}",
+        ) from exc
+    config = getattr(type(message), "__struct_config__", None)
+    compares = getattr(config, "eq", True) is not False
+    # A Struct with eq=False equals nothing but itself: its JSON is what must come back.
+    same = back == message if compares else msgspec.json.encode(back) == encoded
+    if type(back) is not type(message) or not same:
+        raise LawViolation(MESSAGE_ROUND_TRIP, c.name, f"{made}, which came back from JSON as {_safe_repr(back)}")
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"a {type(value).__name__} whose repr raises"
 
 
 def _judge_confirmation(o: _Observation) -> None:
