@@ -477,7 +477,7 @@ async def test_a_call_that_outlives_its_abort_is_cut_short_after_the_grace(monke
     monkeypatch.setattr("agentfx.mcp._server.ABORT_GRACE", 0.05)
     started = anyio.Event()
 
-    async def unreachable(*_: object) -> object:
+    async def unreachable(*_: object, **__: object) -> object:
         started.set()
         await anyio.sleep_forever()
 
