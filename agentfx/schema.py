@@ -405,17 +405,7 @@ def _problem(text: str, schema: dict[str, Any]) -> str:
         text = text[:at]
     field = field_label(location)
     if key:
-        close = text.find("`", 10)
-        kinds = _kinds(text[10:close]) if text.startswith("Expected `") else None
-        owner = "the input" if field is None else f'"{field}"'
-        if kinds is None:
-            return f"a key of {owner} is not valid"
-        # A key out of its bounds is an integer all the same: saying only
-        # "an integer" would leave the agent nothing to correct.
-        comparison, _, number = text[close + 1 :].strip().partition(" ")
-        bound = _COMPARISONS.get(comparison)
-        said = f"{kinds} {bound} {number}" if bound is not None and number else kinds
-        return f"every key of {owner} must be {said}"
+        return _key_problem(text, schema, location, "the input" if field is None else f'"{field}"')
     if text.startswith("Object missing required field `") and text.endswith("`"):
         return f'"{_join(location, text[31:-1])}" is required'
     if text.startswith("Object contains unknown field `") and text.endswith("`"):
@@ -439,6 +429,18 @@ def _problem(text: str, schema: dict[str, Any]) -> str:
             return f"{subject} must be one of {choices}"
         kinds = _kinds(expected)
         return f"{subject} must be {kinds}" if kinds else f"{subject} is not valid"
+    worded = _rule(subject, expected, rule)
+    if worded is not None:
+        return worded
+    comparison, _, number = rule.strip().partition(" ")
+    bound = _COMPARISONS.get(comparison)
+    if bound is not None and number:
+        return f"{subject} must be {bound} {number}"
+    return f"{subject} is not valid"
+
+
+def _rule(subject: str, expected: str, rule: str) -> str | None:
+    """A length, pattern or multiple rule msgspec names after ``Expected `<expected>```, worded; else ``None``."""
     if rule.startswith(" of length "):
         comparison, _, number = rule[11:].partition(" ")
         bound = _COMPARISONS.get(comparison)
@@ -451,17 +453,43 @@ def _problem(text: str, schema: dict[str, Any]) -> str:
             if expected == "str":
                 return f"{subject} must be {bound} {_count(number, unit)} long"
             return f"{subject} must have {bound} {_count(number, unit)}"
-    elif rule.startswith(" matching regex "):
+        return None
+    if rule.startswith(" matching regex "):
         pattern = _literal(rule[16:])
         return f"{subject} must match {pattern}" if pattern is not None else f"{subject} must match its declared pattern"
-    elif rule.startswith(" that's a multiple of "):
+    if rule.startswith(" that's a multiple of "):
         return f"{subject} must be a multiple of {rule[22:]}"
-    else:
-        comparison, _, number = rule.strip().partition(" ")
-        bound = _COMPARISONS.get(comparison)
-        if bound is not None and number:
-            return f"{subject} must be {bound} {number}"
-    return f"{subject} is not valid"
+    return None
+
+
+def _key_problem(text: str, schema: dict[str, Any], location: str, owner: str) -> str:
+    """The wording of a refused mapping key of the value at ``location``: its kind and the rule it broke.
+
+    >>> schema = {"properties": {"tags": {"propertyNames": {"enum": ["a", "b"]}}}}
+    >>> _key_problem("Invalid enum value 'c'", schema, "$.tags", '"tags"')
+    'every key of "tags" must be one of "a", "b"'
+    >>> _key_problem("Expected `str` matching regex '^k'", schema, "$.tags", '"tags"')
+    'every key of "tags" must match ^k'
+    """
+    subject = f"every key of {owner}"
+    if text.startswith(("Invalid enum value", "Invalid value")):
+        choices = _choices(schema, location, keys=True)
+        return f"a key of {owner} is not valid" if choices is None else f"{subject} must be one of {choices}"
+    if not text.startswith("Expected `"):
+        return f"a key of {owner} is not valid"
+    close = text.find("`", 10)
+    expected, rule = text[10:close], text[close + 1 :]
+    kinds = _kinds(expected)
+    if kinds is None:
+        return f"a key of {owner} is not valid"
+    worded = _rule(subject, expected, rule)
+    if worded is not None:
+        return worded
+    # A key out of its bounds is an integer all the same: saying only
+    # "an integer" would leave the agent nothing to correct.
+    comparison, _, number = rule.strip().partition(" ")
+    bound = _COMPARISONS.get(comparison)
+    return f"{subject} must be {kinds} {bound} {number}" if bound is not None and number else f"{subject} must be {kinds}"
 
 
 def _literal(text: str) -> str | None:
@@ -473,10 +501,16 @@ def _literal(text: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _choices(schema: dict[str, Any], location: str) -> str | None:
-    """The allowed values the schema declares at ``location`` (an enum, a Literal, a tag), rendered."""
+def _choices(schema: dict[str, Any], location: str, *, keys: bool = False) -> str | None:
+    """The allowed values the schema declares at ``location`` (an enum, a Literal, a tag), rendered.
+
+    With ``keys``, those of the keys of the mapping at ``location`` instead.
+    """
     values: list[Any] = []
-    for node in _nodes_at(schema, location):
+    nodes = _nodes_at(schema, location)
+    if keys:
+        nodes = [names for node in nodes for names in _key_names(schema, node)]
+    for node in nodes:
         found = _enum_values(schema, node, 0)
         if found is None:
             return None
@@ -485,6 +519,27 @@ def _choices(schema: dict[str, Any], location: str) -> str | None:
         return None
     shown = ", ".join(msgspec.json.encode(value).decode() for value in values[:_MAX_CHOICES])
     return shown + (", …" if len(values) > _MAX_CHOICES else "")
+
+
+def _key_names(root: dict[str, Any], node: dict[str, Any], depth: int = 0) -> list[Any]:
+    """The ``propertyNames`` of the mapping ``node`` describes, or of each mapping among its alternatives.
+
+    An alternative that is no mapping with named keys (the null of an Optional) has none.
+    """
+    if depth > 8:
+        return []
+    mapping = _resolve(root, node)
+    if "propertyNames" in mapping:
+        return [mapping["propertyNames"]]
+    alternatives = mapping.get("anyOf") or mapping.get("oneOf")
+    if not isinstance(alternatives, list):
+        return []
+    return [
+        names
+        for alternative in cast("list[Any]", alternatives)
+        if isinstance(alternative, dict)
+        for names in _key_names(root, cast("dict[str, Any]", alternative), depth + 1)
+    ]
 
 
 def _enum_values(root: dict[str, Any], node: Any, depth: int) -> list[Any] | None:

@@ -78,6 +78,12 @@ class Everything(msgspec.Struct, frozen=True):
     lines: list[Line] = msgspec.field(default_factory=lambda: list[Line]())
     by_key: dict[int, int] = msgspec.field(default_factory=lambda: dict[int, int]())
     by_index: dict[Annotated[int, Meta(ge=0)], int] = msgspec.field(default_factory=lambda: dict[int, int]())
+    by_code: dict[Annotated[str, Meta(pattern="^k")], int] = msgspec.field(default_factory=lambda: dict[str, int]())
+    by_short: dict[Annotated[str, Meta(max_length=3)], int] = msgspec.field(default_factory=lambda: dict[str, int]())
+    by_long: dict[Annotated[str, Meta(min_length=3)], int] = msgspec.field(default_factory=lambda: dict[str, int]())
+    by_choice: dict[Literal["a", "b"], int] = msgspec.field(default_factory=lambda: dict[str, int]())
+    by_number: dict[Literal[1, 2], int] = msgspec.field(default_factory=lambda: dict[int, int]())
+    by_choice_or_none: dict[Literal["a"], int] | None = None
     by_name: dict[str, Line] = msgspec.field(default_factory=lambda: dict[str, Line]())
     ident: uuid.UUID | None = None
     when: datetime.datetime | None = None
@@ -163,6 +169,12 @@ EVERYTHING: list[tuple[str, dict[str, Any], str, str]] = [
     ("mapping key", {"by_key": {"x": 1}}, "$.by_key", 'every key of "by_key" must be an integer'),
     ("bounded mapping key", {"by_index": {"-1": 1}}, "$.by_index", 'every key of "by_index" must be an integer at least 0'),
     ("bounded mapping key kind", {"by_index": {"x": 1}}, "$.by_index", 'every key of "by_index" must be an integer'),
+    ("mapping key pattern", {"by_code": {"zzz": 1}}, "$.by_code", 'every key of "by_code" must match ^k'),
+    ("mapping key longest", {"by_short": {"toolong": 1}}, "$.by_short", 'every key of "by_short" must be at most 3 characters long'),
+    ("mapping key shortest", {"by_long": {"a": 1}}, "$.by_long", 'every key of "by_long" must be at least 3 characters long'),
+    ("mapping key choices", {"by_choice": {"c": 1}}, "$.by_choice", 'every key of "by_choice" must be one of "a", "b"'),
+    ("mapping key numbers", {"by_number": {"3": 1}}, "$.by_number", 'every key of "by_number" must be one of "1", "2"'),
+    ("optional mapping key choices", {"by_choice_or_none": {"b": 1}}, "$.by_choice_or_none", 'every key of "by_choice_or_none" must be one of "a"'),
 ]
 
 
