@@ -81,8 +81,8 @@ class Everything(msgspec.Struct, frozen=True):
     by_code: dict[Annotated[str, Meta(pattern="^k")], int] = msgspec.field(default_factory=lambda: dict[str, int]())
     by_short: dict[Annotated[str, Meta(max_length=3)], int] = msgspec.field(default_factory=lambda: dict[str, int]())
     by_long: dict[Annotated[str, Meta(min_length=3)], int] = msgspec.field(default_factory=lambda: dict[str, int]())
-    by_choice: dict[Literal["a", "b"], int] = msgspec.field(default_factory=lambda: dict[str, int]())
-    by_number: dict[Literal[1, 2], int] = msgspec.field(default_factory=lambda: dict[int, int]())
+    by_choice: dict[Literal["a", "b"], int] = msgspec.field(default_factory=lambda: dict[Literal["a", "b"], int]())
+    by_number: dict[Literal[1, 2], int] = msgspec.field(default_factory=lambda: dict[Literal[1, 2], int]())
     by_choice_or_none: dict[Literal["a"], int] | None = None
     by_name: dict[str, Line] = msgspec.field(default_factory=lambda: dict[str, Line]())
     ident: uuid.UUID | None = None
