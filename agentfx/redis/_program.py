@@ -9,8 +9,10 @@ This layer owns the keys of one namespace and what happens to them:
   ``update`` and starts the commands;
 - ``<ns>:model``, a hash with the Model, its version, the last applied inbox
   id, the log id of that version, the lease token of the writer that stored
-  it and the fingerprint of the types that wrote it (a process whose Model or
-  Message types differ does not write);
+  it, the fingerprint of the types that wrote it (a process whose Model or
+  Message types differ does not write) and the id of its history
+  (``epoch``: a new one whenever Redis holds no Model, set by the first send
+  or writer to find none);
 - ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``;
   the last entry of each batch also names the writer that stored it.
 
@@ -25,6 +27,28 @@ Every process, the writer included, keeps a local copy of the Model by tailing
 the log, so :attr:`~agentfx.program.Program.model` stays synchronous and
 immutable, and notifies its subscribers and observers in version order: a
 completion contract works whichever process took the call.
+
+Redis may lose what it held: restarted without persistence, flushed, or
+gone back to an older copy. What it lost is lost, and no process writes its
+copy back. Every process compares its copy with what Redis holds on
+reconnecting, on every quiet read of the log (a third of the lease without
+an entry), whenever it takes the writer lease, when the log's versions go
+back and when the writer's log ids do. When Redis no longer holds the
+history the copy follows (another history id, no Model, a lower version, or
+a log id behind the copy's), the process logs one warning, takes the Model
+Redis holds (``init`` when it holds none) and calls its subscribers once;
+observers are not called, as no Message was applied. ``version`` is the
+stored history's: a subscriber sees it go down with the reload (to 0 after
+an empty restart), and every process agrees on it again. A sender waiting
+across the reset learns what became of its Message: applied in what Redis
+holds (``send`` returns, or raises as ``update`` did), still queued there
+(it waits on), or queued in what Redis lost (``send`` raises at once, saying
+it will not be applied: send it again if it still should be). A Message sent
+after the reset joins what Redis holds and is applied once, its sender told
+so. A call waiting for a completion across the reset sees the reloaded Model
+(a state completion settles if it holds there) and otherwise waits for its
+answer until its own timeout: a command the lost history started still
+sends its Message, into what Redis holds now.
 
 A key of the namespace holding the wrong kind of value (a string where the
 log's stream should be, say) is a misconfiguration no retry mends: the
@@ -42,6 +66,7 @@ from __future__ import annotations
 
 import asyncio
 import decimal
+import enum
 import hashlib
 import logging
 import math
@@ -102,13 +127,21 @@ _BACKOFF = (0.05, 2.0)
 _CHANGED, _UNCHANGED, _FAILED = b"c", b"u", b"x"
 
 # One call queues a whole batch of sends (group commit): ARGV[1] is the
-# bound, then one Message per argument; each gets its entry id, or nil once
-# the inbox is full. XLEN counts only entries waiting for the writer: the
-# apply trims every entry up to and including the last one it applied.
+# bound, ARGV[2] a fresh history id, then one Message per argument. It
+# returns the history the Messages joined (the stored one, or ARGV[2] when
+# Redis holds none: a fresh namespace, or one Redis lost), then each entry
+# id, or nil once the inbox is full. XLEN counts only entries waiting for the
+# writer: the apply trims every entry up to and including the last one it
+# applied. Both keys are read before anything is written.
 _SEND = """
 local room = tonumber(ARGV[1]) - redis.call('XLEN', KEYS[1])
-local ids = {}
-for k = 2, #ARGV do
+local history = redis.call('HGET', KEYS[2], 'epoch')
+if not history then
+  history = ARGV[2]
+  redis.call('HSET', KEYS[2], 'epoch', history)
+end
+local ids = {history}
+for k = 3, #ARGV do
   if room > 0 then
     ids[#ids + 1] = redis.call('XADD', KEYS[1], '*', 'm', ARGV[k])
     room = room - 1
@@ -119,8 +152,25 @@ end
 return ids
 """
 
+# What a copy compares itself with, in one read: KEYS model, log, inbox;
+# ARGV[1] '1' to read the Model too, then inbox ids to look for. Returns the
+# stored version, log id, history and last applied inbox id, the Model (or
+# whether there is one), the id of the log's last entry, then 1 or 0 per
+# inbox id: whether it still waits in the inbox.
+_STATE = """
+local h = redis.call('HMGET', KEYS[1], 'version', 'log', 'epoch', 'applied')
+local model
+if ARGV[1] == '1' then model = redis.call('HGET', KEYS[1], 'model') else model = redis.call('HEXISTS', KEYS[1], 'model') end
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+local reply = {h[1], h[2], h[3], h[4], model, last and last[1] or false}
+for k = 2, #ARGV do
+  reply[#reply + 1] = #redis.call('XRANGE', KEYS[3], ARGV[k], ARGV[k], 'COUNT', 1)
+end
+return reply
+"""
+
 # KEYS: writer, model, log, inbox. ARGV: token, lease ms, log length, base
-# version, entry count, types fingerprint (empty: none), then per entry:
+# version, entry count, types fingerprint (empty: none), history id, then per entry:
 # inbox id, flag, message, Model (empty unless the flag says the Model
 # changed). Every key is read before anything is written, so a key of the
 # wrong type fails the script before it changes anything.
@@ -128,6 +178,7 @@ _APPLY = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('AGENTFX_LEASE lost') end
 local version = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
 if version ~= tonumber(ARGV[4]) then return redis.error_reply('AGENTFX_VERSION moved') end
+if redis.call('HGET', KEYS[2], 'epoch') ~= ARGV[7] then return redis.error_reply('AGENTFX_VERSION another history') end
 local types = redis.call('HGET', KEYS[2], 'types')
 if types and ARGV[6] ~= '' and types ~= ARGV[6] then return redis.error_reply('AGENTFX_TYPES differ') end
 local model = false
@@ -135,7 +186,7 @@ local logid = false
 local last = false
 local count = tonumber(ARGV[5])
 for k = 0, count - 1 do
-  local b = 7 + 4 * k
+  local b = 8 + 4 * k
   version = version + 1
   local fields = {'v', version, 'i', ARGV[b], 'f', ARGV[b + 1], 'm', ARGV[b + 2]}
   if ARGV[b + 1] == 'c' then
@@ -291,30 +342,76 @@ def _stream_id(raw: bytes | str) -> StreamId:
     return int(ms), int(seq or 0)
 
 
-class _Waiter:
-    __slots__ = ("done", "failure")
+_GONE = 16
+"""How many histories Redis lost a copy remembers, to answer a send queued in one of them at once."""
 
-    def __init__(self) -> None:
+
+class _Stored:
+    """What Redis holds of a namespace's Model, read at once by :data:`_STATE`."""
+
+    __slots__ = ("_ids", "history", "model", "version", "waiting")
+
+    def __init__(self, reply: list[object], *, full: bool) -> None:
+        version, log, history, applied, model, last, *waiting = reply
+        # 0 when nothing was stored, None when the value is no writer's.
+        self.version = _version_of(version)
+        self.history = cast("bytes | None", history)
+        # The Model when read in full; otherwise a placeholder saying there is one.
+        self.model = cast("bytes | None", model) if full else (b"" if model else None)
+        self.waiting = [bool(queued) for queued in cast("list[int]", waiting)]
+        self._ids = {"log": log, "applied": applied, "last": last}
+
+    def stream_id(self, name: str) -> StreamId | None:
+        """The stored ``log``, ``applied`` or ``last`` (the log's last entry) id; ``None`` when absent.
+
+        Raises:
+            ValueError: It is no stream id.
+        """
+        raw = self._ids[name]
+        return None if raw is None else _stream_id(cast("bytes", raw))
+
+
+class _Recheck(enum.Enum):
+    """What the tail does after comparing its copy with what Redis holds."""
+
+    NOTHING = "take the entries read"
+    RELOADED = "read from the reloaded position"
+    FAILED = "pause, then read the same entries again"
+    UNREAD = "Redis could not be read: read again"
+    STOP = "the program stops"
+
+
+class _Waiter:
+    __slots__ = ("done", "failure", "history")
+
+    def __init__(self, history: bytes) -> None:
         self.done = anyio.Event()
         self.failure: str | None = None
+        # The stored history the Message joined when it was queued.
+        self.history = history
 
 
 class _Outgoing:
     """One Message on its way to the inbox, in the next batch the flusher sends."""
 
-    __slots__ = ("data", "done", "entry", "failure")
+    __slots__ = ("data", "done", "entry", "failure", "history")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.done = anyio.Event()
         self.entry: StreamId | None = None
         self.failure = _UNSENT
+        self.history = b""
 
 
 _UNSENT = "The program stopped while the Message was on its way to Redis; whether it was queued is unknown"
 _UNREACHABLE = "Redis is unreachable; the Message may not have been queued"
 _STOPPED = "The program stopped before the Message was applied; it may still be applied by another process"
-_LOST = "Redis lost data while the Message was on its way; whether it was applied is unknown"
+_LOST = (
+    "Redis lost data (it restarted empty, was flushed or went back to an older copy) while the Message "
+    "waited: it is not in the Model Redis holds now and will not be applied; send it again if it still should be"
+)
+_RAISED = "update raised while the writer applied this Message; the Model is unchanged"
 
 
 class _Keys:
@@ -349,6 +446,7 @@ class RedisProgram(Program[M, Msg]):
 
     __slots__ = (
         "_applied",
+        "_at",
         "_client",
         "_connected",
         "_keys",
@@ -360,10 +458,15 @@ class RedisProgram(Program[M, Msg]):
         "_failures",
         "_fingerprint",
         "_flushing",
+        "_generation",
+        "_gone",
         "_halted",
         "_halting",
+        "_history",
         "_illegible",
+        "_init",
         "_refusal",
+        "_reloading",
         "_options",
         "_outbox",
         "_scripts",
@@ -399,6 +502,17 @@ class RedisProgram(Program[M, Msg]):
         self._version = 0
         self._log_id = "0-0"
         self._applied: StreamId = (0, 0)
+        # The log id of this copy's version, and the id of the stored history
+        # it follows (a new one each time Redis loses the namespace); None
+        # until it has read one.
+        self._at: StreamId = (0, 0)
+        self._history: bytes | None = None
+        # Histories this copy followed that Redis lost, newest last.
+        self._gone: list[bytes] = []
+        # Counts reloads: a read of the log begun before one is stale.
+        self._generation: int = 0
+        self._reloading = anyio.Lock()
+        self._init = model
         self._waiters: dict[StreamId, _Waiter] = {}
         # The commands of the last batch this writer applied whose reply was
         # lost, with the version that batch reached: they run once the stored
@@ -422,6 +536,7 @@ class RedisProgram(Program[M, Msg]):
             client.register_script(_RENEW),
             client.register_script(_RELEASE),
             client.register_script(_ACQUIRE),
+            client.register_script(_STATE),
         )
 
     @property
@@ -431,7 +546,11 @@ class RedisProgram(Program[M, Msg]):
 
     @property
     def version(self) -> int:
-        """The version of this process's copy of the Model: how many Messages the writers have applied."""
+        """The version of this process's copy of the Model: how many Messages the writers have applied.
+
+        It counts the history Redis holds: when Redis lost the namespace, it
+        goes back with the reloaded Model (to 0 after an empty restart).
+        """
         return self._version
 
     @property
@@ -463,19 +582,29 @@ class RedisProgram(Program[M, Msg]):
             RedisProgramError: Redis is unreachable or the inbox is full (the
                 Message was not queued, or whether it was is unknown), no
                 writer applied it within ``apply_timeout`` (or before the
-                program stopped), or ``update`` raised on the writer.
+                program stopped), ``update`` raised on the writer, or Redis
+                lost the data it was queued in (it will not be applied).
         """
         if self._closed:
             raise RuntimeError("Cannot send a Message: the program has stopped (its run_program block has exited)")
-        entry = await self._enqueue(message)
-        if entry <= self._applied:
+        generation = self._generation
+        entry, history = await self._enqueue(message)
+        current = self._history is None or history == self._history
+        if entry <= self._applied and current and generation == self._generation:
             # The log may already have been read past it by the time the reply came back.
             failure = self._failures.get(entry)
             if failure is not None:
                 raise RedisProgramError(failure)
             return
-        waiter = self._waiters[entry] = _Waiter()
+        waiter = self._waiters[entry] = _Waiter(history)
         try:
+            if history in self._gone or (generation != self._generation and entry <= self._applied):
+                # The copy reloaded while the Message was on its way: the log
+                # it now reads from may be past it, or in another history.
+                try:
+                    await self._resync("late", self._generation)
+                except (RedisError, OSError):
+                    pass  # Unanswered, it waits as any other: the tail reads on, or it times out.
             with anyio.move_on_after(self._options.apply_timeout):
                 await waiter.done.wait()
         finally:
@@ -488,7 +617,8 @@ class RedisProgram(Program[M, Msg]):
         if waiter.failure is not None:
             raise RedisProgramError(waiter.failure)
 
-    async def _enqueue(self, message: Msg) -> StreamId:
+    async def _enqueue(self, message: Msg) -> tuple[StreamId, bytes]:
+        """Queue ``message``: its inbox id, and the id of the stored history it joined."""
         outgoing = _Outgoing(msgspec.msgpack.encode(message))
         self._outbox.append(outgoing)
         if not self._flushing:
@@ -497,7 +627,7 @@ class RedisProgram(Program[M, Msg]):
         await outgoing.done.wait()
         if outgoing.entry is None:
             raise RedisProgramError(outgoing.failure)
-        return outgoing.entry
+        return outgoing.entry, outgoing.history
 
     async def _flush(self) -> None:
         """Send what the outbox holds, one script call per batch, until it is empty.
@@ -513,8 +643,9 @@ class RedisProgram(Program[M, Msg]):
                 del self._outbox[:_BATCH]
                 misconfigured: ResponseError | None = None
                 try:
-                    ids = await self._scripts[0](
-                        keys=[self._keys.inbox], args=[self._options.max_pending, *(item.data for item in batch)]
+                    reply = await self._scripts[0](
+                        keys=[self._keys.inbox, self._keys.model],
+                        args=[self._options.max_pending, uuid.uuid4().hex, *(item.data for item in batch)],
                     )
                 except (RedisConnectionError, RedisTimeoutError, OSError):
                     for item in batch:
@@ -537,11 +668,13 @@ class RedisProgram(Program[M, Msg]):
                         f"{self._keys.inbox} already holds {self._options.max_pending} Messages waiting for the "
                         "writer; this one was not queued"
                     )
-                    for item, entry in zip(batch, cast("list[bytes | None]", ids), strict=True):
+                    history, *ids = cast("list[bytes | None]", reply)
+                    for item, entry in zip(batch, ids, strict=True):
                         if entry is None:
                             item.failure = full
                         else:
                             item.entry = _stream_id(entry)
+                            item.history = history or b""
                 for item in batch:
                     item.done.set()
                 batch = []
@@ -575,8 +708,8 @@ class RedisProgram(Program[M, Msg]):
         """
         await self._check_server()
         try:
-            raw, version, log_id, types = await self._client.hmget(
-                self._keys.model, ["model", "version", "log", "types"]
+            raw, version, log_id, types, history = await self._client.hmget(
+                self._keys.model, ["model", "version", "log", "types", "epoch"]
             )
         except ResponseError as exc:
             raise await self._misconfiguration(exc, f"read {self._keys.model}") from exc
@@ -597,6 +730,11 @@ class RedisProgram(Program[M, Msg]):
                 ) from exc
         self._version = 0 if version is None else int(cast("bytes", version))
         self._log_id = "0-0" if log_id is None else cast("bytes", log_id).decode()
+        try:
+            self._at = _stream_id(self._log_id)
+        except ValueError:
+            self._log_id = "0-0"  # No writer's: the log is read from its start, and a reload mends the rest.
+        self._history = cast("bytes | None", history)
         refusal = self._mismatch(types)
         if refusal is not None:
             # It can serve what it decoded, but must not write it back.
@@ -627,6 +765,7 @@ class RedisProgram(Program[M, Msg]):
         # that cannot be reloaded costs a read every few seconds, not a busy loop.
         stalled = _BACKOFF[0]
         while True:
+            generation = self._generation
             try:
                 reply = await self._client.xread(
                     {self._keys.log: self._log_id}, count=_BATCH, block=self._options.block_ms
@@ -642,38 +781,61 @@ class RedisProgram(Program[M, Msg]):
                 # Connection faults are the only ones a retry mends; a refused read (a key of the wrong type, say) is not.
                 await self._halt(exc, f"read {self._keys.log}")
                 return
+            # After a reconnect (Redis may have restarted empty) and on a quiet
+            # read (it may have been flushed, or its log's ids gone back, so
+            # that no entry ever reaches this read): is it still this copy's history?
+            check = not reply or not self._connected
             if not self._connected:
                 _logger.warning("reconnected to Redis; reading %s from version %d", self._keys.log, self._version)
             self._connected = True
             delay = _BACKOFF[0]
-            for _stream, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or []):
-                for log_id, fields in entries:
-                    taken = self._take(log_id, fields)
-                    if taken is not True:
-                        try:
-                            reloaded = await self._resync(behind=taken is None)
-                        except (RedisConnectionError, RedisTimeoutError, OSError):
-                            reloaded = False
-                        except ResponseError as exc:
-                            await self._halt(exc, f"read {self._keys.model}")
-                            return
-                        if reloaded:
-                            stalled = _BACKOFF[0]
-                            if _stream_id(log_id) > _stream_id(self._log_id):
-                                # Every writer's entry is at or before the one the stored
-                                # Model names, so this one is no writer's: skipped, or
-                                # every read would reload again.
-                                _logger.error(
-                                    "%s holds entry %s out of version order; it is skipped",
-                                    self._keys.log, log_id.decode(),
-                                )
-                                self._log_id = log_id.decode()
-                        else:
-                            # Read the same entries again after a pause, not in a tight loop.
-                            await anyio.sleep(stalled)
-                            stalled = min(stalled * 2, self._options.backoff_max)
-                        break
-                    self._log_id = log_id.decode()
+            if generation != self._generation:
+                continue  # The writer reloaded the copy while this read was on its way: read again from there.
+            entries = [
+                entry
+                for _stream, page in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or [])
+                for entry in page
+            ]
+            if check:
+                outcome = await self._recheck("check", generation)
+                if outcome is _Recheck.STOP:
+                    return
+                if outcome is not _Recheck.NOTHING:
+                    # Reloaded (the entries read are of the history it left), or could not: read again.
+                    stalled = await self._pause(outcome, stalled)
+                    continue
+            for log_id, fields in entries:
+                taken = self._take(log_id, fields)
+                if taken is not True:
+                    outcome = await self._recheck("behind" if taken is None else "trimmed", generation)
+                    if outcome is _Recheck.STOP:
+                        return
+                    stalled = await self._pause(outcome, stalled)
+                    break
+                self._log_id = log_id.decode()
+
+    async def _recheck(self, kind: str, generation: int) -> _Recheck:
+        """:meth:`_resync`, for the tail."""
+        try:
+            reloaded = await self._resync(kind, generation)
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            return _Recheck.UNREAD
+        except ResponseError as exc:
+            await self._halt(exc, f"read {self._keys.model}")
+            return _Recheck.STOP
+        if reloaded is None:
+            return _Recheck.FAILED
+        return _Recheck.RELOADED if reloaded else _Recheck.NOTHING
+
+    async def _pause(self, outcome: _Recheck, stalled: float) -> float:
+        """After a failed reload, wait ``stalled`` before reading the same entries again; the next pause to take."""
+        if outcome is _Recheck.RELOADED:
+            return _BACKOFF[0]
+        if outcome is _Recheck.FAILED:
+            # Read the same entries again after a pause, not in a tight loop.
+            await anyio.sleep(stalled)
+            return min(stalled * 2, self._options.backoff_max)
+        return stalled
 
     def _take(self, log_id: bytes, fields: dict[bytes, bytes]) -> bool | None:
         """Apply one log entry to the copy.
@@ -702,9 +864,10 @@ class RedisProgram(Program[M, Msg]):
             return False
         self._version = version
         self._applied = entry
+        self._at = _stream_id(log_id)
         failure: str | None = None
         if flag == _FAILED:
-            failure = "update raised while the writer applied this Message; the Model is unchanged"
+            failure = _RAISED
         else:
             try:
                 message = self._message_decoder.decode(fields[b"m"])
@@ -743,61 +906,199 @@ class RedisProgram(Program[M, Msg]):
             except Exception:
                 _logger.exception("a listener raised at version %d; the others still run", self._version)
 
-    async def _resync(self, *, behind: bool) -> bool:
-        """The log no longer reaches back to this copy's version (or went back past it): reload ``<ns>:model``.
+    async def _resync(self, kind: str, generation: int) -> bool | None:
+        """Compare this copy with what Redis holds, and reload ``<ns>:model`` when it must.
 
-        ``behind``: the log held a version this copy is past. When the stored
-        version is behind this copy's too, Redis lost data, and a sender
-        still waiting cannot be told its Message was applied.
+        ``kind`` says why: ``"trimmed"`` (the log skipped versions: reload),
+        ``"behind"`` (the log held a version this copy is past: reload),
+        ``"check"`` (a quiet read, a reconnect, a writer starting: reload only
+        when Redis no longer holds the history this copy follows) or
+        ``"late"`` (a send whose reply came back after a reload: answer the
+        waiting senders, and reload only as a check would). Whatever the
+        kind, a stored history that is not this copy's is a reset: what
+        Redis lost is lost, and the copy takes what it holds now.
+
+        ``generation`` is the copy's as the caller last saw it; when another
+        reload has happened since, this one has nothing to do.
+
+        Returns:
+            ``True`` when the copy was reloaded (or was by someone else
+            meanwhile), ``False`` when a check found nothing to reload,
+            ``None`` when it should have reloaded but could not.
         """
-        raw, version, applied, log_id = await self._client.hmget(
-            self._keys.model, ["model", "version", "applied", "log"]
-        )
-        if raw is None or version is None or applied is None or log_id is None:
-            _logger.error("%s is missing while %s skips versions; the Model stays at version %d",
-                          self._keys.model, self._keys.log, self._version)
-            return False
+        async with self._reloading:
+            if generation != self._generation:
+                return True
+            if kind == "check":
+                stored = await self._state(full=False, entries=())
+                if not self._diverged(stored):
+                    if self._history is None and stored.history is not None and stored.model is not None:
+                        # A namespace stored before histories had ids, or a fresh one: this is its id from now on.
+                        self._history = stored.history
+                    return False
+            # Waiters whose Messages were queued before this read: what it says of them holds.
+            before = [(entry, waiter) for entry, waiter in self._waiters.items() if not waiter.done.is_set()]
+            stored = await self._state(full=True, entries=[entry for entry, _ in before])
+            reset = self._diverged(stored)
+            if kind == "late" and not reset:
+                await self._answer(before, stored)
+                return False
+            if stored.model is None and not reset:
+                _logger.error("%s is missing while %s skips versions; the Model stays at version %d",
+                              self._keys.model, self._keys.log, self._version)
+                return None
+            try:
+                model = self._init if stored.model is None else self._model_decoder.decode(stored.model)
+                version = stored.version
+                if version is None:
+                    raise ValueError(version)
+                applied = stored.stream_id("applied")
+                at = stored.stream_id("log")
+                last = stored.stream_id("last")
+            except (msgspec.DecodeError, ValueError):
+                _logger.error("%s does not decode with this process's types; the Model stays at version %d",
+                              self._keys.model, self._version)
+                return None
+            if reset:
+                # One line, whatever caused it: no Model, no text Redis holds.
+                _logger.warning(
+                    "%s went back past version %d: Redis lost data (it restarted empty, was flushed or went back "
+                    "to an older copy); this process now serves the Model it holds, at version %d",
+                    self._namespace, self._version, version,
+                )
+            elif kind == "behind":
+                _logger.warning(
+                    "%s holds an entry behind version %d; reloading the Model at version %d",
+                    self._keys.log, self._version, version,
+                )
+            elif kind == "trimmed":
+                _logger.warning(
+                    "%s was trimmed past version %d; reloading the Model at version %d "
+                    "(observers miss the Messages between)",
+                    self._keys.log, self._version, version,
+                )
+            if last is not None and (at is None or last > at):
+                # Entries after the one the stored Model names are no writer's (a writer stores both at once).
+                _logger.error("%s holds entries after version %d's that no writer stored; they are skipped",
+                              self._keys.log, version)
+            position = max(at or (0, 0), last or (0, 0))
+            if reset:
+                self._failures.clear()
+                if self._history is not None and self._history != stored.history:
+                    self._gone.append(self._history)
+                    del self._gone[:-_GONE]
+            self._model = model
+            self._version = version
+            self._applied = applied or (0, 0)
+            self._at = at or (0, 0)
+            self._log_id = f"{position[0]}-{position[1]}"
+            self._history = stored.history
+            self._generation += 1
+            self._notify(self._subscribers.snapshot(), ())
+            await self._answer(before, stored)
+            return True
+
+    def _diverged(self, stored: _Stored) -> bool:
+        """Whether Redis no longer holds the history this copy follows (it restarted empty, was flushed, went back).
+
+        The stored Model is this copy's history when it carries the same id
+        (or one of them has none yet) and is at or past this copy's version
+        with a log id at or past the one of this copy's version (the same one
+        at the same version).
+        """
+        if stored.history is not None and self._history is not None and stored.history != self._history:
+            return True
+        if stored.model is None:
+            # Nothing stored: only a copy that has seen nothing yet is at what Redis holds.
+            return self._version > 0 or (self._history is not None and stored.history is None)
+        version = stored.version
         try:
-            model = self._model_decoder.decode(cast("bytes", raw))
-            stored = int(cast("bytes", version))
-            last = _stream_id(cast("bytes", applied))
-            position = cast("bytes", log_id).decode()
-            _stream_id(position)
-        except (msgspec.DecodeError, ValueError):
-            _logger.error("%s does not decode with this process's types; the Model stays at version %d",
-                          self._keys.model, self._version)
+            at = stored.stream_id("log")
+        except ValueError:
+            return False  # No writer's: the reload refuses it, with what it says.
+        if version is None:
             return False
-        lost = behind and stored < self._version
-        if lost:
-            # The stored history is shorter than the one this copy saw.
-            _logger.error(
-                "%s went back past version %d: Redis lost data; reloading the Model at version %d",
-                self._keys.log, self._version, stored,
-            )
-        elif behind:
-            _logger.warning(
-                "%s holds an entry behind version %d; reloading the Model at version %d",
-                self._keys.log, self._version, stored,
-            )
-        else:
-            _logger.warning(
-                "%s was trimmed past version %d; reloading the Model at version %d "
-                "(observers miss the Messages between)",
-                self._keys.log, self._version, stored,
-            )
-        self._model = model
-        self._version = stored
-        self._applied = last
-        self._log_id = position
-        for entry, waiter in list(self._waiters.items()):
-            if entry <= self._applied:
-                if lost:
-                    # The stored history is not the one this copy saw: a
-                    # Message in flight may be among what was lost.
-                    waiter.failure = _LOST
+        if version < self._version:
+            return True
+        if at is None or self._version == 0:
+            return False
+        return at != self._at if version == self._version else at < self._at
+
+    async def _state(self, *, full: bool, entries: list[StreamId] | tuple[()]) -> _Stored:
+        reply = await self._scripts[5](
+            keys=[self._keys.model, self._keys.log, self._keys.inbox],
+            args=["1" if full else "0", *(f"{ms}-{seq}" for ms, seq in entries)],
+        )
+        return _Stored(cast("list[object]", reply), full=full)
+
+    async def _answer(self, waiting: list[tuple[StreamId, _Waiter]], stored: _Stored) -> None:
+        """Tell each sender that waited before ``stored`` was read what became of its Message, where that is known.
+
+        Still in the inbox: it waits on, in the history Redis holds now.
+        Queued in a history Redis lost: the log's entry for it says how it
+        was applied (an inbox Redis kept, a Model it lost), and without one
+        it never will be. In the stored history and applied as far as this
+        copy has read: the log's entry says how (and without one, it was).
+        Neither applied nor queued: Redis lost it. The rest (applied past
+        this copy's version) the log tells as it is read.
+        """
+        try:
+            applied = stored.stream_id("applied") or (0, 0)
+        except ValueError:
+            return
+        looked: dict[StreamId, _Waiter] = {}
+        for (entry, waiter), queued in zip(waiting, stored.waiting, strict=True):
+            if waiter.done.is_set():
+                continue
+            if queued:
+                waiter.history = stored.history or waiter.history
+            elif stored.history is not None and waiter.history != stored.history:
+                looked[entry] = waiter
+            elif entry <= self._applied:
+                looked[entry] = waiter
+            elif entry > applied:
+                waiter.failure = _LOST
                 waiter.done.set()
-        self._notify(self._subscribers.snapshot(), ())
-        return True
+        if not looked:
+            return
+        flags = await self._outcomes(set(looked))
+        for entry, waiter in looked.items():
+            flag = flags.get(entry)
+            if flag is None and stored.history is not None and waiter.history != stored.history:
+                waiter.failure = _LOST
+            elif flag == _FAILED:
+                waiter.failure = _RAISED
+            waiter.done.set()
+
+    async def _outcomes(self, wanted: set[StreamId]) -> dict[StreamId, bytes]:
+        """The flag of each log entry that applied one of the inbox ids ``wanted``.
+
+        Read newest first, in pages, and never past the log's length: a
+        rare path (a reload while senders wait). Whatever cannot be read is
+        left out.
+        """
+        found: dict[StreamId, bytes] = {}
+        lowest = min(wanted)
+        end = "+"
+        for _ in range(max(1, self._options.log_length // _LOG_PAGE + 1)):
+            try:
+                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=_LOG_PAGE)
+            except (RedisError, OSError):
+                return found
+            page = cast("list[tuple[bytes, dict[bytes, bytes]]]", reply or [])
+            for _, fields in page:
+                try:
+                    entry = _stream_id(fields[b"i"])
+                except (KeyError, ValueError):
+                    continue
+                if entry in wanted:
+                    found[entry] = fields.get(b"f", b"")
+                if entry < lowest or len(found) == len(wanted):
+                    return found
+            if len(page) < _LOG_PAGE:
+                return found
+            end = f"({page[-1][0].decode()}"
+        return found
 
     def _stop_waiting(self) -> None:
         """The program is stopping: a sender still waiting would otherwise wait out its ``apply_timeout``."""
@@ -999,15 +1300,15 @@ class RedisProgram(Program[M, Msg]):
             _Refused: The stored Model is not this process's types' to write
                 (another fingerprint, or it does not decode).
         """
-        raw, version, applied, types, by = await self._client.hmget(
-            self._keys.model, ["model", "version", "applied", "types", "by"]
+        raw, version, applied, types, by, history = await self._client.hmget(
+            self._keys.model, ["model", "version", "applied", "types", "by", "epoch"]
         )
         refusal = self._mismatch(types)
         if refusal is not None:
             raise _Refused(*refusal)
         if raw is None:
             model = init
-            # A fresh namespace: store the initial Model so a copy started later reads it.
+            # A fresh namespace (or one Redis lost): store the initial Model so a copy started later reads it.
             if await self._client.hsetnx(self._keys.model, "model", msgspec.msgpack.encode(init)) and self._fingerprint:
                 await self._client.hsetnx(self._keys.model, "types", self._fingerprint)
         else:
@@ -1025,6 +1326,13 @@ class RedisProgram(Program[M, Msg]):
                 f"{self._keys.model} holds a version or an inbox id no writer stored",
                 "restore the namespace's keys or choose another namespace",
             ) from None
+        if history is None:
+            # A fresh namespace, or one stored before histories had ids: this one names it from now on.
+            await self._client.hsetnx(self._keys.model, "epoch", uuid.uuid4().hex)
+            history = await self._client.hget(self._keys.model, "epoch")
+        # The stored Model may not be the one this process copied (Redis lost
+        # the namespace while this writer was away): the copy reloads first.
+        await self._resync("check", self._generation)
         await self._settle_unstarted(base, by)
         self._writer = True
         if self._refusal is not None:
@@ -1041,6 +1349,7 @@ class RedisProgram(Program[M, Msg]):
             entries = cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply)[0][1]
             args: list[EncodableT] = [
                 self._token, self._options.lease_ms, self._options.log_length, base, len(entries), fingerprint,
+                cast("bytes", history or b""),
             ]
             commands: list[Command[Msg]] = []
             for entry_id, fields in entries:
@@ -1063,7 +1372,9 @@ class RedisProgram(Program[M, Msg]):
             # and nobody would ask them again (the next read starts past it).
             self._unstarted = (base + len(entries), commands) if commands else None
             try:
-                await self._scripts[1](keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args)
+                logged = await self._scripts[1](
+                    keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args
+                )
             except ResponseError as exc:
                 # Refused whole: nothing of the batch was stored, and its next writer asks again.
                 self._unstarted = None
@@ -1076,6 +1387,9 @@ class RedisProgram(Program[M, Msg]):
             self._unstarted = None
             base += len(entries)
             position = entries[-1][0].decode()
+            if _stream_id(cast("bytes", logged)) <= self._at:
+                # The log's ids went back behind this copy's: it is not the log this copy read.
+                await self._resync("check", self._generation)
             # Only after the apply is stored: a batch that was not applied
             # asked for nothing, and its next writer will ask again.
             self._start_commands(commands)
@@ -1272,6 +1586,10 @@ async def run_program(
     stored Model) does not write. It logs why once, hands the lease back,
     answers the sends waiting on it with :class:`RedisProgramError`, keeps
     serving its copy, and looks again later.
+
+    When Redis loses the namespace (a restart without persistence, a flush),
+    every process reloads what it holds, ``init`` when nothing: what it lost
+    is lost, as the module's documentation says.
 
     Raises:
         ContractError: A malformed namespace, a duration that is not a positive
