@@ -51,6 +51,7 @@ import agentfx.a2a
 from agentfx.a2a import SKILL_INPUT_SCHEMA_EXTENSION, BoundedTaskStore, a2a_app, agent_card, card_json
 from agentfx.a2a import _answers as a2a_answers
 from agentfx.a2a import _app as a2a_app_module  # pyright: ignore[reportPrivateUsage]
+from agentfx._logs import Withheld
 from agentfx.docs import messages
 from agentfx.errors import ContractError
 from agentfx.runtime import AgentRuntime
@@ -1158,7 +1159,7 @@ async def test_an_sdk_logger_made_after_the_app_was_built_is_withheld_once_it_se
     later = logging.getLogger("a2a.server.tasks.imported_later")
     assert not later.filters
     async with app.router.lifespan_context(app):
-        assert [type(f) for f in later.filters] == [a2a_app_module._Withheld]  # pyright: ignore[reportPrivateUsage]
+        assert [type(f) for f in later.filters] == [Withheld]
     client_side = logging.getLogger("a2a.client.imported_later")
     async with app.router.lifespan_context(app):
         assert not client_side.filters
@@ -1169,6 +1170,6 @@ def test_the_sdk_log_filter_is_installed_once_however_many_apps_are_built() -> N
     for _ in range(3):
         a2a_app(_runtime(_host()), CARD)
     for name in ("a2a", "a2a.server.routes.jsonrpc_dispatcher", "a2a.server.request_handlers.default_request_handler"):
-        withheld = [f for f in logging.getLogger(name).filters if isinstance(f, a2a_app_module._Withheld)]  # pyright: ignore[reportPrivateUsage]
+        withheld = [f for f in logging.getLogger(name).filters if isinstance(f, Withheld)]
         assert len(withheld) == 1, name
     assert not logging.getLogger("agentfx.a2a").filters

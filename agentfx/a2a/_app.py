@@ -75,6 +75,7 @@ from starlette.responses import JSONResponse
 
 from .._asgi import replay as replay_body
 from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+from .._logs import withhold
 from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
@@ -637,41 +638,9 @@ class _Guard:
         return tenant
 
 
-class _Withheld(logging.Filter):
-    """Puts a fixed line in place of what an SDK logger says: it may quote what a client sent.
-
-    The SDK logs request ids, params and its parsers' errors (tracebacks
-    quoting client values among them) as they came; each record keeps only
-    its logger's name and its level.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = "%s logged at %s; its text is withheld"
-        record.args = (record.name, record.levelname)
-        record.exc_info = None
-        record.exc_text = None
-        record.stack_info = None
-        return True
-
-
-_WITHHELD = _Withheld()
-
-# The SDK's client logs only what a server sent it: left as it is.
-_SDK_CLIENT = "a2a.client"
-
-
 def _withhold_sdk_logs() -> None:
-    """Install :data:`_WITHHELD` on the SDK's server-side loggers (idempotent: one filter instance).
-
-    A logger's filters see only the records logged to that logger, not its
-    children's, so every ``a2a`` logger known by now is given the filter;
-    the SDK's modules that serve requests are imported with this module.
-    """
-    names = [name for name in list(logging.Logger.manager.loggerDict) if name == "a2a" or name.startswith("a2a.")]
-    for name in names:
-        if name == _SDK_CLIENT or name.startswith(_SDK_CLIENT + "."):
-            continue
-        logging.getLogger(name).addFilter(_WITHHELD)
+    # The SDK's client logs only what a server sent it: left as it is.
+    withhold("a2a", client="a2a.client")
 
 
 def _route_path(scope: Scope) -> str:

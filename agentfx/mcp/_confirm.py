@@ -52,7 +52,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from ..confirm import ConfirmationRequest
-from ..errors import AgentConfirmationRequiredError, ContractError
+from ..errors import AgentConfirmationRequiredError, ContractError, echo
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -390,7 +390,7 @@ def plan(
         arguments = params.arguments if params.arguments is not None else {}
         shown = approvals.redeem(state, params.name, arguments)
         if shown is None:
-            _logger.warning("requestState for %r was not minted for this call or was already used", params.name)
+            _logger.warning("requestState for %r was not minted for this call or was already used", echo(params.name))
             raise MCPError(code=types.INVALID_PARAMS, message=INVALID_STATE, data={"reason": "invalid_request_state"})
         answer = approved(_response(params.input_responses))
         # A "no" holds even if the Model moved on so that the call would no longer ask.
@@ -421,7 +421,8 @@ def plan(
             )
         except MCPError as refused:
             # The client answered with an error: nobody approved.
-            _logger.info("the client refused to ask about %r: %s", request.capability, refused.error.message)
+            # The client's words, bounded and quoted: a newline in them must not forge a line of the log.
+            _logger.info("the client refused to ask about %r: %r", request.capability, echo(refused.error.message))
             return False
         except ValidationError:
             # The client's answer is not an elicitation result at all: nobody

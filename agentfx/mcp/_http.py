@@ -76,7 +76,7 @@ from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import answer_id, has_id, unreadable_answer
-from ._server import AgentServer, InFlight, check_identity, check_uris, request_calls, serve_runtime
+from ._server import AgentServer, InFlight, check_identity, check_uris, request_calls, serve_runtime, withhold_sdk_logs
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -481,6 +481,9 @@ class HttpApp(Generic[P]):
         run around this block should stop when it raises.
         """
         self._state = _IDLE
+        # Again at the start of serving: an SDK module imported since the app
+        # was built brings loggers of its own.
+        withhold_sdk_logs()
         try:
             async with AsyncExitStack() as stack:
                 served = self._served

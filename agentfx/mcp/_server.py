@@ -62,6 +62,7 @@ from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from .. import __version__
+from .._logs import withhold
 from ..errors import ContractError, echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..runtime import AgentRuntime
@@ -741,6 +742,16 @@ def server(
     return serve_runtime(runtime, name=name, version=version, sealing=sealing, approvals=_confirm.Approvals(ttl=sealing.ttl))
 
 
+def withhold_sdk_logs() -> None:
+    """Make the SDK's server-side loggers say only their name and level (see :mod:`agentfx._logs`).
+
+    They log what clients sent as it came (a refused ``Host`` header in full,
+    a method name of any length): a client could flood the log or forge a
+    line in it. The SDK's client logs only what a server sent it: left as it is.
+    """
+    withhold("mcp", client="mcp.client")
+
+
 def check_identity(entry: str, name: object, version: object) -> None:
     """Refuse a server name or version that is not a string (every client is told both).
 
@@ -783,6 +794,7 @@ def serve_runtime(
     principal's server.
     """
     check_uris(runtime.definition)
+    withhold_sdk_logs()
 
     @asynccontextmanager
     async def lifespan(_: Server[Connection]) -> AsyncGenerator[Connection]:
@@ -899,7 +911,7 @@ def serve_runtime(
         try:
             read = _read(runtime, params.uri)
         except Exception:
-            _logger.exception("reading the resource %r failed", params.uri)
+            _logger.exception("reading the resource %r failed", echo(params.uri))
             raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
         if not is_successful(read):
             raise _wire.unknown_resource(params.uri)
@@ -1128,5 +1140,5 @@ async def _dispatch(
         except MCPError as unknown:
             return unknown
     except Exception:
-        _logger.exception("capability %r failed unexpectedly", name)
+        _logger.exception("capability %r failed unexpectedly", echo(name))
         return _wire.defect(name)

@@ -111,6 +111,26 @@ async def test_a_foreign_host_is_refused_421_in_both_eras_and_allowed_hosts_name
             assert status == expected, host
 
 
+async def test_a_refused_host_or_origin_is_never_quoted_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    # The SDK's check logs a refused Host or Origin header as it came: 12 KB
+    # per request here, and a line a client chose. Its loggers say only their
+    # name and level; agentfx's own and the SDK's client side keep their words.
+    host, origin = "h" * 12_000 + ".example", "http://o" + "o" * 12_000 + ".example"
+    with caplog.at_level(logging.DEBUG, logger="mcp"):
+        async with in_process(http_app(app)) as http:
+            status, _, _ = await post(http, LOCAL, modern("tools/list"), version=MODERN, Host=host)
+            assert status == 421
+            status, _, _ = await post(http, LOCAL, modern("tools/list"), version=MODERN, Origin=origin)
+            assert status == 403
+    sdk = [record for record in caplog.records if record.name.startswith("mcp.")]
+    assert sdk, "the SDK logged the refusals"
+    for record in sdk:
+        assert record.getMessage() == f"{record.name} logged at {record.levelname}; its text is withheld"
+    assert "hhhh" not in caplog.text and "oooo" not in caplog.text
+    assert not logging.getLogger("mcp.client").filters
+    assert not logging.getLogger("agentfx.mcp").filters
+
+
 async def test_agentfx_serve_on_a_public_address_accepts_only_the_hosts_it_names() -> None:
     command = [
         sys.executable, "-m", "agentfx", "serve", "tests.mcp_app:app", "--transport", "http",
