@@ -41,6 +41,7 @@ from .errors import (
 )
 from .host import Host, Unsubscribe
 from .invocation import Invocation, new_invocation_id
+from .naming import message_tag
 from .pipeline import (
     COROUTINE,
     NOT_SENT,
@@ -662,13 +663,15 @@ class _NotAName:
     """A non-string off the wire: refused as an unknown capability named by its (bounded) repr.
 
     The repr is taken here, once, and never raises: a name whose ``repr``
-    raises is named by its type instead.
+    raises is named by its type instead. A class (a caller that passed a
+    Message class where the wire path takes a name) is named by its tag, as
+    ``dispatch`` names a class it does not know.
     """
 
     __slots__ = ("_text",)
 
     def __init__(self, value: object) -> None:
-        self._text = shown(value)
+        self._text = message_tag(value) if isinstance(value, type) else shown(value)
 
     def __str__(self) -> str:
         return self._text

@@ -85,6 +85,11 @@ async def test_dispatch_unknown_looks_names_up_only() -> None:
     assert unknown == Failure(agentfx.AgentUnknownCapabilityError.of("42"))
     tag = outcome_of(await runtime.messages.dispatch_unknown("ClearedSelection", {}))
     assert tag == Failure(agentfx.AgentUnknownCapabilityError.of("ClearedSelection"))
+    # A class is not a name here, and is named by its tag, as dispatch names a class it does not know.
+    cls: Any = ClearedSelection
+    by_class = outcome_of(await runtime.messages.dispatch_unknown(cls, {}))
+    assert by_class == Failure(agentfx.AgentUnknownCapabilityError.of("ClearedSelection"))
+    assert await runtime.messages.attempt(cls, {}) == agentfx.AgentUnknownCapabilityError.of("ClearedSelection")
     assert rec.dispatched == [ClearedSelection()]
 
 
