@@ -225,6 +225,9 @@ def load(target: str) -> object:
     'to_manifest'
     """
     module_name, sep, attribute = target.partition(":")
+    if not sep and _is_a_path(target):
+        # A file path without its attribute: the dotted module, and where the attribute goes.
+        raise UsageError(_dotted_instead(target, "ATTR"))
     if not sep or not module_name or not attribute:
         raise UsageError(f'"{target}" is not MODULE:ATTR (for example examples.todo.app:AppAgent)')
     if _is_a_path(module_name):

@@ -574,6 +574,15 @@ def test_a_file_path_gets_the_dotted_module_name_from_the_command() -> None:
     assert agentfx_("manifest", "examples.todo.app:AppAgent").returncode == ExitCode.OK
 
 
+@pytest.mark.parametrize("target", ["examples/todo/app.py", "./examples/todo/app.py", "examples/todo/app"])
+def test_a_file_path_without_its_attribute_gets_the_dotted_module_and_where_the_attribute_goes(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    said = f'agentfx: "{target}" is a file path, but MODULE is a dotted module name: try examples.todo.app:ATTR\n'
+    assert run("manifest", target) == (2, "", said)
+
+
 @pytest.mark.parametrize("module", ["/elsewhere/app.py", "../app.py", "my-app/app.py"])
 def test_a_file_path_with_no_dotted_form_here_says_where_modules_come_from(
     module: str, monkeypatch: pytest.MonkeyPatch
