@@ -22,7 +22,7 @@ import pytest
 import redis.asyncio
 
 from agentfx.redis import RedisProgram, RedisProgramError, run_program
-from tests.redis_app import Added, Message, Model, update
+from tests.redis_app import Added, Message, Model, fold, update
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
@@ -69,10 +69,14 @@ def warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [record for record in caplog.records if "Redis lost data" in record.getMessage()]
 
 
-async def filled(copies: list[RedisProgram[Model, Message]], count: int) -> None:
-    for index in range(count):
-        await copies[index % len(copies)].send(Added(key=f"{SECRET}-{index}"))
-    await reloaded(copies, copies[0].model, count)
+async def filled(copies: list[RedisProgram[Model, Message]], count: int) -> Model:
+    """Send ``count`` Messages round the copies; the Model every copy holds once they have all applied them."""
+    sent: list[Message] = [Added(key=f"{SECRET}-{index}") for index in range(count)]
+    for index, message in enumerate(sent):
+        await copies[index % len(copies)].send(message)
+    model = fold(sent)
+    await reloaded(copies, model, count)
+    return model
 
 
 async def test_after_redis_restarts_empty_every_copy_reloads_without_waiting_for_a_message(
@@ -225,13 +229,12 @@ async def test_after_redis_goes_back_to_an_older_copy_every_copy_reloads_it_once
     ns = namespace()
     keys = [f"{ns}:{key}" for key in ("model", "log", "inbox")]
     async with programs(server.url, ns, 2) as copies, client(server.url) as raw:
-        await filled(copies, 1)
-        older = Model(keys=copies[0].model.keys, total=1)
+        older = await filled(copies, 1)
         # As a restore from a snapshot taken at version 1 leaves them.
         snapshot = {key: await raw.dump(key) for key in keys}
         for index in range(2):
             await copies[index].send(Added(key=f"later-{index}"))
-        await reloaded(copies, copies[0].model, 3)
+        await reloaded(copies, Model(keys=(*older.keys, "later-0", "later-1"), total=3), 3)
         changes = [0, 0]
         for index, copy in enumerate(copies):
             copy.subscribe(lambda index=index: changes.__setitem__(index, changes[index] + 1))
