@@ -52,7 +52,11 @@ sends its Message, into what Redis holds now.
 
 A key of the namespace holding the wrong kind of value (a string where the
 log's stream should be, say) is a misconfiguration no retry mends: the
-program stops with a :class:`RedisProgramError` naming the key. A stored
+program stops with a :class:`RedisProgramError` naming the key. So does a
+key of the right kind that agentfx did not write (a hash with fields no
+writer stores, a stream of other entries, a lease that never expires),
+found at the start: the namespace is another program's, and agentfx
+neither consumes nor writes it. A stored
 Model this process's types cannot take (another deploy's) is not: the process
 keeps serving its copy and leaves the writing to processes that can.
 
@@ -74,7 +78,7 @@ import numbers
 import os
 import socket
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar, cast
 
@@ -369,6 +373,35 @@ class _Stored:
         """
         raw = self._ids[name]
         return None if raw is None else _stream_id(cast("bytes", raw))
+
+
+_MODEL_FIELDS = ("model", "version", "applied", "log", "by", "types", "epoch")
+"""Every field a writer or a send stores in ``<ns>:model``."""
+
+_INBOX_FIELDS = frozenset((b"m",))
+_LOG_NEEDS = frozenset((b"v", b"i", b"f"))
+_LOG_FIELDS = frozenset((b"v", b"i", b"f", b"m", b"s", b"w"))
+
+
+def _stored_by_agentfx(values: Mapping[str, object]) -> bool:
+    """Whether the stored version reads as a count and the stored ids as stream ids, as a writer stores them.
+
+    >>> _stored_by_agentfx({"version": b"3", "applied": b"1-0", "log": b"2-1"})
+    True
+    >>> _stored_by_agentfx({"version": b"three", "applied": None, "log": None})
+    False
+    """
+    version = values.get("version")
+    if version is not None and not cast("bytes", version).isdigit():
+        return False
+    for name in ("applied", "log"):
+        raw = values.get(name)
+        if raw is not None:
+            try:
+                _stream_id(cast("bytes", raw))
+            except ValueError:
+                return False
+    return True
 
 
 class _Recheck(enum.Enum):
@@ -718,6 +751,13 @@ class RedisProgram(Program[M, Msg]):
         wrong = await self._wrong_kinds()
         if wrong:
             raise self._wrong_keys_error(wrong)
+        foreign = await self._foreign_keys()
+        if foreign:
+            them = ("that key", "it") if len(foreign) == 1 else ("those keys", "them")
+            raise RedisProgramError(
+                f"{'; '.join(foreign)} of namespace {self._namespace!r}: another program's keys, which agentfx "
+                f"does not take over; choose another namespace, or delete {them[0]} if nothing else uses {them[1]}"
+            )
         if raw is None:
             self._model = init
         else:
@@ -1121,6 +1161,42 @@ class RedisProgram(Program[M, Msg]):
             if actual not in (kind, "none"):
                 wrong.append(f"{key} is a {actual}, not the {kind} that holds {holds}")
         return wrong
+
+    async def _foreign_keys(self) -> list[str]:
+        """Each key of the namespace holding the right kind of value that agentfx did not write: another program's.
+
+        The Model's hash holds only the fields a writer or a send stores, with
+        a version and ids that read as such; a stream's first or last entry
+        has an inbox's or a log's fields; a lease expires. Only what is
+        there is looked at: an empty namespace, or a key agentfx has not
+        written yet, is agentfx's to take.
+        """
+        keys = self._keys
+        foreign: list[str] = []
+        count = await self._client.hlen(keys.model)
+        if count:
+            stored = await self._client.hmget(keys.model, list(_MODEL_FIELDS))
+            values: dict[str, object] = dict(zip(_MODEL_FIELDS, stored, strict=True))
+            if (
+                sum(value is not None for value in values.values()) < count
+                or (values["model"] is None and values["epoch"] is None)
+                or not _stored_by_agentfx(values)
+            ):
+                foreign.append(f"{keys.model} is a hash agentfx did not write, not the one that holds the Model")
+        for key, needs, allows, holds in (
+            (keys.inbox, _INBOX_FIELDS, _INBOX_FIELDS, "the inbox"),
+            (keys.log, _LOG_NEEDS, _LOG_FIELDS, "the log"),
+        ):
+            ends = [
+                *cast("list[tuple[bytes, dict[bytes, bytes]]]", await self._client.xrange(key, count=1)),
+                *cast("list[tuple[bytes, dict[bytes, bytes]]]", await self._client.xrevrange(key, count=1)),
+            ]
+            # Both ends, so one stray entry (which the tail skips) does not disown a log.
+            if ends and not any(needs <= fields.keys() <= allows for _, fields in ends):
+                foreign.append(f"{key} is a stream agentfx did not write, not the one that holds {holds}")
+        if await self._client.pttl(keys.writer) == -1:
+            foreign.append(f"{keys.writer} is a string that never expires, not the writer lease")
+        return foreign
 
     def _wrong_keys_error(self, wrong: list[str]) -> RedisProgramError:
         them = "that key" if len(wrong) == 1 else "those keys"
@@ -1599,8 +1675,9 @@ async def run_program(
         redis.exceptions.ConnectionError: Redis is unreachable when the program starts.
         RedisProgramError: Redis is older than 6.2, a key of the namespace
             holds the wrong kind of value (at the start or later: the program
-            stops and the block raises it), or the stored Model does not
-            decode with ``model_type`` at the start.
+            stops and the block raises it), a key of the namespace holds what
+            agentfx did not write (another program's, at the start), or the
+            stored Model does not decode with ``model_type`` at the start.
     """
     _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type)
     try:
