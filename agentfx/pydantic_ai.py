@@ -28,10 +28,21 @@ own terms:
   *not* counted as a retry (the model did nothing wrong by calling a tool that
   stopped being available, or that its principal may not call);
 - a capability whose ``authorize`` answers :class:`~agentfx.Confirm` raises
-  ``ApprovalRequired``: the run ends with a ``DeferredToolRequests`` output
-  (give the agent ``output_type=[str, DeferredToolRequests]``), and running
-  again with ``DeferredToolResults(approvals={call_id: True})`` re-dispatches
-  the same call with ``Invocation(confirmed=True)``;
+  ``ApprovalRequired`` with the prompt in its metadata: the run ends with a
+  ``DeferredToolRequests`` output (give the agent ``output_type=[str,
+  DeferredToolRequests]``; see :class:`AgentfxToolset` for an agent without
+  it), and running again with ``DeferredToolResults(approvals={call_id:
+  True})`` re-runs the same call on the Model as it is then. The approval
+  covers the prompt the person was shown and nothing else: the call is
+  dispatched only while ``authorize`` still asks exactly that; when it asks
+  something else now (another todo was selected meanwhile), nothing is sent
+  and the call is deferred again, with the new prompt. The toolset remembers
+  each prompt it deferred a call with (bounded, in memory); a toolset that did
+  not defer the call (another process, a rebuilt agent) reads it from the
+  ``DeferredToolResults.metadata`` the application passes back
+  (``metadata=requests.metadata``), and without either asks again. A denial
+  (``ToolDenied``) is pydantic-ai's to answer: the call never reaches the
+  runtime;
 - a defect (a hook or the host raised) is logged here and answered
   ``Capability "<name>" failed unexpectedly``; no exception text reaches the model.
 
@@ -44,7 +55,10 @@ agentfx's core imports it.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any, Literal, cast
+
+import msgspec
 
 from ._toolcall import (
     call_invocation_id,
@@ -69,7 +83,8 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
         packages=frozenset({"pydantic_ai", "pydantic_core"}),
     )
 
-from .errors import AgentConfirmationRequiredError, AgentInvalidInputError, ContractError
+from .confirm import ConfirmationRequest
+from .errors import AgentAuthorizationError, AgentConfirmationRequiredError, AgentInvalidInputError, ContractError
 from .invocation import Invocation
 from .runtime import AgentRuntime
 from .tools import ToolView, tool_views
@@ -151,6 +166,14 @@ class AgentfxToolset(AbstractToolset[Any]):
         ContractError: ``runtime`` is not a bound runtime, ``id`` not a string
             or ``None``, or ``max_retries`` not a whole number of at least 0.
 
+    A call a person must confirm is deferred (``ApprovalRequired``), and
+    pydantic-ai, not the toolset, decides what a deferral does: the agent needs
+    ``DeferredToolRequests`` among its output types, or a
+    ``HandleDeferredToolCalls`` capability that answers it inline. Without
+    either, pydantic-ai ends the whole run with a ``UserError`` (nothing is
+    sent). The toolset cannot tell from the run context which the agent has
+    (both are decided per run, outside it), so it always defers.
+
     >>> import asyncio, msgspec, agentfx
     >>> from pydantic_ai import Agent
     >>> from pydantic_ai.models.test import TestModel
@@ -178,6 +201,7 @@ class AgentfxToolset(AbstractToolset[Any]):
         self._runtime = runtime
         self._id = id
         self._max_retries = max_retries
+        self._asked = _Asked()
         # The contract is fixed once bound: only which of these are offered changes.
         self._views = tool_views(runtime, available_only=False)
 
@@ -222,18 +246,87 @@ class AgentfxToolset(AbstractToolset[Any]):
         """Dispatch one call and answer it in pydantic-ai's terms (see the module docstring)."""
         # A fresh id per call, with the model's call id kept visible: a resumed
         # (approved) call reuses its call id, and the audit must tell the two apart.
-        invocation = Invocation(
-            id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT, confirmed=ctx.tool_call_approved
-        )
+        invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT)
+        approval: _Approval | None = None
+        key = (ctx.conversation_id, ctx.tool_call_id, name)
+        if ctx.tool_call_approved:
+            # The approval covers the prompt the person was shown, and nothing
+            # else: the re-run confirms only while authorize still asks exactly that.
+            approval = _Approval(self._asked.pop(key, None) or _shown_in(ctx.tool_call_metadata))
+            invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
         payload: object = tool_args.sent if isinstance(tool_args, _NotAnObject) else tool_args
         answer, failure = await run_call(self._runtime, name, payload, invocation, _logger)
+        if approval is not None and approval.changed is not None and isinstance(failure, AgentAuthorizationError):
+            # Not what the person approved (the Model moved on meanwhile, or what
+            # they were shown is not known here): ask again, in the new words.
+            failure = AgentConfirmationRequiredError.of(failure.capability, failure.tag, approval.changed)
         if isinstance(failure, AgentInvalidInputError):
             raise ModelRetry(answer.text)
         if isinstance(failure, AgentConfirmationRequiredError):
             # Nothing was sent. pydantic-ai ends the run with this call among the
-            # DeferredToolRequests' approvals; approving it re-runs the call with
-            # ctx.tool_call_approved, which confirms it (and nothing else).
+            # DeferredToolRequests' approvals; approving it re-runs the call,
+            # which this prompt (and nothing else) then confirms.
+            self._asked.remember(key, failure.prompt)
             raise ApprovalRequired(metadata={"prompt": failure.prompt, "capability": failure.capability})
         if not answer.ok:
             raise ToolFailed(answer.text)
         return ToolReturn(return_value=answer.text, metadata=answer.data)
+
+
+def _shown_in(metadata: object) -> str | None:
+    """The prompt an approval's metadata says the person was shown: ``DeferredToolRequests.metadata`` passed back."""
+    if isinstance(metadata, dict):
+        prompt = cast("dict[str, object]", metadata).get("prompt")
+        if isinstance(prompt, str):
+            return prompt
+    return None
+
+
+class _Approval:
+    """A person's "yes" to one prompt: it confirms the call only while the call still asks exactly that."""
+
+    __slots__ = ("changed", "shown")
+
+    def __init__(self, shown: str | None) -> None:
+        self.shown = shown
+        self.changed: str | None = None
+
+    async def answer(self, request: ConfirmationRequest) -> bool:
+        if self.shown is not None and request.prompt == self.shown:
+            return True
+        # Not the prompt the person said yes to: this approval does not cover what the call would now do.
+        self.changed = request.prompt
+        return False
+
+
+_Key = tuple[str | None, str | None, str]
+"""A deferred call: its conversation, its call id and its tool."""
+
+
+class _Asked:
+    """The prompt each call was last deferred with, by conversation, call id and tool; the oldest forgotten past a bound.
+
+    pydantic-ai hands an approved call back with ``tool_call_approved`` and
+    whatever metadata the application passed in ``DeferredToolResults``, not
+    the metadata the call was deferred with; this is how the toolset knows
+    what the person was shown. Only ever read for a call pydantic-ai reports
+    approved.
+    """
+
+    __slots__ = ("_prompts",)
+
+    def __init__(self) -> None:
+        self._prompts: OrderedDict[_Key, str] = OrderedDict()
+
+    def remember(self, key: _Key, prompt: str) -> None:
+        self._prompts.pop(key, None)
+        self._prompts[key] = prompt
+        while len(self._prompts) > _MAX_ASKED:
+            self._prompts.popitem(last=False)
+
+    def pop(self, key: _Key, default: None) -> str | None:
+        return self._prompts.pop(key, default)
+
+
+_MAX_ASKED = 4096
+"""How many deferred calls' prompts one toolset remembers while they wait for a person."""

@@ -73,6 +73,7 @@ from tests.frameworks.app import (
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
+    Todo,
     assert_call_id_kept,
     created_data,
     harness,
@@ -457,3 +458,93 @@ async def test_a_title_and_hints_ride_along_as_tool_metadata() -> None:
     [ping] = seen
     assert ping.metadata is not None
     assert {key: ping.metadata[key] for key in ("title", "hints")} == TITLED_METADATA
+
+
+REPORT_PROMPT = 'Delete the todo "Write the report"?'
+
+
+def _two_todos_selected(selected: str) -> Harness:
+    todos = (*INITIAL.todos, Todo("report", "Write the report"))
+    return harness(msgspec.structs.replace(INITIAL, todos=todos, selected=selected))
+
+
+async def test_an_approval_covers_only_the_prompt_the_person_was_shown() -> None:
+    h = _two_todos_selected("milk")
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    agent = _agent(h, script)
+    first = await agent.run("Delete the milk")
+    assert isinstance(first.output, DeferredToolRequests)
+    assert first.output.metadata["c1"]["prompt"] == CONFIRM_PROMPT
+    # While the person reads the prompt, another todo is selected in the app.
+    h.recorder.set_model(msgspec.structs.replace(h.recorder.model(), selected="report"))
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    # The "yes" was to deleting the milk: the call asks again, about what it would now delete.
+    assert isinstance(second.output, DeferredToolRequests)
+    [pending] = second.output.approvals
+    assert pending.tool_call_id == "c1"
+    assert second.output.metadata["c1"] == {"prompt": REPORT_PROMPT, "capability": "delete_selected_todo"}
+    assert h.recorder.dispatched == []
+    third = await agent.run(
+        message_history=second.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    assert third.output == "deleted"
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="report")]
+    assert [(e.outcome, e.confirmed) for e in h.audit.entries()] == [
+        ("AgentConfirmationRequiredError", msgspec.UNSET),
+        ("AgentAuthorizationError", msgspec.UNSET),
+        ("completed", True),
+    ]
+
+
+async def test_an_approval_the_toolset_did_not_ask_for_is_asked_again_unless_its_metadata_says_what_was_shown() -> None:
+    # A toolset rebuilt between the runs (another process, a new agent) has no
+    # record of the prompt; the DeferredToolRequests' metadata passed back is one.
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    first = await _agent(h, script).run("Delete the milk")
+    assert isinstance(first.output, DeferredToolRequests)
+    approved = DeferredToolResults(approvals={"c1": True})
+    again = await _agent(h, script).run(message_history=first.all_messages(), deferred_tool_results=approved)
+    assert isinstance(again.output, DeferredToolRequests)
+    assert again.output.metadata["c1"]["prompt"] == CONFIRM_PROMPT
+    assert h.recorder.dispatched == []
+    shown = DeferredToolResults(approvals={"c1": True}, metadata=again.output.metadata)
+    done = await _agent(h, script).run(message_history=again.all_messages(), deferred_tool_results=shown)
+    assert done.output == "deleted"
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    # Metadata naming a prompt the call no longer asks confirms nothing.
+    h = _two_todos_selected("report")
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    first = await _agent(h, script).run("Delete the report")
+    stale = DeferredToolResults(approvals={"c1": True}, metadata={"c1": {"prompt": CONFIRM_PROMPT}})
+    again = await _agent(h, script).run(message_history=first.all_messages(), deferred_tool_results=stale)
+    assert isinstance(again.output, DeferredToolRequests)
+    assert again.output.metadata["c1"]["prompt"] == REPORT_PROMPT
+    assert h.recorder.dispatched == []
+
+
+async def test_a_confirmation_answered_inline_by_a_capability_dispatches_the_prompt_it_approved() -> None:
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    shown: list[object] = []
+
+    def approve(ctx: Any, requests: DeferredToolRequests) -> DeferredToolResults:
+        shown.extend(requests.metadata[call.tool_call_id]["prompt"] for call in requests.approvals)
+        return DeferredToolResults(approvals={call.tool_call_id: True for call in requests.approvals})
+
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    agent = Agent(
+        FunctionModel(script),
+        toolsets=[AgentfxToolset(h.runtime)],
+        capabilities=[HandleDeferredToolCalls(handler=approve)],
+    )
+    assert (await agent.run("Delete the milk")).output == "deleted"
+    assert shown == [CONFIRM_PROMPT]
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    assert [(e.outcome, e.confirmed) for e in h.audit.entries()] == [
+        ("AgentConfirmationRequiredError", msgspec.UNSET),
+        ("completed", True),
+    ]
