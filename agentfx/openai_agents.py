@@ -40,13 +40,25 @@ The SDK's traps, and how the tools avoid them:
 - ``needs_approval`` must be decided before the call, but only ``authorize``
   can say whether this call asks a person, so every capability that declares
   ``authorize`` needs approval. The run then stops with an interruption;
-  ``state.approve(item)`` and running again dispatches that call with
-  ``Invocation(confirmed=True)``, which approves a ``Confirm`` answer and
-  nothing else (``authorize`` refusing still refuses). The SDK asks before
-  ``authorize`` runs, so the person approves the tool call, not the
-  ``Confirm`` prompt. Set a tool's ``needs_approval`` to ``False`` when its
-  ``authorize`` never asks a person; one that does is then answered
-  ``"<name>" needs a person to confirm: <prompt>`` and nothing is sent.
+  ``state.approve(item)`` and running again dispatches that call, its
+  ``Confirm`` answer approved and nothing else (``authorize`` refusing still
+  refuses). The SDK asks before ``authorize`` runs, so the person approves
+  the tool call on the Model as it was when the run stopped, not the
+  ``Confirm`` prompt, and that is all the approval covers: when the Model
+  changed before the approved call ran (another todo selected, say), nothing
+  is sent and the model is answered ``"<name>" needs a person to confirm:
+  <prompt>`` in the new words, so that a new call asks the person again. The
+  tools remember that Model themselves (bounded, in memory): resume a run
+  with the same tool list that stopped it; an approval resumed anywhere else
+  (another process, a rebuilt list) is answered the same way. A decision is
+  read under the name the call was made by, so a tool inside the SDK's
+  ``tool_namespace`` is approved as ``<namespace>.<name>``. Set a tool's
+  ``needs_approval`` to ``False`` when its ``authorize`` never asks a person;
+  one that does is then answered ``"<name>" needs a person to confirm:
+  <prompt>`` and nothing is sent.
+- A capability name may have up to 128 characters, but the OpenAI API takes
+  function names of at most 64: :func:`function_tools` refuses a longer one
+  with a ``ContractError`` naming it, before any request is sent.
 
 What the model sees (tool list, reply text) is decided once, in
 :mod:`agentfx.tools`; this module only translates it. It deliberately knows
@@ -58,7 +70,10 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Final
+
+import msgspec
 
 from ._toolcall import call_invocation_id, check_runtime, json_arguments, missing_framework, offered, run_call
 
@@ -76,14 +91,19 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
 
 from .contract import Capability
 from .docs import MessageDescriptor
+from .confirm import ConfirmationRequest
+from .errors import AgentAuthorizationError, AgentConfirmationRequiredError, ContractError
 from .invocation import Invocation
 from .runtime import AgentRuntime
-from .tools import ToolView, tool_views
+from .tools import ToolView, reply, tool_views
 
 __all__ = ("TRANSPORT", "function_tools")
 
 TRANSPORT = "openai-agents"
 """The ``Invocation.transport`` of every call these tools make, as the audit records it."""
+
+_MAX_NAME_LENGTH = 64
+"""The longest function name the OpenAI API takes (``^[a-zA-Z0-9_-]{1,64}$``); agentfx names may have 128 characters."""
 
 _logger = logging.getLogger(__name__)
 
@@ -95,7 +115,9 @@ def function_tools(runtime: AgentRuntime[Any, Any]) -> list[FunctionTool]:
     turn, so the list can be built once and kept on the ``Agent``.
 
     Raises:
-        ContractError: ``runtime`` is not a bound runtime.
+        ContractError: ``runtime`` is not a bound runtime, or a capability's
+            name is longer than the 64 characters the OpenAI API takes for a
+            function name.
 
     >>> import msgspec, agentfx
     >>> class Ping(msgspec.Struct, tag=True):
@@ -109,6 +131,13 @@ def function_tools(runtime: AgentRuntime[Any, Any]) -> list[FunctionTool]:
     """
     check_runtime(runtime, "function_tools(runtime)")
     views = tool_views(runtime, available_only=False)
+    for view in views:
+        if len(view.name) > _MAX_NAME_LENGTH:
+            # agentfx names may be twice as long; the API would refuse the request only once the model is called.
+            raise ContractError(
+                f'function_tools(runtime): capability "{view.name}" has a name of {len(view.name)} characters, '
+                f"and OpenAI function names are at most {_MAX_NAME_LENGTH}: give it a shorter name"
+            )
     return [
         _tool(runtime, capability, view, descriptor)
         for capability, view, descriptor in zip(
@@ -130,13 +159,30 @@ def _tool(
         [available] = offered(runtime, own, _logger)
         return offers.enabled(ctx, available)
 
+    asked = _Asked()
+
+    async def needs_approval(_ctx: RunContextWrapper[Any], _params: dict[str, Any], call_id: str) -> bool:
+        # The person is asked about the call on the Model as it is now: keep it,
+        # so that their "yes" covers this Model and not whatever it has become.
+        asked.remember(call_id, runtime)
+        return True
+
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
-        # Approval is per call: a call that reached the tool after a person approved it
-        # is dispatched confirmed; the same tool called again is asked about again.
-        approved = ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id) is True
-        invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT, confirmed=approved)
+        invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT)
+        approval: _Approval | None = None
+        if _approval(ctx) is True:
+            # Approval is per call, and covers the Model the person was asked on: a
+            # call that reached the tool after a person approved it is confirmed
+            # while authorize still reads that Model; the same tool called again is
+            # asked about again.
+            approval = _Approval(runtime, asked.pop(ctx.tool_call_id))
+            invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
         # Never raises: an exception from a hand-built FunctionTool would abort the run.
-        answer, _ = await run_call(runtime, name, json_arguments(arguments), invocation, _logger)
+        answer, failure = await run_call(runtime, name, json_arguments(arguments), invocation, _logger)
+        if approval is not None and approval.changed is not None and isinstance(failure, AgentAuthorizationError):
+            # The Model moved on while the person decided: this approval does not
+            # cover what the call would now do. The model is told what to ask for.
+            return reply(AgentConfirmationRequiredError.of(failure.capability, failure.tag, approval.changed)).text
         return answer.text
 
     return FunctionTool(
@@ -148,8 +194,81 @@ def _tool(
         is_enabled=is_enabled,
         # ``may_confirm`` only documents it: an undeclared Confirm still works, so
         # every authorize may ask a person, and only an approved call is confirmed.
-        needs_approval=descriptor.requires_authorization,
+        needs_approval=needs_approval if descriptor.requires_authorization else False,
     )
+
+
+_UNSEEN: Final = object()
+"""Stands in for the Model of a call nobody was asked about here (another process, another tool list)."""
+
+
+class _Asked:
+    """The Model each call needing approval was read on when the SDK stopped for a person, by call id; bounded."""
+
+    __slots__ = ("_models",)
+
+    def __init__(self) -> None:
+        self._models: OrderedDict[str, object] = OrderedDict()
+
+    def remember(self, call_id: str, runtime: AgentRuntime[Any, Any]) -> None:
+        try:
+            model = runtime.host.model()
+        except Exception:
+            # The call itself will find it out, as a defect; nothing is approved against it.
+            _logger.exception("reading the Model failed; the approval of %r will be asked again", call_id[:128])
+            return
+        self._models.pop(call_id, None)
+        self._models[call_id] = model
+        while len(self._models) > _MAX_ASKED:
+            self._models.popitem(last=False)
+
+    def pop(self, call_id: str) -> object:
+        return self._models.pop(call_id, _UNSEEN)
+
+
+_MAX_ASKED = 4096
+"""How many calls waiting for a person one tool remembers the Model of."""
+
+
+class _Approval:
+    """A person's "yes" to one call: it confirms the call only on the Model they were asked on."""
+
+    __slots__ = ("changed", "_runtime", "_seen")
+
+    def __init__(self, runtime: AgentRuntime[Any, Any], seen: object) -> None:
+        self._runtime = runtime
+        self._seen = seen
+        self.changed: str | None = None
+
+    async def answer(self, request: ConfirmationRequest) -> bool:
+        if self._seen is not _UNSEEN and _same(self._runtime.host.model(), self._seen):
+            return True
+        # Another selection, say: the prompt the person would now be shown may differ.
+        self.changed = request.prompt
+        return False
+
+
+def _same(model: object, seen: object) -> bool:
+    if model is seen:
+        return True
+    try:
+        return bool(model == seen)
+    except Exception:  # a Model without a usable equality: only the very same one is the same
+        return False
+
+
+def _approval(ctx: ToolContext[Any]) -> bool | None:
+    """The person's decision on this call: ``True``, ``False``, or ``None`` when nobody decided.
+
+    The SDK records a decision under the name the call was made by: within a
+    ``tool_namespace`` that is the qualified name (``todo.delete_selected_todo``).
+    """
+    qualified = getattr(ctx, "qualified_tool_name", None)
+    if isinstance(qualified, str) and qualified != ctx.tool_name:
+        decided = ctx.is_tool_approved(qualified, ctx.tool_call_id)
+        if decided is not None:
+            return decided
+    return ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id)
 
 
 class _Offers:

@@ -27,8 +27,10 @@ from agents import (
     ModelTracing,
     RunConfig,
     Runner,
+    RunState,
     Tool,
     Usage,
+    tool_namespace,
 )
 from agents.items import TResponseInputItem, TResponseOutputItem
 from agents.tool_context import ToolContext
@@ -75,6 +77,7 @@ from tests.frameworks.app import (
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
+    Todo,
     assert_call_id_kept,
     created_data,
     harness,
@@ -175,13 +178,15 @@ def test_every_capability_is_built_with_its_schema_and_approval() -> None:
     assert create.strict_json_schema is False
     assert create.params_json_schema["required"] == ["title"]
     assert create.params_json_schema["additionalProperties"] is False
-    # Only ``authorize`` can ask a person, so only a capability declaring one needs approval.
-    assert {name: tool.needs_approval for name, tool in tools.items()} == {
+    # Only ``authorize`` can ask a person, so only a capability declaring one needs approval
+    # (always, through a policy that keeps the Model the person is asked on).
+    assert {name: callable(tool.needs_approval) for name, tool in tools.items()} == {
         "create_todo": False,
         "select_todo": False,
         "delete_selected_todo": True,
         "export_todos": False,
     }
+    assert {tool.needs_approval for tool in tools.values() if not callable(tool.needs_approval)} == {False}
 
 
 async def test_a_completed_call_tells_the_model_the_new_todo() -> None:
@@ -490,3 +495,83 @@ async def test_what_the_tools_remember_of_a_run_goes_with_the_run() -> None:
     del result
     gc.collect()
     assert all(len(o._offered) == 0 for o in offers)  # pyright: ignore[reportPrivateUsage]
+
+
+REPORT_PROMPT = 'Delete the todo "Write the report"?'
+
+
+async def test_an_approval_covers_only_the_model_the_person_was_asked_on() -> None:
+    todos = (*INITIAL.todos, Todo("report", "Write the report"))
+    h = harness(msgspec.structs.replace(INITIAL, todos=todos, selected="milk"))
+    model = ScriptedModel(
+        [function_call("delete_selected_todo", {}, call_id="c1")],
+        [function_call("delete_selected_todo", {}, call_id="c2")],
+        "deleted",
+    )
+    agent = _agent(h, model)
+    first = await Runner.run(agent, "Delete the milk", run_config=_CONFIG)
+    # While the person decides, another todo is selected in the app.
+    h.recorder.set_model(msgspec.structs.replace(h.recorder.model(), selected="report"))
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    # The "yes" was given on the milk's Model: the model is told to ask about the report.
+    assert model.outputs[1] == [("c1", f'"delete_selected_todo" needs a person to confirm: {REPORT_PROMPT}')]
+    assert h.recorder.dispatched == []
+    [pending] = second.interruptions
+    assert pending.call_id == "c2"
+    state = second.to_state()
+    state.approve(pending)
+    third = await Runner.run(agent, state, run_config=_CONFIG)
+    assert third.final_output == "deleted"
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="report")]
+    assert [(e.outcome, e.confirmed) for e in h.audit.entries()] == [
+        ("AgentAuthorizationError", msgspec.UNSET),
+        ("completed", True),
+    ]
+
+
+async def test_an_approval_of_a_call_these_tools_did_not_stop_for_is_asked_again() -> None:
+    # The run was stopped by another tool list (another process); nothing says what the person saw.
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1")], "asked")
+    first = await Runner.run(_agent(h, model), "Delete the milk", run_config=_CONFIG)
+    elsewhere = _agent(h, model)
+    state = await RunState.from_json(elsewhere, first.to_state().to_json())
+    state.approve(state.get_interruptions()[0])
+    await Runner.run(elsewhere, state, run_config=_CONFIG)
+    assert model.outputs[1] == [("c1", CONFIRM_TEXT)]
+    assert h.recorder.dispatched == []
+
+
+async def test_a_tool_in_a_namespace_is_approved_under_its_qualified_name() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="c1", namespace="todo")], "deleted")
+    tools = tool_namespace(name="todo", description="The todo list", tools=function_tools(h.runtime))
+    agent = Agent(name="todos", model=model, tools=list(tools))
+    first = await Runner.run(agent, "Delete the milk", run_config=_CONFIG)
+    [pending] = first.interruptions
+    assert pending.qualified_name == "todo.delete_selected_todo"
+    state = first.to_state()
+    state.approve(pending)
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    assert second.final_output == "deleted"
+    [(_, text)] = model.outputs[1]
+    assert text.startswith(DELETED_TEXT_PREFIX)
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    assert [(e.outcome, e.confirmed) for e in h.audit.entries()] == [("completed", True)]
+
+
+def test_a_capability_name_longer_than_the_openai_api_takes_is_a_contract_error() -> None:
+    class Ping(msgspec.Struct, tag=True):
+        pass
+
+    def runtime(name: str) -> agentfx.AgentRuntime[None, None]:
+        contract = agentfx.define(agentfx.expose(Ping, agentfx.variant(Ping, "Ping", name=name)))
+        return agentfx.bind(contract, host=agentfx.Host(model=lambda: None, dispatch=lambda message: None))
+
+    [tool] = function_tools(runtime("p" * 64))
+    assert tool.name == "p" * 64
+    # agentfx takes up to 128 characters; the API would refuse the request only once the model is called.
+    with pytest.raises(agentfx.ContractError, match=r'capability "p{65}" has a name of 65 characters.*at most 64'):
+        function_tools(runtime("p" * 65))
