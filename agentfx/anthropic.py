@@ -46,7 +46,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final, Protocol, cast
 
-from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, run_call
+from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, offered, run_call
 
 try:
     from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, BetaFunctionToolResultType, ToolError
@@ -89,6 +89,13 @@ class ToolUse(Protocol):
 def tool_params(runtime: AgentRuntime[Any, Any]) -> list[ToolParam]:
     """The capabilities available in the current Model (read once), as the ``tools`` of one request.
 
+    A capability whose ``available`` raised is left out (the error is logged
+    on this module's logger, with its traceback) and every other one is listed
+    as usual; when the Model itself cannot be read, no tool is. The exception
+    never reaches the caller's loop: one broken hook hides its own tool, not
+    the others. A call the model still makes to a hidden tool is answered by
+    :func:`run_tool_use` as usual (as a defect when the hook still raises).
+
     Raises:
         ContractError: ``runtime`` is not a bound runtime.
 
@@ -103,7 +110,9 @@ def tool_params(runtime: AgentRuntime[Any, Any]) -> list[ToolParam]:
     [{'name': 'ping', 'description': 'Ping the app', 'input_schema': {'type': 'object', 'properties': {}, 'required': [], 'additionalProperties': False}}]
     """
     check_runtime(runtime, "tool_params(runtime)")
-    return [_param(view) for view in tool_views(runtime)]
+    shown = offered(runtime, runtime.definition.capabilities, _logger)
+    views = tool_views(runtime, available_only=False)
+    return [_param(view) for view, show in zip(views, shown, strict=True) if show]
 
 
 def _param(view: ToolView) -> ToolParam:

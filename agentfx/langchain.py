@@ -42,7 +42,15 @@ from __future__ import annotations
 import logging
 from typing import Any, cast
 
-from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, run_call, tool_metadata
+from ._toolcall import (
+    call_invocation_id,
+    check_confirm,
+    check_runtime,
+    missing_framework,
+    offered,
+    run_call,
+    tool_metadata,
+)
 
 try:
     from langchain_core.tools import StructuredTool, ToolException
@@ -71,6 +79,12 @@ _logger = logging.getLogger(__name__)
 def structured_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | None = None) -> list[StructuredTool]:
     """The capabilities available in the current Model (read once), as LangChain tools. Rebuild per turn.
 
+    A capability whose ``available`` raised is left out (the error is logged
+    on this module's logger, with its traceback) and every other one is built
+    as usual; when the Model itself cannot be read, no tool is. The exception
+    never reaches the caller's loop: one broken hook hides its own tool, not
+    the others.
+
     Args:
         runtime: The bound runtime every call goes through.
         confirm: Asks a person when ``authorize`` answers
@@ -95,7 +109,9 @@ def structured_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | No
     """
     check_runtime(runtime, "structured_tools(runtime)")
     check_confirm(confirm, "structured_tools")
-    return [_tool(runtime, view, confirm) for view in tool_views(runtime)]
+    shown = offered(runtime, runtime.definition.capabilities, _logger)
+    views = tool_views(runtime, available_only=False)
+    return [_tool(runtime, view, confirm) for view, show in zip(views, shown, strict=True) if show]
 
 
 class _WholeInputTool(StructuredTool):

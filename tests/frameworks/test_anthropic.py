@@ -53,9 +53,12 @@ from tests.frameworks.app import (
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Contract,
+    HOOK_TOOLS,
     Harness,
+    HookHarness,
     KeywordHarness,
     Person,
+    Pong,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
@@ -132,7 +135,7 @@ def _client(api: MessagesAPI) -> AsyncAnthropic:
     )
 
 
-async def _own_loop(h: Harness | KeywordHarness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
+async def _own_loop(h: Harness | KeywordHarness | HookHarness, api: MessagesAPI, confirm: Confirmer | None = None) -> str:
     """The loop an application writes: ``tool_params`` per request, ``run_tool_use`` per block."""
     messages: list[MessageParam] = [{"role": "user", "content": "Go"}]
     async with _client(api) as client:
@@ -532,3 +535,28 @@ async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirme
     assert answer == "Added bread, then deleted it."
     assert [request.prompt for request in person.asked] == ['Delete the todo "Buy bread"?']
     assert titles == EXAMPLE_TODOS
+
+
+async def test_a_raising_available_hides_its_tool_and_the_loop_goes_on(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = HookHarness(frozenset({"ping"}))
+    api = MessagesAPI([("pong", {})], "done")
+    with caplog.at_level(logging.ERROR, logger="agentfx.anthropic"):
+        assert await _own_loop(h, api) == "done"
+    # Only the capability whose hook raised is hidden; the others are offered and work.
+    assert api.tools == [HOOK_TOOLS[1:], HOOK_TOOLS[1:]]
+    assert api.returned(1) == [("Dispatched Pong", False)] and h.sent == [Pong()]
+    assert SECRET not in repr(api.results)
+    assert SECRET in caplog.text
+
+
+async def test_a_model_that_cannot_be_read_offers_no_tool_and_the_loop_goes_on(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = HookHarness(model_broken=True)
+    api = MessagesAPI("done")
+    with caplog.at_level(logging.ERROR, logger="agentfx.anthropic"):
+        assert await _own_loop(h, api) == "done"
+    assert api.tools == [[]]
+    assert SECRET in caplog.text and sum(h.asked.values()) == 0

@@ -56,9 +56,12 @@ from tests.frameworks.app import (
     TOOLS_WITHOUT_SELECTION,
     UNAVAILABLE_TEXT,
     Contract,
+    HOOK_TOOLS,
     Harness,
+    HookHarness,
     KeywordHarness,
     Person,
+    Pong,
     RequestedCreateTodo,
     RequestedDeleteTodo,
     SelectedTodo,
@@ -128,7 +131,7 @@ def _script(*turns: Turn) -> Iterator[AIMessage | str]:
 
 
 async def _loop(
-    h: Harness | KeywordHarness,
+    h: Harness | KeywordHarness | HookHarness,
     model: ScriptedChatModel,
     *,
     confirm: Confirmer | None = None,
@@ -373,3 +376,24 @@ def test_a_title_and_hints_ride_along_as_tool_metadata() -> None:
     [ping] = structured_tools(titled_runtime())
     assert ping.metadata is not None
     assert {key: ping.metadata[key] for key in ("title", "hints")} == TITLED_METADATA
+
+
+async def test_a_raising_available_hides_its_tool_and_the_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    h = HookHarness(frozenset({"ping"}))
+    model = ScriptedChatModel(messages=_script([("pong", {})], "done"))
+    with caplog.at_level(logging.ERROR, logger="agentfx.langchain"):
+        assert (await _loop(h, model))[0] == "done"
+    # Only the capability whose hook raised is hidden; the others are offered and work.
+    assert [model.names(0), model.names(1)] == [HOOK_TOOLS[1:], HOOK_TOOLS[1:]]
+    assert model.returned(1) == [("Dispatched Pong", "success")] and h.sent == [Pong()]
+    assert SECRET not in repr(model.received)
+    assert SECRET in caplog.text
+
+
+async def test_a_model_that_cannot_be_read_offers_no_tool_and_the_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    h = HookHarness(model_broken=True)
+    model = ScriptedChatModel(messages=_script("done"))
+    with caplog.at_level(logging.ERROR, logger="agentfx.langchain"):
+        assert (await _loop(h, model))[0] == "done"
+    assert model.names(0) == []
+    assert SECRET in caplog.text and sum(h.asked.values()) == 0
