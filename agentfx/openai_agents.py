@@ -50,7 +50,10 @@ The SDK's traps, and how the tools avoid them:
   <prompt>`` in the new words, so that a new call asks the person again. The
   tools remember that Model themselves (bounded, in memory): resume a run
   with the same tool list that stopped it; an approval resumed anywhere else
-  (another process, a rebuilt list) is answered the same way. A decision is
+  (another process, a rebuilt list) is answered the same way, and so is one
+  of a call whose arguments the SDK could not read as a JSON object (blank
+  ones: the SDK then stops for a person without asking the tool, so the
+  Model is not known). A decision is
   read under the name the call was made by, so a tool inside the SDK's
   ``tool_namespace`` is approved as ``<namespace>.<name>``. Set a tool's
   ``needs_approval`` to ``False`` when its ``authorize`` never asks a person;

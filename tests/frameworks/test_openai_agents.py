@@ -575,3 +575,17 @@ def test_a_capability_name_longer_than_the_openai_api_takes_is_a_contract_error(
     # agentfx takes up to 128 characters; the API would refuse the request only once the model is called.
     with pytest.raises(agentfx.ContractError, match=r'capability "p{65}" has a name of 65 characters.*at most 64'):
         function_tools(runtime("p" * 65))
+
+
+async def test_an_approval_of_a_call_with_blank_arguments_is_asked_again() -> None:
+    # The SDK stops for a person without consulting the tool when it cannot read the
+    # arguments as an object, so nothing says which Model the person was asked on.
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    model = ScriptedModel([function_call("delete_selected_todo", "", call_id="c1")], "asked")
+    agent = _agent(h, model)
+    first = await Runner.run(agent, "Delete the milk", run_config=_CONFIG)
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    await Runner.run(agent, state, run_config=_CONFIG)
+    assert model.outputs[1] == [("c1", CONFIRM_TEXT)]
+    assert h.recorder.dispatched == []
