@@ -42,10 +42,13 @@ __all__ = [
     "when",
 ]
 
-Req = TypeVar("Req")
-Res = TypeVar("Res")
-V = TypeVar("V")
-M = TypeVar("M")
+# ``Req``, ``V`` and ``M`` default to ``Any`` so a completion built outside ``variant(...)``,
+# with nothing to infer them from, is ``Completion[Any, Res]`` rather than partially unknown;
+# written inline, the variant still infers them.
+Req = TypeVar("Req", default=Any)
+Res = TypeVar("Res", default=Any)
+V = TypeVar("V", default=Any)
+M = TypeVar("M", default=Any)
 # The dispatched Message; it defaults to ``Any`` so ``CallInfo`` and ``Completion[Req, Res]``
 # written without it keep their meaning.
 Sent = TypeVar("Sent", default=Any)
