@@ -42,8 +42,8 @@ __all__ = [
     "when",
 ]
 
-# ``Req``, ``V`` and ``M`` default to ``Any`` so a completion built outside ``variant(...)``,
-# with nothing to infer them from, is ``Completion[Any, Res]`` rather than partially unknown;
+# These default to ``Any`` so a completion built outside ``variant(...)``, with nothing to
+# infer its request type from, is ``Completion[Any, Res]`` rather than partially unknown;
 # written inline, the variant still infers them.
 Req = TypeVar("Req", default=Any)
 Res = TypeVar("Res", default=Any)
