@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, cast, overload
 
 import anyio.lowlevel
+
+# ``TypeVar(default=...)`` (PEP 696) is in ``typing`` from Python 3.13 only.
+from typing_extensions import TypeVar
 
 from .._sequencing import Listeners, Sequencer
 from ..host import Host, Unsubscribe
@@ -23,8 +26,14 @@ from ..invocation import Invocation
 __all__ = ["RecordingHost"]
 
 M = TypeVar("M")
-Msg = TypeVar("Msg")
-P = TypeVar("P")
+# Inferred from ``update``; ``Any`` without one (or an annotation saying which).
+Msg = TypeVar("Msg", default=Any)
+P = TypeVar("P", default=Any)
+# The constructor's own: its overloads are on ``__new__``, whose result fixes the class's
+# variables (``__init__`` overloads annotating ``self`` lose an annotated target's types).
+_M = TypeVar("_M")
+_Msg = TypeVar("_Msg", default=Any)
+_P = TypeVar("_P")
 
 Responses = Mapping[type[Any], Iterable[Any] | Callable[[Any], Iterable[Any]]]
 
@@ -49,7 +58,9 @@ class RecordingHost(Generic[M, Msg, P]):
     Args:
         model: The initial Model.
         principal: The principal of every invocation, or a resolver
-            ``principal(invocation)``; ``None`` when omitted. Any callable is
+            ``principal(invocation)``; ``None`` when omitted, and the recorder
+            is then a ``RecordingHost[M, Msg, None]``, whose host a contract
+            declaring a principal type refuses (a type error). Any callable is
             taken for a resolver and called with each invocation, so a
             principal that is itself callable (a mock, an object with
             ``__call__``) is given wrapped: ``principal=lambda _: service``.
@@ -62,7 +73,8 @@ class RecordingHost(Generic[M, Msg, P]):
             Message was told, as a listener reacting to it would send them.
         update: ``update(model, message) -> model`` applied to every dispatched
             and emitted Message; subscribers are told when the Model changes
-            (``new is not old``).
+            (``new is not old``). The recorder's Message type is its
+            ``message``'s (``Any`` without ``update``).
         async_dispatch: Make ``dispatch`` a coroutine that yields once before
             recording, and once more before emitting responses (as a command
             sending them would).
@@ -86,13 +98,46 @@ class RecordingHost(Generic[M, Msg, P]):
     [('first', 1), ('second', 1), ('first', 10), ('second', 10)]
     """
 
+    # Without a principal every invocation's is ``None``: such a recorder is a
+    # ``RecordingHost[M, Msg, None]``, so a contract wanting a principal refuses its host.
+    @overload
+    def __new__(
+        cls,
+        model: _M,
+        *,
+        principal: None = None,
+        responses: Responses | None = None,
+        update: Callable[[_M, _Msg], _M] | None = None,
+        async_dispatch: bool = False,
+    ) -> RecordingHost[_M, _Msg, None]: ...
+    @overload
+    def __new__(
+        cls,
+        model: _M,
+        *,
+        principal: _P | Callable[[Invocation], _P],
+        responses: Responses | None = None,
+        update: Callable[[_M, _Msg], _M] | None = None,
+        async_dispatch: bool = False,
+    ) -> RecordingHost[_M, _Msg, _P]: ...
+    def __new__(
+        cls,
+        model: Any,
+        *,
+        principal: Any = None,
+        responses: Responses | None = None,
+        update: Callable[[Any, Any], Any] | None = None,
+        async_dispatch: bool = False,
+    ) -> RecordingHost[Any, Any, Any]:
+        return super().__new__(cls)
+
     def __init__(
         self,
         model: M,
         *,
         principal: P | Callable[[Invocation], P] | None = None,
         responses: Responses | None = None,
-        update: Callable[[M, Any], M] | None = None,
+        update: Callable[[M, Msg], M] | None = None,
         async_dispatch: bool = False,
     ) -> None:
         self._model = model
