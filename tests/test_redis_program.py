@@ -550,6 +550,8 @@ def test_every_process_sees_every_message_in_one_version_order_with_the_model_it
         ({"max_pending": 2.5}, "max_pending must be an integer of at least 1, got 2.5"),
         ({"max_pending": True}, "max_pending must be an integer of at least 1"),
         ({"log_length": 0}, "log_length must be an integer of at least 1"),
+        ({"log_bytes": 0}, "log_bytes must be an integer of at least 1"),
+        ({"log_bytes": 2.5}, "log_bytes must be an integer of at least 1, got 2.5"),
         ({"message_type": None}, "message_type is the Message union"),
         ({"message_type": object()}, "message_type must be a type msgspec can decode"),
         ({"model_type": "Model"}, "model_type must be a type msgspec can decode"),

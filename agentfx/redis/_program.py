@@ -13,14 +13,22 @@ This layer owns the keys of one namespace and what happens to them:
   Message types differ does not write) and the id of its history
   (``epoch``: a new one whenever Redis holds no Model, set by the first send
   or writer to find none);
-- ``<ns>:log``, a capped stream of ``(version, inbox id, message, Model)``;
-  the last entry of each batch also names the writer that stored it.
+- ``<ns>:log``, a stream of ``(version, inbox id, message, Model)``, the
+  Model only where the Message changed it; the last entry of each batch also
+  names the writer that stored it. It is capped by entries
+  (:data:`LOG_LENGTH`) and by bytes (:data:`LOG_BYTES`): a large Model is
+  kept in fewer versions, never in ten thousand.
 
 The writer applies a batch of inbox entries in one Lua script that checks it
 still holds the lease and that the version has not moved, stores the Model,
-the version and the last applied inbox id, appends one log entry per Message
-and trims what the inbox no longer needs: all of it or nothing. A writer that
-dies mid-batch leaves the inbox where the last applied id says, so the next
+the version and the last applied inbox id, appends one log entry per Message,
+trims the log and what the inbox no longer needs: all of it or nothing. A
+batch holds at most 256 Messages and stops once its Messages and Models pass
+about 8 MiB, or a quarter of the log's bytes (a single larger one goes
+alone), so a large Model costs the writer a few copies of itself per batch,
+not hundreds. The writer trims the log by the sizes of the entries it
+appended; entries another writer left are counted as large as the largest
+this writer appended. A writer that dies mid-batch leaves the inbox where the last applied id says, so the next
 writer resumes there and nothing is applied twice or lost.
 
 Every process, the writer included, keeps a local copy of the Model by tailing
@@ -78,7 +86,8 @@ import numbers
 import os
 import socket
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar, cast
 
@@ -103,6 +112,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LEASE",
+    "LOG_BYTES",
+    "LOG_LENGTH",
     "MAX_PENDING",
     "RedisProgram",
     "RedisProgramError",
@@ -124,7 +135,27 @@ MAX_PENDING = 10_000
 LOG_LENGTH = 10_000
 """Roughly how many versions ``<ns>:log`` keeps; a copy further behind reloads the Model."""
 
+LOG_BYTES = 64 * 1024 * 1024
+"""Roughly how many bytes of Messages and Models ``<ns>:log`` keeps (64 MiB), whatever :data:`LOG_LENGTH` allows.
+
+It counts the encoded Messages and Models; Redis takes somewhat more to
+hold them (about 80 MB for 64 MiB of 1 MB Models). A 1 MB Model is kept in
+about 64 versions. The log keeps at least 8 entries (and the whole batch just
+applied) however large they are, so a copy a few versions behind still
+catches up from the log; one further behind reloads the Model, as when the
+log was trimmed by length.
+"""
+
 _BATCH = 256
+_BATCH_BYTES = 8 * 1024 * 1024
+"""Roughly the most bytes of Messages and Models one apply, or one queueing call, carries (at most a quarter of ``log_bytes``).
+
+The batch stops once it passes this; a single larger Message or Model goes alone.
+"""
+_LOG_MIN = 8
+"""The fewest entries the log keeps for its byte bound, however large they are."""
+_ENTRY_BYTES = 64
+"""Roughly what a log entry takes beyond its Message and Model: its ids, version, flag and field names."""
 _LOG_PAGE = 64
 _REFUSAL_MAX = 200
 _BACKOFF = (0.05, 2.0)
@@ -173,8 +204,9 @@ end
 return reply
 """
 
-# KEYS: writer, model, log, inbox. ARGV: token, lease ms, log length, base
-# version, entry count, types fingerprint (empty: none), history id, then per entry:
+# KEYS: writer, model, log, inbox. ARGV: token, lease ms, how many entries
+# the log keeps (the writer counts them by bytes, _LogSizes), base version,
+# entry count, types fingerprint (empty: none), history id, then per entry:
 # inbox id, flag, message, Model (empty unless the flag says the Model
 # changed). Every key is read before anything is written, so a key of the
 # wrong type fails the script before it changes anything.
@@ -203,9 +235,11 @@ for k = 0, count - 1 do
     fields[#fields + 1] = 'w'
     fields[#fields + 1] = ARGV[1]
   end
-  logid = redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', unpack(fields))
+  logid = redis.call('XADD', KEYS[3], '*', unpack(fields))
   last = ARGV[b]
 end
+-- Once, after the batch: the count keeps this batch's entries, so no copy misses them.
+redis.call('XTRIM', KEYS[3], 'MAXLEN', '~', ARGV[3])
 if model then redis.call('HSET', KEYS[2], 'model', model) end
 redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid, 'by', ARGV[1])
 if ARGV[6] ~= '' and not types then redis.call('HSET', KEYS[2], 'types', ARGV[6]) end
@@ -437,6 +471,24 @@ class _Outgoing:
         self.history = b""
 
 
+def _taken(sizes: Iterable[int], budget: int) -> int:
+    """How many Messages of these ``sizes`` (in bytes) one call carries: at most :data:`_BATCH`, none past ``budget``.
+
+    A single Message larger than ``budget`` goes alone.
+
+    >>> _taken([10] * 5, 25), _taken([99, 1], 25), _taken([0] * 300, 25), _taken([], 25)
+    (3, 1, 256, 0)
+    """
+    spent = 0
+    count = 0
+    for size in sizes:
+        if spent >= budget or count == _BATCH:
+            break
+        spent += size
+        count += 1
+    return count
+
+
 _UNSENT = "The program stopped while the Message was on its way to Redis; whether it was queued is unknown"
 _UNREACHABLE = "Redis is unreachable; the Message may not have been queued"
 _STOPPED = "The program stopped before the Message was applied; it may still be applied by another process"
@@ -502,6 +554,7 @@ class RedisProgram(Program[M, Msg]):
         "_reloading",
         "_options",
         "_outbox",
+        "_read_count",
         "_scripts",
         "_token",
         "_unstarted",
@@ -562,6 +615,9 @@ class RedisProgram(Program[M, Msg]):
         self._halting = False
         # Whether the last log entry's Model did not decode (said once, not once per version).
         self._illegible = False
+        # How many log entries one read asks for: fewer when the last read's
+        # carried large Models, so a read holds about one apply's bytes, not the whole log's.
+        self._read_count = _BATCH
         self._halted: RedisProgramError | None = None
         self._scripts = (
             client.register_script(_SEND),
@@ -672,8 +728,9 @@ class RedisProgram(Program[M, Msg]):
         batch: list[_Outgoing] = []
         try:
             while self._outbox:
-                batch = self._outbox[:_BATCH]
-                del self._outbox[:_BATCH]
+                taken = _taken((len(item.data) for item in self._outbox), _BATCH_BYTES)
+                batch = self._outbox[:taken]
+                del self._outbox[:taken]
                 misconfigured: ResponseError | None = None
                 try:
                     reply = await self._scripts[0](
@@ -804,11 +861,12 @@ class RedisProgram(Program[M, Msg]):
         # not take; it grows while the reload keeps failing, so a namespace
         # that cannot be reloaded costs a read every few seconds, not a busy loop.
         stalled = _BACKOFF[0]
+        budget = _batch_bytes(self._options.log_bytes)
         while True:
             generation = self._generation
             try:
                 reply = await self._client.xread(
-                    {self._keys.log: self._log_id}, count=_BATCH, block=self._options.block_ms
+                    {self._keys.log: self._log_id}, count=self._read_count, block=self._options.block_ms
                 )
             except (RedisConnectionError, RedisTimeoutError, OSError):
                 if self._connected:
@@ -836,6 +894,9 @@ class RedisProgram(Program[M, Msg]):
                 for _stream, page in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply or [])
                 for entry in page
             ]
+            if entries:
+                largest = max(len(fields.get(b"s", b"")) + len(fields.get(b"m", b"")) for _, fields in entries)
+                self._read_count = max(1, min(_BATCH, budget // max(1, largest)))
             if check:
                 outcome = await self._recheck("check", generation)
                 if outcome is _Recheck.STOP:
@@ -1120,9 +1181,10 @@ class RedisProgram(Program[M, Msg]):
         found: dict[StreamId, bytes] = {}
         lowest = min(wanted)
         end = "+"
-        for _ in range(max(1, self._options.log_length // _LOG_PAGE + 1)):
+        size = min(_LOG_PAGE, self._read_count)
+        for _ in range(max(1, self._options.log_length // size + 1)):
             try:
-                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=_LOG_PAGE)
+                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=size)
             except (RedisError, OSError):
                 return found
             page = cast("list[tuple[bytes, dict[bytes, bytes]]]", reply or [])
@@ -1135,7 +1197,7 @@ class RedisProgram(Program[M, Msg]):
                     found[entry] = fields.get(b"f", b"")
                 if entry < lowest or len(found) == len(wanted):
                     return found
-            if len(page) < _LOG_PAGE:
+            if len(page) < size:
                 return found
             end = f"({page[-1][0].decode()}"
         return found
@@ -1418,17 +1480,26 @@ class RedisProgram(Program[M, Msg]):
         fingerprint = self._fingerprint
         update = self._update
         decode = self._message_decoder.decode
+        # This writer's own: a new writer (or this one after a failed apply) counts the log afresh.
+        log = _LogSizes(self._options.log_bytes, self._options.log_length)
+        budget = _batch_bytes(self._options.log_bytes)
+        # How many inbox entries one read asks for: about what the last batch
+        # took when it stopped on its budget, so large Messages left for the
+        # next batch are not read again and again.
+        wanted = _BATCH
         while True:
-            reply = await self._client.xread({self._keys.inbox: position}, count=_BATCH, block=self._options.block_ms)
+            reply = await self._client.xread({self._keys.inbox: position}, count=wanted, block=self._options.block_ms)
             if not reply:
                 continue
             entries = cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", reply)[0][1]
-            args: list[EncodableT] = [
-                self._token, self._options.lease_ms, self._options.log_length, base, len(entries), fingerprint,
-                cast("bytes", history or b""),
-            ]
+            body: list[EncodableT] = []
+            sizes: list[int] = []
+            spent = 0
             commands: list[Command[Msg]] = []
             for entry_id, fields in entries:
+                if spent >= budget:
+                    # The rest waits for the next batch (the next read starts after this one's last entry).
+                    break
                 data = fields.get(b"m", b"")
                 try:
                     result = update(model, decode(data))
@@ -1437,16 +1508,27 @@ class RedisProgram(Program[M, Msg]):
                     snapshot = b"" if new is model else msgspec.msgpack.encode(new)
                 except Exception:
                     _logger.exception("update raised on inbox entry %s; it is recorded as failed", entry_id.decode())
-                    args += [entry_id, _FAILED, data, b""]
-                    continue
-                args += [entry_id, _UNCHANGED if new is model else _CHANGED, data, snapshot]
-                model = new
-                if pair is not None:
-                    commands.extend(pair[1])
+                    body += [entry_id, _FAILED, data, b""]
+                    snapshot = b""
+                else:
+                    body += [entry_id, _UNCHANGED if new is model else _CHANGED, data, snapshot]
+                    model = new
+                    if pair is not None:
+                        commands.extend(pair[1])
+                size = len(data) + len(snapshot)
+                spent += size
+                sizes.append(size + _ENTRY_BYTES)
+            count = len(sizes)
+            wanted = count if count < len(entries) else min(_BATCH, 2 * wanted)
+            entries = entries[:count]
+            args: list[EncodableT] = [
+                self._token, self._options.lease_ms, log.keep(sizes), base, count, fingerprint,
+                cast("bytes", history or b""), *body,
+            ]
             # Kept until the reply says the batch was stored: a reply lost on
             # the way back leaves the batch applied and its commands unasked,
             # and nobody would ask them again (the next read starts past it).
-            self._unstarted = (base + len(entries), commands) if commands else None
+            self._unstarted = (base + count, commands) if commands else None
             try:
                 logged = await self._scripts[1](
                     keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args
@@ -1461,7 +1543,7 @@ class RedisProgram(Program[M, Msg]):
                     raise _LeaseLost from None
                 raise
             self._unstarted = None
-            base += len(entries)
+            base += count
             position = entries[-1][0].decode()
             if _stream_id(cast("bytes", logged)) <= self._at:
                 # The log's ids went back behind this copy's: it is not the log this copy read.
@@ -1519,9 +1601,10 @@ class RedisProgram(Program[M, Msg]):
         rare path (a lost reply, then a takeover), so it may read a few pages.
         """
         end = "+"
-        for _ in range(max(1, self._options.log_length // _LOG_PAGE + 1)):
+        size = min(_LOG_PAGE, self._read_count)
+        for _ in range(max(1, self._options.log_length // size + 1)):
             try:
-                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=_LOG_PAGE)
+                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=size)
             except (RedisError, OSError):
                 return None
             page = cast("list[tuple[bytes, dict[bytes, bytes]]]", reply or [])
@@ -1534,7 +1617,7 @@ class RedisProgram(Program[M, Msg]):
                     return fields.get(b"w", b"")
                 if found < version:
                     return None
-            if len(page) < _LOG_PAGE:
+            if len(page) < size:
                 return None
             end = f"({page[-1][0].decode()}"
         return None
@@ -1550,6 +1633,7 @@ class _Options(msgspec.Struct, frozen=True):
     max_pending: int
     log_length: int
     backoff_max: float
+    log_bytes: int
 
     @property
     def lease_ms(self) -> int:
@@ -1559,6 +1643,62 @@ class _Options(msgspec.Struct, frozen=True):
     def block_ms(self) -> int:
         # Short enough that a writer notices a lost lease between reads.
         return max(1, int(self.lease * 1000 / 3))
+
+
+def _batch_bytes(log_bytes: int) -> int:
+    """The byte budget of one apply: :data:`_BATCH_BYTES`, or a quarter of the log's, so the log holds a few batches.
+
+    >>> _batch_bytes(LOG_BYTES) == _BATCH_BYTES, _batch_bytes(1000), _batch_bytes(1)
+    (True, 250, 1)
+    """
+    return max(1, min(_BATCH_BYTES, log_bytes // 4))
+
+
+class _LogSizes:
+    """How many entries the log keeps so that they hold about ``log_bytes``, from the sizes of those a writer appended.
+
+    One per writer's turn, for the entries it appends (newest last): it
+    keeps the newest that fit in ``log_bytes``, at least :data:`_LOG_MIN` and
+    the whole batch just appended, at most ``log_length``. Entries already in
+    the log when the turn began are of unknown size: while this writer's own
+    fit with room to spare, as many of them are kept as would fit if each
+    were as large as the largest it appended, and none once its own fill
+    the log.
+
+    >>> log = _LogSizes(1000, 100)
+    >>> log.keep([100] * 3)  # its 3, and room for 7 as large from before its turn
+    10
+    >>> log.keep([100] * 20)  # more than fit: the batch just appended is kept whole
+    20
+    >>> log.keep([10])  # the newest that fit
+    10
+    """
+
+    __slots__ = ("_bytes", "_largest", "_length", "_limit", "_older", "_sizes")
+
+    def __init__(self, log_bytes: int, log_length: int) -> None:
+        self._sizes: deque[int] = deque()
+        self._bytes = 0
+        self._largest = 1
+        self._limit = log_bytes
+        self._length = log_length
+        # Whether entries from before this turn may still be in the log.
+        self._older = True
+
+    def keep(self, batch: list[int]) -> int:
+        """Count ``batch`` (the sizes of the entries about to be appended) in, and say how many entries the log keeps."""
+        sizes = self._sizes
+        sizes.extend(batch)
+        self._bytes += sum(batch)
+        self._largest = max(self._largest, *batch) if batch else self._largest
+        floor = max(_LOG_MIN, len(batch))
+        while len(sizes) > self._length or (self._bytes > self._limit and len(sizes) > floor):
+            self._bytes -= sizes.popleft()
+            self._older = False
+        older = (self._limit - self._bytes) // self._largest if self._older and self._bytes < self._limit else 0
+        if self._older and older == 0:
+            self._older = False
+        return min(self._length, len(sizes) + older)
 
 
 def check_namespace(namespace: object) -> None:
@@ -1579,12 +1719,13 @@ def _check(
     log_length: object,
     message_type: object,
     model_type: object,
+    log_bytes: object,
 ) -> None:
     check_namespace(namespace)
     for name, seconds in (("The writer lease", lease), ("apply_timeout", apply_timeout)):
         if not (_is_number(seconds) and 0 < _seconds(seconds) <= _LONGEST):
             raise ContractError(f"{name} must be a positive number of seconds, at most a day, got {seconds!r}")
-    for name, size in (("max_pending", max_pending), ("log_length", log_length)):
+    for name, size in (("max_pending", max_pending), ("log_length", log_length), ("log_bytes", log_bytes)):
         if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
             raise ContractError(f"{name} must be an integer of at least 1, got {size!r}")
     if message_type is None:
@@ -1629,6 +1770,7 @@ async def run_program(
     apply_timeout: float = 30.0,
     max_pending: int = MAX_PENDING,
     log_length: int = LOG_LENGTH,
+    log_bytes: int = LOG_BYTES,
 ) -> AsyncGenerator[RedisProgram[M, Msg]]:
     """Run an Elm program whose Model is shared, through Redis, by every process on ``namespace``.
 
@@ -1655,6 +1797,10 @@ async def run_program(
         apply_timeout: Seconds :meth:`RedisProgram.send` waits for its Message to be applied.
         max_pending: Messages the inbox holds before ``send`` refuses another.
         log_length: Roughly how many versions the log keeps.
+        log_bytes: Roughly how many bytes of Messages and Models the log keeps
+            (at least a few versions, however large); a copy further behind
+            reloads the stored Model. One apply carries at most a quarter of
+            it, and at most 8 MiB.
 
     Every process on a namespace must run identical Model and Message
     types: the writer stores a fingerprint of them next to the Model, and a
@@ -1679,12 +1825,12 @@ async def run_program(
             agentfx did not write (another program's, at the start), or the
             stored Model does not decode with ``model_type`` at the start.
     """
-    _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type)
+    _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type, log_bytes)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         raise RuntimeError("agentfx.redis runs on asyncio only: redis-py's client does not run on trio") from None
-    options = _Options(float(lease), float(apply_timeout), max_pending, log_length, _BACKOFF[1])
+    options = _Options(float(lease), float(apply_timeout), max_pending, log_length, _BACKOFF[1], log_bytes)
     # No retries: a retried XADD whose first reply was lost would queue the
     # Message twice. Failures surface, and the loops reconnect with backoff.
     pool = _client.pool(
@@ -1750,6 +1896,7 @@ def program(
     apply_timeout: float = 30.0,
     max_pending: int = MAX_PENDING,
     log_length: int = LOG_LENGTH,
+    log_bytes: int = LOG_BYTES,
 ) -> ProgramFactory:
     """A program factory for :class:`agentfx.App`: ``App(..., program=program(url, namespace=..., message_type=Msg))``.
 
@@ -1761,7 +1908,7 @@ def program(
     >>> factory
     <agentfx.redis program namespace='todo'>
     """
-    _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type)
+    _check(namespace, lease, apply_timeout, max_pending, log_length, message_type, model_type, log_bytes)
     return _Factory[Any, Any](
         url,
         namespace=namespace,
@@ -1771,6 +1918,7 @@ def program(
         apply_timeout=apply_timeout,
         max_pending=max_pending,
         log_length=log_length,
+        log_bytes=log_bytes,
     )
 
 
