@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Hashable, Iterable
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import anyio
 from a2a.auth.user import User
@@ -72,6 +72,9 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+
+# ``TypeVar(default=...)`` (PEP 696) is in ``typing`` from Python 3.13 only.
+from typing_extensions import TypeVar
 
 from .._asgi import replay as replay_body
 from .._hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
@@ -166,8 +169,14 @@ _LIVE = (
     TaskState.TASK_STATE_AUTH_REQUIRED,
 )
 
-Authenticate = Callable[[Request], "Any | None | Awaitable[Any | None]"]
-"""``authenticate(request)``: the principal of an HTTP request, or ``None`` to refuse it (401). May be async."""
+P = TypeVar("P", default=Any)
+
+Authenticate = Callable[[Request], "P | None | Awaitable[P | None]"]
+"""``authenticate(request)``: the principal of an HTTP request, or ``None`` to refuse it (401). May be async.
+
+``Authenticate[P]`` proves principals of type ``P``: :func:`a2a_app` then takes
+an ``App`` whose principal type is ``P``, or a ``runtime_for(principal: P)``.
+"""
 
 
 def _matches(value: str, patterns: Iterable[str]) -> bool:
@@ -543,7 +552,7 @@ class _Guard:
         *,
         allowed_origins: tuple[str, ...],
         allowed_hosts: tuple[str, ...],
-        authenticate: Authenticate | None,
+        authenticate: Authenticate[Any] | None,
         principals: _Principals,
         requests: _InFlight,
     ) -> None:
@@ -613,7 +622,7 @@ class _Guard:
         await self._app({**scope, EXCHANGE_KEY: exchange}, receive, Answers(send, exchange, _OWN_WORDS))
 
     async def _tenant(self, request: Request) -> _Tenant | JSONResponse | None:
-        authenticate = cast("Authenticate", self._authenticate)
+        authenticate = cast("Authenticate[Any]", self._authenticate)
         principal: object = None
         try:
             with anyio.fail_after(AUTHENTICATE_TIMEOUT):
@@ -708,15 +717,43 @@ class _AppRuntimes:
         return runtime
 
 
+@overload
 def a2a_app(
-    target: App[Any, Any, Any] | AgentRuntime[Any, Any] | RuntimeFor,
+    target: App[Any, Any, Any] | AgentRuntime[Any, Any] | RuntimeFor[None],
     card: AgentCard,
     *,
     task_store: TaskStore | None = None,
     max_tasks: int | None = None,
     max_task_bytes: int | None = None,
     max_live_tasks_per_owner: int | None = None,
-    authenticate: Authenticate | None = None,
+    authenticate: None = None,
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+) -> Starlette: ...
+# A bound runtime with ``authenticate`` is still accepted here and refused at run time only
+# (ContractError: its principal is its host's, whatever ``authenticate`` proves).
+@overload
+def a2a_app(
+    target: App[Any, Any, P] | AgentRuntime[Any, Any] | RuntimeFor[P],
+    card: AgentCard,
+    *,
+    task_store: TaskStore | None = None,
+    max_tasks: int | None = None,
+    max_task_bytes: int | None = None,
+    max_live_tasks_per_owner: int | None = None,
+    authenticate: Authenticate[P],
+    allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = (),
+) -> Starlette: ...
+def a2a_app(
+    target: App[Any, Any, Any] | AgentRuntime[Any, Any] | RuntimeFor[Any],
+    card: AgentCard,
+    *,
+    task_store: TaskStore | None = None,
+    max_tasks: int | None = None,
+    max_task_bytes: int | None = None,
+    max_live_tasks_per_owner: int | None = None,
+    authenticate: Authenticate[Any] | None = None,
     allowed_origins: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
 ) -> Starlette:
@@ -837,8 +874,8 @@ def a2a_app(
     )
     principals = _Principals(MAX_PRINCIPALS, tasks)
     app_runtimes = _AppRuntimes(cast("App[Any, Any, Any]", target), principals) if isinstance(target, App) else None
-    runtime: AgentRuntime[Any, Any] | RuntimeFor = (
-        app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor", target)
+    runtime: AgentRuntime[Any, Any] | RuntimeFor[Any] = (
+        app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor[Any]", target)
     )
     executor = AgentfxExecutor(runtime)
     handler = _Handler(

@@ -48,6 +48,9 @@ from a2a.types.a2a_pb2 import Message, Part, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import json_format, struct_pb2
 
+# ``TypeVar(default=...)`` (PEP 696) is in ``typing`` from Python 3.13 only.
+from typing_extensions import TypeVar
+
 from ..confirm import ConfirmationRequest
 from ..errors import AgentAuthorizationError, AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
 from ..invocation import AbortController, Invocation
@@ -80,8 +83,13 @@ CANCEL_GRACE = 5.0
 STOPPING = "the server is stopping"
 """The abort reason :meth:`AgentfxExecutor.abort_running` gives by default."""
 
-RuntimeFor = Callable[[Any], "AgentRuntime[Any, Any]"]
-"""``runtime_for(principal)``: the runtime a call by ``principal`` is dispatched on (cheap: called per task)."""
+P = TypeVar("P", default=Any)
+
+RuntimeFor = Callable[[P], "AgentRuntime[Any, Any]"]
+"""``runtime_for(principal)``: the runtime a call by ``principal`` is dispatched on (cheap: called per task).
+
+``RuntimeFor[P]`` takes the principals ``authenticate`` returns (``None`` without it).
+"""
 
 MALFORMED_TAG = "MalformedMessage"
 """The ``_tag`` of the data part that rejects a message which names no skill call."""
@@ -350,7 +358,7 @@ class AgentfxExecutor(AgentExecutor):
     refuses such follow-ups before they are queued.)
     """
 
-    def __init__(self, runtime: AgentRuntime[Any, Any] | RuntimeFor) -> None:
+    def __init__(self, runtime: AgentRuntime[Any, Any] | RuntimeFor[Any]) -> None:
         self._runtime = runtime
         self._running: dict[str, _Running] = {}
 
