@@ -148,9 +148,10 @@ log was trimmed by length.
 
 _BATCH = 256
 _BATCH_BYTES = 8 * 1024 * 1024
-"""Roughly the most bytes of Messages and Models one apply, or one queueing call, carries (at most a quarter of ``log_bytes``).
+"""Roughly the most bytes of Messages and Models one apply (and of Messages one queueing call) carries.
 
-The batch stops once it passes this; a single larger Message or Model goes alone.
+An apply carries at most a quarter of ``log_bytes`` when that is less. The
+batch stops once it passes its budget; a single larger Message or Model goes alone.
 """
 _LOG_MIN = 8
 """The fewest entries the log keeps for its byte bound, however large they are."""
