@@ -14,6 +14,19 @@ Each step's logic lives in one plain function (``*_step``) that both this
 composition and the runtime's direct execution call, so the two cannot drift;
 a property test checks they agree. This layer deliberately knows nothing of
 audit, tracing or transports: the runtime wraps it, adapters call the runtime.
+
+Compose steps of your own with :func:`bind`: ``bind(step, next_step)`` is
+``step.bind(next_step)`` with every type kept (the container's own ``.bind``
+is partially unknown to pyright in strict mode). :func:`dispatch` is::
+
+    from agentfx import pipeline as p
+
+    def my_dispatch() -> p.Step[p.DispatchResult]:
+        step = p.bind(p.bind(p.resolve(), p.check_not_aborted), p.snapshot)
+        decoded = p.bind(p.bind(step, p.check_available), p.decode)
+        decoded = p.bind(p.bind(decoded, p.resolve_principal), p.authorize)
+        decoded = p.bind(decoded, p.check_still_not_aborted)
+        return p.bind(p.bind(decoded, p.construct), p.send)
 """
 
 from __future__ import annotations
@@ -75,6 +88,7 @@ __all__ = [
     "authorize",
     "authorize_begin",
     "authorize_finish",
+    "bind",
     "check_available",
     "check_not_aborted",
     "check_still_not_aborted",
