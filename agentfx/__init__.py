@@ -5,6 +5,7 @@ This module only re-exports the public API; see each submodule for its layer.
 
 from ._returns import as_result as as_result
 from .app import App as App
+from .app import ProgramFactory as ProgramFactory
 from .audit import AuditEntry as AuditEntry
 from .audit import AuditLog as AuditLog
 from .audit import AuditRecord as AuditRecord
@@ -119,6 +120,7 @@ __all__ = (
     "InvocationEnv",
     "MessageDescriptor",
     "Program",
+    "ProgramFactory",
     "Projection",
     "Refusal",
     "Resource",

@@ -202,3 +202,48 @@ def test_importing_agentfx_and_its_core_never_imports_a_framework() -> None:
         """
     )
     assert out == "[]"
+
+
+# Names the README, the design or a public docstring presents as public, by the module
+# they are documented under: each is importable from it and in its ``__all__``.
+DOCUMENTED = {
+    "agentfx": ["ProgramFactory"],
+    "agentfx.a2a": ["AUTHENTICATE_TIMEOUT", "PARKED_TASK_TIMEOUT", "PRINCIPALS_AT_CAPACITY"],
+    "agentfx.mcp": ["AUTHENTICATE_TIMEOUT", "PROGRESS_INTERVAL", "SESSION_IDLE_TIMEOUT"],
+    "agentfx.testing": ["LawViolation"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(DOCUMENTED))
+def test_documented_names_are_exported_from_their_public_module(module: str) -> None:
+    public = importlib.import_module(module)
+    exported = typing.cast(tuple[str, ...], getattr(public, "__all__"))
+    assert list(exported) == sorted(exported) and len(set(exported)) == len(exported)
+    assert [name for name in exported if not hasattr(public, name)] == []
+    assert [name for name in DOCUMENTED[module] if name not in exported] == []
+
+
+def test_the_documented_names_are_the_implementations_own() -> None:
+    import agentfx.a2a._app as a2a_app
+    import agentfx.app
+    import agentfx.mcp._http as mcp_http
+    import agentfx.mcp._server as mcp_server
+    import agentfx.testing.laws
+    from agentfx import ProgramFactory
+    from agentfx.a2a import AUTHENTICATE_TIMEOUT, PARKED_TASK_TIMEOUT, PRINCIPALS_AT_CAPACITY
+    from agentfx.mcp import AUTHENTICATE_TIMEOUT as MCP_AUTHENTICATE_TIMEOUT
+    from agentfx.mcp import PROGRESS_INTERVAL, SESSION_IDLE_TIMEOUT
+    from agentfx.testing import LawViolation
+
+    assert ProgramFactory is agentfx.app.ProgramFactory
+    assert (AUTHENTICATE_TIMEOUT, PARKED_TASK_TIMEOUT, PRINCIPALS_AT_CAPACITY) == (
+        a2a_app.AUTHENTICATE_TIMEOUT,
+        a2a_app.PARKED_TASK_TIMEOUT,
+        a2a_app.PRINCIPALS_AT_CAPACITY,
+    )
+    assert (MCP_AUTHENTICATE_TIMEOUT, PROGRESS_INTERVAL, SESSION_IDLE_TIMEOUT) == (
+        mcp_http.AUTHENTICATE_TIMEOUT,
+        mcp_server.PROGRESS_INTERVAL,
+        mcp_http.SESSION_IDLE_TIMEOUT,
+    )
+    assert LawViolation is agentfx.testing.laws.LawViolation and issubclass(LawViolation, AssertionError)

@@ -20,8 +20,11 @@ if importlib.util.find_spec("a2a") is None:  # pragma: no cover - exercised in a
     )
 
 from ._app import A2A_PATH as A2A_PATH
+from ._app import AUTHENTICATE_TIMEOUT as AUTHENTICATE_TIMEOUT
 from ._app import CARD_PATH as CARD_PATH
 from ._app import MAX_PRINCIPALS as MAX_PRINCIPALS
+from ._app import PARKED_TASK_TIMEOUT as PARKED_TASK_TIMEOUT
+from ._app import PRINCIPALS_AT_CAPACITY as PRINCIPALS_AT_CAPACITY
 from ._store import MAX_LIVE_TASKS_PER_OWNER as MAX_LIVE_TASKS_PER_OWNER
 from ._store import MAX_TASK_BYTES as MAX_TASK_BYTES
 from ._store import MAX_TASKS as MAX_TASKS
@@ -38,6 +41,7 @@ from ._executor import AgentfxExecutor as AgentfxExecutor
 
 __all__ = (
     "A2A_PATH",
+    "AUTHENTICATE_TIMEOUT",
     "AgentfxExecutor",
     "BoundedTaskStore",
     "CARD_PATH",
@@ -47,6 +51,8 @@ __all__ = (
     "MAX_TASKS",
     "MAX_TASK_BYTES",
     "NOT_WAITING",
+    "PARKED_TASK_TIMEOUT",
+    "PRINCIPALS_AT_CAPACITY",
     "PRINCIPAL_STATE_KEY",
     "SKILL_INPUT_SCHEMA_EXTENSION",
     "TRANSPORT",

@@ -15,9 +15,20 @@ if importlib.util.find_spec("mcp") is None:  # pragma: no cover - exercised in a
         "agentfx.mcp needs the MCP SDK, an optional dependency. Install it with: pip install 'agentfx[mcp]'"
     )
 
+from ._http import AUTHENTICATE_TIMEOUT as AUTHENTICATE_TIMEOUT
+from ._http import SESSION_IDLE_TIMEOUT as SESSION_IDLE_TIMEOUT
 from ._http import HttpApp as HttpApp
 from ._http import http_app as http_app
+from ._server import PROGRESS_INTERVAL as PROGRESS_INTERVAL
 from ._server import server as server
 from ._stdio import serve_stdio as serve_stdio
 
-__all__ = ("HttpApp", "http_app", "serve_stdio", "server")
+__all__ = (
+    "AUTHENTICATE_TIMEOUT",
+    "HttpApp",
+    "PROGRESS_INTERVAL",
+    "SESSION_IDLE_TIMEOUT",
+    "http_app",
+    "serve_stdio",
+    "server",
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .laws import LawViolation as LawViolation
 from .laws import check_contract as check_contract
 from .recording import RecordingHost as RecordingHost
 from .strategies import HasInputType as HasInputType
@@ -12,6 +13,7 @@ from .strategies import valid_payloads as valid_payloads
 __all__ = (
     "HasInputType",
     "InvalidPayload",
+    "LawViolation",
     "RecordingHost",
     "check_contract",
     "invalid_payloads",
