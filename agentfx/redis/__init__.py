@@ -21,6 +21,8 @@ if importlib.util.find_spec("redis") is None:  # pragma: no cover - exercised in
 from ._bus import RedisSubscriptionBus as RedisSubscriptionBus
 from ._bus import subscription_bus as subscription_bus
 from ._program import DEFAULT_LEASE as DEFAULT_LEASE
+from ._program import LOG_BYTES as LOG_BYTES
+from ._program import LOG_LENGTH as LOG_LENGTH
 from ._program import MAX_PENDING as MAX_PENDING
 from ._program import RedisProgram as RedisProgram
 from ._program import RedisProgramError as RedisProgramError
@@ -29,6 +31,8 @@ from ._program import run_program as run_program
 
 __all__ = (
     "DEFAULT_LEASE",
+    "LOG_BYTES",
+    "LOG_LENGTH",
     "MAX_PENDING",
     "RedisProgram",
     "RedisProgramError",
