@@ -98,6 +98,16 @@ class RecordingHost(Generic[M, Msg, P]):
     [('first', 1), ('second', 1), ('first', 10), ('second', 10)]
     """
 
+    @overload
+    def __new__(
+        cls,
+        model: _M,
+        *,
+        principal: _P | Callable[[Invocation], _P],
+        responses: Responses | None = None,
+        update: Callable[[_M, _Msg], _M] | None = None,
+        async_dispatch: bool = False,
+    ) -> RecordingHost[_M, _Msg, _P]: ...
     # Without a principal every invocation's is ``None``: such a recorder is a
     # ``RecordingHost[M, Msg, None]``, so a contract wanting a principal refuses its host.
     @overload
@@ -110,16 +120,6 @@ class RecordingHost(Generic[M, Msg, P]):
         update: Callable[[_M, _Msg], _M] | None = None,
         async_dispatch: bool = False,
     ) -> RecordingHost[_M, _Msg, None]: ...
-    @overload
-    def __new__(
-        cls,
-        model: _M,
-        *,
-        principal: _P | Callable[[Invocation], _P],
-        responses: Responses | None = None,
-        update: Callable[[_M, _Msg], _M] | None = None,
-        async_dispatch: bool = False,
-    ) -> RecordingHost[_M, _Msg, _P]: ...
     def __new__(
         cls,
         model: Any,

@@ -119,3 +119,12 @@ def test_the_constructor_signature_is_unchanged_at_run_time() -> None:
     assert list(inspect.signature(RecordingHost).parameters) == ["model", "principal", "responses", "update", "async_dispatch"]
     recorder = RecordingHost(Model(), principal=User("ada"), responses={CreatedTodo: [ClearedTodos()]}, async_dispatch=True)
     assert isinstance(recorder, RecordingHost) and recorder.dispatched == []
+
+
+def test_a_principal_type_admitting_none_takes_none_spelt_out() -> None:
+    optional: RecordingHost[Model, Any, User | None] = RecordingHost(Model(), principal=None)
+    assert_type(optional, RecordingHost[Model, Any, User | None])
+    # Omitted, the principal is ``None`` exactly: annotate the class to widen it.
+    RecordingHost[Model, Any, User | None](Model())
+    omitted: RecordingHost[Model, Any, User | None] = RecordingHost(Model())  # pyright: ignore[reportAssignmentType]
+    assert optional.principal(Invocation()) is None and omitted.principal(Invocation()) is None
