@@ -385,7 +385,7 @@ async def test_streaming_sends_the_task_then_working_the_artifact_and_completed(
 
 def test_authenticate_with_a_bound_runtime_is_a_contract_error() -> None:
     with pytest.raises(ContractError, match="needs an App or runtime_for"):
-        a2a_app(_runtime(_host()), CARD, authenticate=lambda _request: "ann")
+        a2a_app(_runtime(_host()), CARD, authenticate=lambda _request: "ann")  # pyright: ignore[reportCallIssue, reportArgumentType, reportUnknownLambdaType]
 
 
 def _runtime_for(seen: list[object]) -> Callable[[object], AgentRuntime[Any, Any]]:

@@ -730,11 +730,11 @@ def a2a_app(
     allowed_origins: Iterable[str] = (),
     allowed_hosts: Iterable[str] = (),
 ) -> Starlette: ...
-# A bound runtime with ``authenticate`` is still accepted here and refused at run time only
-# (ContractError: its principal is its host's, whatever ``authenticate`` proves).
+# A bound runtime with ``authenticate`` matches no overload (and is a ContractError at run
+# time): its principal is its host's, whatever ``authenticate`` proves.
 @overload
 def a2a_app(
-    target: App[Any, Any, P] | AgentRuntime[Any, Any] | RuntimeFor[P],
+    target: App[Any, Any, P] | RuntimeFor[P],
     card: AgentCard,
     *,
     task_store: TaskStore | None = None,
