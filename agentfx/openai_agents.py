@@ -73,11 +73,11 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections import OrderedDict
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
+from ._approval import Remembered, asked_again
 from ._toolcall import call_invocation_id, check_runtime, json_arguments, missing_framework, offered, run_call
 
 try:
@@ -95,7 +95,7 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
 from .contract import Capability
 from .docs import MessageDescriptor
 from .confirm import ConfirmationRequest
-from .errors import AgentAuthorizationError, AgentConfirmationRequiredError, ContractError
+from .errors import ContractError
 from .invocation import Invocation
 from .runtime import AgentRuntime
 from .tools import ToolView, reply, tool_views
@@ -162,12 +162,20 @@ def _tool(
         [available] = offered(runtime, own, _logger)
         return offers.enabled(ctx, available)
 
-    asked = _Asked()
+    # The Model each call needing approval was read on when the SDK stopped
+    # for a person, by call id (in a 1-tuple: a Model may be None).
+    asked = Remembered[str, tuple[object]](_MAX_ASKED)
 
     async def needs_approval(_ctx: RunContextWrapper[Any], _params: dict[str, Any], call_id: str) -> bool:
         # The person is asked about the call on the Model as it is now: keep it,
         # so that their "yes" covers this Model and not whatever it has become.
-        asked.remember(call_id, runtime)
+        try:
+            model = runtime.host.model()
+        except Exception:
+            # The call itself will find it out, as a defect; nothing is approved against it.
+            _logger.exception("reading the Model failed; the approval of %r will be asked again", call_id[:128])
+            return True
+        asked.remember(call_id, (model,))
         return True
 
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
@@ -182,10 +190,12 @@ def _tool(
             invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
         # Never raises: an exception from a hand-built FunctionTool would abort the run.
         answer, failure = await run_call(runtime, name, json_arguments(arguments), invocation, _logger)
-        if approval is not None and approval.changed is not None and isinstance(failure, AgentAuthorizationError):
+        if approval is not None and approval.changed is not None:
             # The Model moved on while the person decided: this approval does not
             # cover what the call would now do. The model is told what to ask for.
-            return reply(AgentConfirmationRequiredError.of(failure.capability, failure.tag, approval.changed)).text
+            again = asked_again(approval.changed, failure)
+            if again is not failure and again is not None:
+                return reply(again).text
         return answer.text
 
     return FunctionTool(
@@ -201,34 +211,6 @@ def _tool(
     )
 
 
-_UNSEEN: Final = object()
-"""Stands in for the Model of a call nobody was asked about here (another process, another tool list)."""
-
-
-class _Asked:
-    """The Model each call needing approval was read on when the SDK stopped for a person, by call id; bounded."""
-
-    __slots__ = ("_models",)
-
-    def __init__(self) -> None:
-        self._models: OrderedDict[str, object] = OrderedDict()
-
-    def remember(self, call_id: str, runtime: AgentRuntime[Any, Any]) -> None:
-        try:
-            model = runtime.host.model()
-        except Exception:
-            # The call itself will find it out, as a defect; nothing is approved against it.
-            _logger.exception("reading the Model failed; the approval of %r will be asked again", call_id[:128])
-            return
-        self._models.pop(call_id, None)
-        self._models[call_id] = model
-        while len(self._models) > _MAX_ASKED:
-            self._models.popitem(last=False)
-
-    def pop(self, call_id: str) -> object:
-        return self._models.pop(call_id, _UNSEEN)
-
-
 _MAX_ASKED = 4096
 """How many calls waiting for a person one tool remembers the Model of."""
 
@@ -238,13 +220,14 @@ class _Approval:
 
     __slots__ = ("changed", "_runtime", "_seen")
 
-    def __init__(self, runtime: AgentRuntime[Any, Any], seen: object) -> None:
+    def __init__(self, runtime: AgentRuntime[Any, Any], seen: tuple[object] | None) -> None:
         self._runtime = runtime
         self._seen = seen
         self.changed: str | None = None
 
     async def answer(self, request: ConfirmationRequest) -> bool:
-        if self._seen is not _UNSEEN and _same(self._runtime.host.model(), self._seen):
+        # ``None``: nobody was asked about this call here (another process, another tool list).
+        if self._seen is not None and _same(self._runtime.host.model(), self._seen[0]):
             return True
         # Another selection, say: the prompt the person would now be shown may differ.
         self.changed = request.prompt

@@ -55,7 +55,6 @@ agentfx's core imports it.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from typing import Any, Literal, cast
 
 import msgspec
@@ -83,8 +82,8 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
         packages=frozenset({"pydantic_ai", "pydantic_core"}),
     )
 
-from .confirm import ConfirmationRequest
-from .errors import AgentAuthorizationError, AgentConfirmationRequiredError, AgentInvalidInputError, ContractError
+from ._approval import Approval, Remembered, asked_again
+from .errors import AgentConfirmationRequiredError, AgentInvalidInputError, ContractError
 from .invocation import Invocation
 from .runtime import AgentRuntime
 from .tools import ToolView, tool_views
@@ -201,7 +200,10 @@ class AgentfxToolset(AbstractToolset[Any]):
         self._runtime = runtime
         self._id = id
         self._max_retries = max_retries
-        self._asked = _Asked()
+        # The prompt each call was last deferred with: pydantic-ai hands an
+        # approved call back with whatever metadata the application passed in
+        # DeferredToolResults, not the metadata the call was deferred with.
+        self._asked = Remembered[_Key, str](_MAX_ASKED)
         # The contract is fixed once bound: only which of these are offered changes.
         self._views = tool_views(runtime, available_only=False)
 
@@ -247,19 +249,19 @@ class AgentfxToolset(AbstractToolset[Any]):
         # A fresh id per call, with the model's call id kept visible: a resumed
         # (approved) call reuses its call id, and the audit must tell the two apart.
         invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT)
-        approval: _Approval | None = None
+        approval: Approval | None = None
         key = (ctx.conversation_id, ctx.tool_call_id, name)
         if ctx.tool_call_approved:
             # The approval covers the prompt the person was shown, and nothing
             # else: the re-run confirms only while authorize still asks exactly that.
-            approval = _Approval(self._asked.pop(key, None) or _shown_in(ctx.tool_call_metadata))
-            invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
+            approval = Approval(self._asked.pop(key) or _shown_in(ctx.tool_call_metadata))
+            invocation = msgspec.structs.replace(invocation, confirm=approval)
         payload: object = tool_args.sent if isinstance(tool_args, _NotAnObject) else tool_args
         answer, failure = await run_call(self._runtime, name, payload, invocation, _logger)
-        if approval is not None and approval.changed is not None and isinstance(failure, AgentAuthorizationError):
+        if approval is not None:
             # Not what the person approved (the Model moved on meanwhile, or what
             # they were shown is not known here): ask again, in the new words.
-            failure = AgentConfirmationRequiredError.of(failure.capability, failure.tag, approval.changed)
+            failure = asked_again(approval.changed, failure)
         if isinstance(failure, AgentInvalidInputError):
             raise ModelRetry(answer.text)
         if isinstance(failure, AgentConfirmationRequiredError):
@@ -282,50 +284,8 @@ def _shown_in(metadata: object) -> str | None:
     return None
 
 
-class _Approval:
-    """A person's "yes" to one prompt: it confirms the call only while the call still asks exactly that."""
-
-    __slots__ = ("changed", "shown")
-
-    def __init__(self, shown: str | None) -> None:
-        self.shown = shown
-        self.changed: str | None = None
-
-    async def answer(self, request: ConfirmationRequest) -> bool:
-        if self.shown is not None and request.prompt == self.shown:
-            return True
-        # Not the prompt the person said yes to: this approval does not cover what the call would now do.
-        self.changed = request.prompt
-        return False
-
-
 _Key = tuple[str | None, str | None, str]
 """A deferred call: its conversation, its call id and its tool."""
-
-
-class _Asked:
-    """The prompt each call was last deferred with, by conversation, call id and tool; the oldest forgotten past a bound.
-
-    pydantic-ai hands an approved call back with ``tool_call_approved`` and
-    whatever metadata the application passed in ``DeferredToolResults``, not
-    the metadata the call was deferred with; this is how the toolset knows
-    what the person was shown. Only ever read for a call pydantic-ai reports
-    approved.
-    """
-
-    __slots__ = ("_prompts",)
-
-    def __init__(self) -> None:
-        self._prompts: OrderedDict[_Key, str] = OrderedDict()
-
-    def remember(self, key: _Key, prompt: str) -> None:
-        self._prompts.pop(key, None)
-        self._prompts[key] = prompt
-        while len(self._prompts) > _MAX_ASKED:
-            self._prompts.popitem(last=False)
-
-    def pop(self, key: _Key, default: None) -> str | None:
-        return self._prompts.pop(key, default)
 
 
 _MAX_ASKED = 4096

@@ -51,8 +51,9 @@ from google.protobuf import json_format, struct_pb2
 # ``TypeVar(default=...)`` (PEP 696) is in ``typing`` from Python 3.13 only.
 from typing_extensions import TypeVar
 
+from .._approval import Approval, asked_again
 from ..confirm import ConfirmationRequest
-from ..errors import AgentAuthorizationError, AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
+from ..errors import AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
 from ..invocation import AbortController, Invocation
 from ..pipeline import DispatchResult
 from ..runtime import AgentRuntime
@@ -449,15 +450,15 @@ class AgentfxExecutor(AgentExecutor):
         asks again, in the new words.
         """
         invocation = Invocation(id=task_id, transport=TRANSPORT, signal=running.controller.signal)
-        approval: _Approval | None = None
+        approval: Approval | None = None
         # A "no" to the prompt the task showed: the call is refused, whatever it would do now.
         declined = asked.prompt if confirmation is False and asked is not None else None
         if confirmation is True:
             if asked is None:
                 invocation = _confirmed(invocation)
             else:
-                approval = _Approval(asked.prompt)
-                invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
+                approval = Approval(asked.prompt)
+                invocation = msgspec.structs.replace(invocation, confirm=approval)
         elif confirmation is False:
             invocation = _declining(invocation)
         try:
@@ -468,10 +469,9 @@ class AgentfxExecutor(AgentExecutor):
             # for its log; the client learns only that the call failed.
             _logger.exception("capability %r failed unexpectedly", skill[:128])
             return TaskState.TASK_STATE_FAILED, defect_reply(skill[:128]), False
-        if approval is not None and approval.changed is not None and isinstance(outcome, AgentAuthorizationError):
+        if approval is not None:
             # Not the call the person approved: ask about the one it would now be.
-            again = AgentConfirmationRequiredError.of(outcome.capability, outcome.tag, approval.changed)
-            return TaskState.TASK_STATE_INPUT_REQUIRED, reply(again), False
+            outcome = asked_again(approval.changed, outcome)
         answer = reply(outcome)
         if isinstance(outcome, DispatchResult):
             failed = outcome.completion is not None and outcome.completion.status == "failed"
@@ -544,23 +544,6 @@ def _steered(answer: tuple[TaskState, ToolReply, bool], payload: object) -> tupl
     if not _past_exact(payload):
         return answer
     return state, msgspec.structs.replace(tool_reply, text=f"{tool_reply.text}\n{_EXACT_INTEGERS}"), artifact
-
-
-class _Approval:
-    """A person's "yes" to one prompt: it approves the call only while the call still asks exactly that."""
-
-    __slots__ = ("changed", "shown")
-
-    def __init__(self, shown: str) -> None:
-        self.shown = shown
-        self.changed: str | None = None
-
-    async def answer(self, request: ConfirmationRequest) -> bool:
-        if request.prompt == self.shown:
-            return True
-        # The Model moved on since the person answered: this "yes" does not cover what the call would now do.
-        self.changed = request.prompt
-        return False
 
 
 def _confirmed(invocation: Invocation) -> Invocation:

@@ -51,6 +51,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from .._approval import Approval
 from ..confirm import ConfirmationRequest
 from ..errors import AgentConfirmationRequiredError, ContractError, echo
 
@@ -337,8 +338,9 @@ class Plan:
         ask_later: A ``Confirm`` answer becomes an ``InputRequiredResult`` (2026-07-28
             with elicitation) instead of the confirmation-required result.
         shown: On a retry, the prompt the person answered.
-        changed: Set by ``confirm`` when the retry's prompt is not the one shown:
-            the person must be asked again.
+        approval: On a retry, the person's answer to the prompt shown; its
+            ``changed`` is set when the retry's prompt is not that one: the
+            person must be asked again.
         declined: On a retry the person declined, the prompt they declined:
             the call is refused, even if it would no longer ask.
     """
@@ -346,8 +348,13 @@ class Plan:
     confirm: Callable[[ConfirmationRequest], Any] | None
     ask_later: bool
     shown: str | None = None
-    changed: str | None = None
+    approval: Approval | None = None
     declined: str | None = None
+
+    @property
+    def changed(self) -> str | None:
+        """The prompt a retry met that is not the one the person answered."""
+        return None if self.approval is None else self.approval.changed
 
     def input_required(
         self, approvals: Approvals, name: str, arguments: object, error: object
@@ -393,19 +400,10 @@ def plan(
             _logger.warning("requestState for %r was not minted for this call or was already used", echo(params.name))
             raise MCPError(code=types.INVALID_PARAMS, message=INVALID_STATE, data={"reason": "invalid_request_state"})
         answer = approved(_response(params.input_responses))
-        # A "no" holds even if the Model moved on so that the call would no longer ask.
-        retry = Plan(None, modern and can_elicit(ctx), shown, declined=None if answer else shown)
-
-        async def answered(request: ConfirmationRequest) -> bool:
-            if request.prompt != shown:
-                # The Model moved on since the person answered: this approval
-                # does not cover what the call would now do.
-                retry.changed = request.prompt
-                return False
-            return answer
-
-        retry.confirm = answered
-        return retry
+        # The answer covers the prompt shown, and nothing else; a "no" holds
+        # even if the Model moved on so that the call would no longer ask.
+        approval = Approval(shown, answer=answer)
+        return Plan(approval, modern and can_elicit(ctx), shown, approval, declined=None if answer else shown)
     if not can_elicit(ctx):
         return _CANNOT_ASK
     if modern:
