@@ -12,16 +12,15 @@ asyncio-only).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 import pytest
 import redis.asyncio
 
-from agentfx.redis import RedisProgramError, run_program
-from tests.redis_app import Added, Message, Model, update
+from agentfx.redis import RedisProgramError
+from tests.redis_app import Added
+from tests.redis_programs import namespace, running
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
@@ -29,16 +28,8 @@ from tests.redis_server import server as server
 
 pytestmark = pytest.mark.anyio
 
-LEASE = 0.3
 
 
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
-
-
-def running(url: str, ns: str, **options: Any) -> Any:
-    options.setdefault("lease", LEASE)
-    return run_program(url, namespace=ns, init=Model(), update=update, message_type=Message, **options)
 
 
 async def _hash(raw: redis.asyncio.Redis, ns: str) -> None:

@@ -27,7 +27,8 @@ from redis.exceptions import ResponseError
 
 from agentfx.redis import RedisProgram, RedisProgramError, _client, run_program
 from agentfx.redis._program import _fingerprint, _server_version  # pyright: ignore[reportPrivateUsage]
-from tests.redis_app import Added, Message, Model, update
+from tests.redis_app import Added, Message, Model
+from tests.redis_programs import LEASE, namespace, running
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
@@ -35,7 +36,6 @@ from tests.redis_server import server as server
 
 pytestmark = pytest.mark.anyio
 
-LEASE = 0.3
 
 
 class Wide(msgspec.Struct, frozen=True):
@@ -54,13 +54,6 @@ def wide_update(model: Wide, message: Message) -> Wide:
     return model
 
 
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
-
-
-def running(url: str, ns: str, **options: Any) -> Any:
-    options.setdefault("lease", LEASE)
-    return run_program(url, namespace=ns, init=Model(), update=update, message_type=Message, **options)
 
 
 def running_wide(url: str, ns: str, init: Wide | None = None, **options: Any) -> Any:

@@ -9,9 +9,6 @@ asyncio, and one checks the clear refusal on trio.
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import AsyncGenerator
-from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,27 +27,15 @@ from agentfx.contract import ContractError
 from agentfx.program import Program
 from agentfx.redis import RedisProgram, RedisProgramError, program, run_program
 from tests.redis_app import Added, Boom, Confirmed, Message, Model, Opened, Requested, app, contract, fold, update
+from tests.redis_programs import LEASE, namespace, programs, running
 from tests.redis_server import Link, RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
 from tests.redis_server import server as server
 
-LEASE = 0.3
 
 
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
-
-def running(url: str, ns: str, **options: Any) -> Any:
-    options.setdefault("lease", LEASE)
-    return run_program(url, namespace=ns, init=Model(), update=update, message_type=Message, **options)
-
-
-@asynccontextmanager
-async def programs(url: str, ns: str, count: int, **options: Any) -> AsyncGenerator[list[RedisProgram[Model, Message]]]:
-    async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(running(url, ns, **options)) for _ in range(count)]
 
 
 async def settled(*copies: RedisProgram[Model, Message], version: int) -> None:

@@ -12,17 +12,16 @@ redis-server (asyncio only: redis-py's client is asyncio-only).
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import cast
 
 import anyio
 import pytest
 import redis.asyncio
 
-from agentfx.redis import RedisProgram, RedisProgramError, run_program
-from tests.redis_app import Added, Message, Model, fold, update
+from agentfx.redis import RedisProgram, RedisProgramError
+from tests.redis_app import Added, Message, Model, fold
+from tests.redis_programs import namespace, programs
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
@@ -30,7 +29,6 @@ from tests.redis_server import server as server
 
 pytestmark = pytest.mark.anyio
 
-LEASE = 0.3
 SECRET = "s3cret-key-in-the-model"
 
 
@@ -44,19 +42,7 @@ async def connected(raw: redis.asyncio.Redis) -> int:
     return int(cast(int, info["connected_clients"]))
 
 
-def namespace() -> str:
-    return f"t-{uuid.uuid4().hex[:10]}"
 
-
-def running(url: str, ns: str, **options: Any) -> Any:
-    options.setdefault("lease", LEASE)
-    return run_program(url, namespace=ns, init=Model(), update=update, message_type=Message, **options)
-
-
-@asynccontextmanager
-async def programs(url: str, ns: str, count: int, **options: Any) -> AsyncGenerator[list[RedisProgram[Model, Message]]]:
-    async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(running(url, ns, **options)) for _ in range(count)]
 
 
 async def reloaded(copies: list[RedisProgram[Model, Message]], model: Model, version: int, seconds: float = 3) -> None:

@@ -88,7 +88,7 @@ import socket
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar, cast
 
 import anyio
@@ -1175,21 +1175,13 @@ class RedisProgram(Program[M, Msg]):
     async def _outcomes(self, wanted: set[StreamId]) -> dict[StreamId, bytes]:
         """The flag of each log entry that applied one of the inbox ids ``wanted``.
 
-        Read newest first, in pages, and never past the log's length: a
-        rare path (a reload while senders wait). Whatever cannot be read is
-        left out.
+        Read newest first (see :meth:`_newest_first`): a rare path (a reload
+        while senders wait). Whatever cannot be read is left out.
         """
         found: dict[StreamId, bytes] = {}
         lowest = min(wanted)
-        end = "+"
-        size = min(_LOG_PAGE, self._read_count)
-        for _ in range(max(1, self._options.log_length // size + 1)):
-            try:
-                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=size)
-            except (RedisError, OSError):
-                return found
-            page = cast("list[tuple[bytes, dict[bytes, bytes]]]", reply or [])
-            for _, fields in page:
+        async with aclosing(self._newest_first()) as entries:
+            async for fields in entries:
                 try:
                     entry = _stream_id(fields[b"i"])
                 except (KeyError, ValueError):
@@ -1197,11 +1189,28 @@ class RedisProgram(Program[M, Msg]):
                 if entry in wanted:
                     found[entry] = fields.get(b"f", b"")
                 if entry < lowest or len(found) == len(wanted):
-                    return found
-            if len(page) < size:
-                return found
-            end = f"({page[-1][0].decode()}"
+                    break
         return found
+
+    async def _newest_first(self) -> AsyncGenerator[dict[bytes, bytes]]:
+        """The log's entries, newest first, in pages, never past the log's length; ends early if Redis cannot be read.
+
+        For the rare paths that look something up in the log (a reload while
+        senders wait, a lost reply then a takeover): they may read a few pages.
+        """
+        end = "+"
+        size = min(_LOG_PAGE, self._read_count)
+        for _ in range(max(1, self._options.log_length // size + 1)):
+            try:
+                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=size)
+            except (RedisError, OSError):
+                return
+            page = cast("list[tuple[bytes, dict[bytes, bytes]]]", reply or [])
+            for _, fields in page:
+                yield fields
+            if len(page) < size:
+                return
+            end = f"({page[-1][0].decode()}"
 
     def _stop_waiting(self) -> None:
         """The program is stopping: a sender still waiting would otherwise wait out its ``apply_timeout``."""
@@ -1598,18 +1607,10 @@ class RedisProgram(Program[M, Msg]):
     async def _writer_of(self, version: int) -> bytes | None:
         """The token in the log entry of ``version``: its writer's if it ended a batch, ``b""`` if not, ``None`` if it is gone.
 
-        Read newest first, in pages, and never past the log's length: a
-        rare path (a lost reply, then a takeover), so it may read a few pages.
+        Read newest first (see :meth:`_newest_first`): a rare path.
         """
-        end = "+"
-        size = min(_LOG_PAGE, self._read_count)
-        for _ in range(max(1, self._options.log_length // size + 1)):
-            try:
-                reply = await self._client.xrevrange(self._keys.log, max=end, min="-", count=size)
-            except (RedisError, OSError):
-                return None
-            page = cast("list[tuple[bytes, dict[bytes, bytes]]]", reply or [])
-            for _, fields in page:
+        async with aclosing(self._newest_first()) as entries:
+            async for fields in entries:
                 try:
                     found = int(fields[b"v"])
                 except (KeyError, ValueError):
@@ -1618,9 +1619,6 @@ class RedisProgram(Program[M, Msg]):
                     return fields.get(b"w", b"")
                 if found < version:
                     return None
-            if len(page) < size:
-                return None
-            end = f"({page[-1][0].decode()}"
         return None
 
     def __repr__(self) -> str:

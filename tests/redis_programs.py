@@ -1,0 +1,34 @@
+"""The tally program of ``tests.redis_app`` on a test Redis: a fresh namespace, one program, or several sharing it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from agentfx.redis import RedisProgram, run_program
+from tests.redis_app import Message, Model, update
+
+__all__ = ["LEASE", "namespace", "programs", "running"]
+
+LEASE = 0.3
+"""A short lease, so takeovers happen within a test's time."""
+
+
+def namespace() -> str:
+    """A namespace no other test uses."""
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def running(url: str, ns: str, **options: Any) -> Any:
+    """The tally program on ``ns`` (an async context manager), with the short lease unless told otherwise."""
+    options.setdefault("lease", LEASE)
+    return run_program(url, namespace=ns, init=Model(), update=update, message_type=Message, **options)
+
+
+@asynccontextmanager
+async def programs(url: str, ns: str, count: int, **options: Any) -> AsyncGenerator[list[RedisProgram[Model, Message]]]:
+    """``count`` tally programs sharing ``ns``, as several processes would."""
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(running(url, ns, **options)) for _ in range(count)]
