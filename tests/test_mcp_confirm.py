@@ -343,9 +343,14 @@ async def first_round(c: Connected, arguments: dict[str, Any]) -> types.InputReq
 APPROVE: types.InputResponses = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
 
 
-async def retry(c: Connected, arguments: dict[str, Any], state: str) -> types.CallToolResult | types.InputRequiredResult:
+DECLINE: types.InputResponses = {"confirm": types.ElicitResult(action="decline")}
+
+
+async def retry(
+    c: Connected, arguments: dict[str, Any], state: str, answer: types.InputResponses = APPROVE
+) -> types.CallToolResult | types.InputRequiredResult:
     return await c.client.session.call_tool(
-        "remove", arguments, input_responses=APPROVE, request_state=state, allow_input_required=True
+        "remove", arguments, input_responses=answer, request_state=state, allow_input_required=True
     )
 
 
@@ -489,13 +494,7 @@ async def test_a_declined_retry_is_declined() -> None:
     async with connected("auto", Person()) as c:
         first = await first_round(c, {"item": "milk"})
         assert first.request_state is not None
-        result = await c.client.session.call_tool(
-            "remove",
-            {"item": "milk"},
-            input_responses={"confirm": types.ElicitResult(action="decline")},
-            request_state=first.request_state,
-            allow_input_required=True,
-        )
+        result = await retry(c, {"item": "milk"}, first.request_state, DECLINE)
         assert isinstance(result, types.CallToolResult)
         assert text(result) == 'Declined: Remove "milk"?'
         assert c.program.model.items == ("milk", "tea", "bread")
@@ -507,13 +506,7 @@ async def test_a_declined_retry_is_declined_even_when_the_call_would_no_longer_a
         assert first.request_state is not None
         # Meanwhile the Model moved on so that authorize would now allow the call outright.
         await c.program.send(Spared(item="milk"))
-        result = await c.client.session.call_tool(
-            "remove",
-            {"item": "milk"},
-            input_responses={"confirm": types.ElicitResult(action="decline")},
-            request_state=first.request_state,
-            allow_input_required=True,
-        )
+        result = await retry(c, {"item": "milk"}, first.request_state, DECLINE)
         assert isinstance(result, types.CallToolResult)
         assert text(result) == 'Declined: Remove "milk"?'
         assert c.program.model.items == ("milk", "tea", "bread")
