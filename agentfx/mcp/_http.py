@@ -93,6 +93,7 @@ __all__ = [
     "AUTHENTICATE_TIMEOUT",
     "MAX_PRINCIPALS",
     "MAX_SESSIONS",
+    "MAX_SESSIONS_PER_PRINCIPAL",
     "SESSION_IDLE_TIMEOUT",
     "Authenticate",
     "HttpApp",
@@ -117,6 +118,15 @@ sessionless requests (an open ``subscriptions/listen`` stream is one) is in flig
 
 MAX_SESSIONS = 1000
 """Open sessions at most; a request that would open another is answered 503."""
+
+MAX_SESSIONS_PER_PRINCIPAL = 100
+"""Open sessions one principal may hold at most, where requests prove principals; past it, its next is answered 503.
+
+So that one principal opening and abandoning sessions cannot take every room
+of :data:`MAX_SESSIONS` from the others for :data:`SESSION_IDLE_TIMEOUT`. An
+app that authenticates nobody serves one principal, bounded by
+:data:`MAX_SESSIONS` alone.
+"""
 
 MAX_PRINCIPALS = 1000
 """Principals served at once at most; past it an idle one is released, else the request is answered 503."""
@@ -435,6 +445,8 @@ class HttpApp(Generic[P]):
         self._name = name
         self._version = version
         self._sessions: dict[str, _Session] = {}
+        # How many of them each principal holds (by its key), while it holds any.
+        self._sessions_of: dict[Hashable, int] = {}
         self._tenants: dict[Hashable, _Tenant] = {}
         # Sessionless requests in flight; the ASGI server runs them, so
         # shutting down must end them itself before their runtimes close.
@@ -924,6 +936,21 @@ class HttpApp(Generic[P]):
 
     # --- 2025-11-25: sessions -------------------------------------------------------------
 
+    def _admit(self, session: _Session) -> None:
+        self._sessions[session.id] = session
+        self._sessions_of[session.key] = self._sessions_of.get(session.key, 0) + 1
+
+    def _forget(self, session_id: str) -> None:
+        """Drop a session from the tables, once however often it is called."""
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return
+        held = self._sessions_of.get(session.key, 0) - 1
+        if held > 0:
+            self._sessions_of[session.key] = held
+        else:
+            self._sessions_of.pop(session.key, None)
+
     async def _open(
         self, principal: object, key: Hashable, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
     ) -> None:
@@ -936,6 +963,13 @@ class HttpApp(Generic[P]):
             _logger.warning("refusing to open a session: %d sessions are already open", MAX_SESSIONS)
             await _error("Too many open sessions", 503, types.INTERNAL_ERROR)(scope, receive, send)
             return
+        proved = self._authenticate is not None or self._tokens is not None
+        if proved and self._sessions_of.get(key, 0) >= MAX_SESSIONS_PER_PRINCIPAL:
+            _logger.warning(
+                "refusing to open a session: its principal already holds %d sessions", MAX_SESSIONS_PER_PRINCIPAL
+            )
+            await _error("Too many open sessions for this principal", 503, types.INTERNAL_ERROR)(scope, receive, send)
+            return
         session_id = uuid.uuid4().hex
         session = _Session(
             id=session_id,
@@ -944,7 +978,7 @@ class HttpApp(Generic[P]):
                 mcp_session_id=session_id, idle_timeout=SESSION_IDLE_TIMEOUT, security_settings=self._checked
             ),
         )
-        self._sessions[session_id] = session
+        self._admit(session)
         established = False
         try:
             try:
@@ -970,7 +1004,7 @@ class HttpApp(Generic[P]):
             established = status is not None and status < 400 and connection is not None and connection.handshaken
         finally:
             if not established:
-                self._sessions.pop(session_id, None)
+                self._forget(session_id)
                 if not session.transport.is_terminated:
                     with anyio.CancelScope(shield=True):
                         await session.transport.terminate()
@@ -1033,7 +1067,7 @@ class HttpApp(Generic[P]):
             # Once started, a failing session must not take the others down.
             _logger.exception("session %s ended with an error", session.id)
         finally:
-            self._sessions.pop(session.id, None)
+            self._forget(session.id)
             tenant.release()
             session.end()
             if not session.transport.is_terminated:
@@ -1077,7 +1111,7 @@ class HttpApp(Generic[P]):
             if streaming is not None:
                 streaming.stream_closed()
         if session.transport.is_terminated:
-            self._sessions.pop(session.id, None)
+            self._forget(session.id)
             return
         if session.stopping:
             # The server is stopping: every call of the session has been cancelled and answered already.

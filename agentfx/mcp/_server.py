@@ -56,10 +56,11 @@ from mcp.shared.direct_dispatcher import DIRECT_TRANSPORT_KIND
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
+from starlette.requests import Request
 
 from .. import __version__
 from .._logs import withhold
@@ -611,10 +612,11 @@ class _Closing:
 
     async def receive(self) -> SessionMessage | Exception:
         try:
-            return await self._stream.receive()
+            message = await self._stream.receive()
         except BaseException:
             self._calls.close(_CONNECTION_CLOSED)
             raise
+        return _bodiless(message)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -635,6 +637,28 @@ class _Closing:
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _bodiless(message: SessionMessage | Exception) -> SessionMessage | Exception:
+    """``message`` with an HTTP request context that no longer holds the request's body.
+
+    The SDK's session transport attaches the Starlette ``Request`` the
+    message came in, with the raw body it cached (and its body limit's copy),
+    and the dispatcher keeps the last message it read until the next one
+    comes: an idle session would hold its last request's bytes, two or three
+    times over, for as long as it stays open. Handlers read only the
+    request's scope (its headers), so a ``Request`` over the same scope
+    serves them.
+    """
+    if not isinstance(message, SessionMessage):
+        return message
+    metadata = message.metadata
+    if not isinstance(metadata, ServerMessageMetadata):
+        return message
+    request = metadata.request_context
+    if not isinstance(request, Request):
+        return message
+    return dataclasses.replace(message, metadata=dataclasses.replace(metadata, request_context=Request(request.scope)))
 
 
 @contextmanager

@@ -89,6 +89,56 @@ async def test_concurrent_openings_never_pass_the_session_cap(monkeypatch: pytes
         assert asgi.session_count == 8
 
 
+async def test_one_principal_cannot_take_every_session_from_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentfx.mcp._http.MAX_SESSIONS_PER_PRINCIPAL", 3)
+    asgi = http_app(app, authenticate=authenticate)
+    async with in_process(asgi) as http:
+        held = [(await post(http, LOCAL, INITIALIZE, token="ann"))[2].headers["mcp-session-id"] for _ in range(3)]
+        status, answer, _ = await post(http, LOCAL, INITIALIZE, token="ann")
+        assert (status, answer["error"]["message"]) == (503, "Too many open sessions for this principal")
+        # Another principal still gets a session; the first gets one back once it closes one.
+        assert (await post(http, LOCAL, INITIALIZE, token="bea"))[0] == 200
+        closed = await http.delete(LOCAL, headers={"Authorization": "Bearer ann", "Mcp-Session-Id": held[0]})
+        assert closed.status_code == 200
+        assert (await post(http, LOCAL, INITIALIZE, token="ann"))[0] == 200
+        assert asgi.session_count == 4
+
+
+async def test_an_app_that_proves_no_principal_is_bounded_by_the_session_cap_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("agentfx.mcp._http.MAX_SESSIONS_PER_PRINCIPAL", 2)
+    asgi = http_app(app)
+    async with in_process(asgi) as http:
+        assert [(await post(http, LOCAL, INITIALIZE))[0] for _ in range(4)] == [200] * 4
+
+
+async def test_an_idle_session_keeps_none_of_its_last_requests_bytes() -> None:
+    # The dispatcher holds the last message a session read until the next
+    # one; with it came the HTTP request and the raw body it cached.
+    import gc
+    import tracemalloc
+
+    padding = 1024 * 1024
+    body = json.dumps(INITIALIZE).encode()[:-1] + b" " * padding + b"}"
+    asgi = http_app(app)
+    async with in_process(asgi) as http:
+        assert (await post(http, LOCAL, INITIALIZE))[0] == 200  # warm: what any first session builds
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(4):
+                assert (await post(http, LOCAL, body))[0] == 200
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert asgi.session_count == 5
+        # Four idle sessions: each keeps far less than the megabyte its request carried.
+        assert kept < padding, kept
+
+
 # --- 2. DNS rebinding -----------------------------------------------------------------
 
 
