@@ -658,7 +658,9 @@ def _bodiless(message: SessionMessage | Exception) -> SessionMessage | Exception
     request = metadata.request_context
     if not isinstance(request, Request):
         return message
-    return dataclasses.replace(message, metadata=dataclasses.replace(metadata, request_context=Request(request.scope)))
+    # In place: the transport makes one metadata per message, for this message alone.
+    metadata.request_context = Request(request.scope)
+    return message
 
 
 @contextmanager
