@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import msgspec
@@ -144,3 +144,51 @@ async def test_a_no_to_an_unchanged_prompt_declines_it() -> None:
         assert said(declined) == 'Declined: Delete "milk"?'
         assert DeleteSelected() not in host.dispatched
         assert [e.outcome for e in log.entries()] == ["AgentConfirmationRequiredError", "AgentAuthorizationError"]
+
+
+async def test_what_a_task_asked_is_read_back_from_a_store_that_keeps_the_0_3_shape() -> None:
+    # The SDK's 0.3 conversion (a DatabaseTaskStore's 0.3 rows) drops every part's media type.
+    from a2a.compat.v0_3.conversions import to_compat_task, to_core_task
+    from a2a.types.a2a_pb2 import Message as A2AMessage
+    from a2a.types.a2a_pb2 import Role, TaskStatus
+
+    from agentfx.a2a import _executor  # pyright: ignore[reportPrivateUsage]
+
+    asked = agentfx.AgentConfirmationRequiredError.of("delete_selected", "DeleteSelected", 'Delete "milk"?')
+    parts = [_executor._text_part(asked.message), *_executor._data_parts(msgspec.to_builtins(asked))]  # pyright: ignore[reportPrivateUsage]
+    status = TaskStatus(
+        state=TaskState.TASK_STATE_INPUT_REQUIRED, message=A2AMessage(message_id="m", role=Role.ROLE_AGENT, parts=parts)
+    )
+    task = Task(id="t", context_id="c", status=status)
+    stored = to_core_task(to_compat_task(task))
+    assert {part.media_type for part in stored.status.message.parts} == {""}
+    assert _executor._asked(stored) == asked  # pyright: ignore[reportPrivateUsage]
+    # Without the text part, the data part still says it.
+    del stored.status.message.parts[2]
+    assert _executor._asked(stored) == asked  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.parametrize("answer", [True, False])
+async def test_an_answer_to_a_task_whose_prompt_cannot_be_read_approves_nothing(answer: bool) -> None:
+    # Whatever the store lost, a "yes" is not taken for a prompt nobody can name,
+    # and a "no" never lets the call through.
+    from agentfx.a2a import _executor  # pyright: ignore[reportPrivateUsage]
+
+    for selected, asks in (("report", True), ("", False)):
+        host: RecordingHost[Model, Message, None] = RecordingHost(Model(selected=selected), update=update)
+        executor = _executor.AgentfxExecutor(agentfx.bind(CONTRACT, host=host.host))
+        running = _executor._Running()  # pyright: ignore[reportPrivateUsage]
+        state, said_back, _ = await executor._dispatch(  # pyright: ignore[reportPrivateUsage]
+            cast(Any, None), "t", "delete_selected", {}, running, answer, None
+        )
+        if asks:
+            # Asked again, in the words it would now use; nothing sent.
+            assert state == TaskState.TASK_STATE_INPUT_REQUIRED
+            assert said_back.text == '"delete_selected" needs a person to confirm: Delete "report"?'
+            assert host.dispatched == []
+        elif answer:
+            # Nobody needs asking any more: the call goes on, as it would have anyway.
+            assert state == TaskState.TASK_STATE_COMPLETED and host.dispatched == [DeleteSelected()]
+        else:
+            assert state == TaskState.TASK_STATE_REJECTED and host.dispatched == []
+            assert said_back.text == "Declined: what this task asked"

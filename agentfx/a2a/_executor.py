@@ -52,7 +52,6 @@ from google.protobuf import json_format, struct_pb2
 from typing_extensions import TypeVar
 
 from .._approval import Approval, asked_again
-from ..confirm import ConfirmationRequest
 from ..errors import AgentCancelledError, AgentCompletionTimeoutError, AgentConfirmationRequiredError
 from ..invocation import AbortController, Invocation
 from ..pipeline import DispatchResult
@@ -256,17 +255,27 @@ def _asked(task: Task) -> AgentConfirmationRequiredError | None:
     """What the task's status asked the person, as the refusal that asked it; ``None`` if it cannot be read.
 
     Read from the exact JSON text part the server wrote beside the data part
-    (see :func:`_data_parts`), never from anything a client sent.
+    (see :func:`_data_parts`), never from anything a client sent. A store
+    that keeps tasks in the 0.3 shape drops every part's media type, so a
+    text part without one is read too, and at last the data part itself
+    (its numbers are doubles, which the refusal's strings do not mind).
     """
     if not task.status.HasField("message"):
         return None
-    for part in task.status.message.parts:
-        if part.WhichOneof("content") != "text" or part.media_type != _JSON:
+    parts = task.status.message.parts
+    texts = [part.text for part in parts if part.WhichOneof("content") == "text" and part.media_type in (_JSON, "")]
+    for text in texts:
+        try:
+            return msgspec.json.decode(text, type=AgentConfirmationRequiredError)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+    for part in parts:
+        if part.WhichOneof("content") != "data":
             continue
         try:
-            return msgspec.json.decode(part.text, type=AgentConfirmationRequiredError)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+            return msgspec.convert(json_format.MessageToDict(part.data), AgentConfirmationRequiredError)
+        except (msgspec.ValidationError, TypeError, ValueError):
+            continue
     return None
 
 
@@ -445,22 +454,24 @@ class AgentfxExecutor(AgentExecutor):
     ) -> tuple[TaskState, ToolReply, bool]:
         """The task state, the reply, and whether the reply data is an artifact.
 
-        An answer re-runs the call on the Model as it is now. A "yes" approves
-        only the prompt it answered: a call whose prompt changed meanwhile
-        asks again, in the new words.
+        An answer re-runs the call on the Model as it is now, and covers only
+        the prompt it answered: a call whose prompt changed meanwhile (or
+        whose shown prompt the store lost) asks again, in the new words. A
+        "no" never lets the call through, even when it would no longer ask.
         """
         invocation = Invocation(id=task_id, transport=TRANSPORT, signal=running.controller.signal)
         approval: Approval | None = None
-        # A "no" to the prompt the task showed: the call is refused, whatever it would do now.
-        declined = asked.prompt if confirmation is False and asked is not None else None
-        if confirmation is True:
-            if asked is None:
-                invocation = _confirmed(invocation)
-            else:
-                approval = Approval(asked.prompt)
-                invocation = msgspec.structs.replace(invocation, confirm=approval)
-        elif confirmation is False:
-            invocation = _declining(invocation)
+        declined: str | None = None
+        if confirmation is not None:
+            # The answer covers the prompt the task showed, and nothing else:
+            # a call that asks something else now is asked again, in the new
+            # words; one whose shown prompt cannot be read is asked again too.
+            shown = None if asked is None else asked.prompt
+            approval = Approval(shown, answer=confirmation)
+            invocation = msgspec.structs.replace(invocation, confirm=approval)
+            if confirmation is False:
+                # A "no" is refused whatever the call would do now, even if it would no longer ask.
+                declined = _UNREAD_PROMPT if shown is None else shown
         try:
             runtime = self._runtime_for(context)
             outcome = await runtime.messages.attempt(skill, payload, invocation, declined=declined)
@@ -546,16 +557,5 @@ def _steered(answer: tuple[TaskState, ToolReply, bool], payload: object) -> tupl
     return state, msgspec.structs.replace(tool_reply, text=f"{tool_reply.text}\n{_EXACT_INTEGERS}"), artifact
 
 
-def _confirmed(invocation: Invocation) -> Invocation:
-    # The client answered yes on the task: this exact call is approved out of band.
-    return msgspec.structs.replace(invocation, confirmed=True)
-
-
-async def _decline(_request: ConfirmationRequest) -> bool:
-    return False
-
-
-def _declining(invocation: Invocation) -> Invocation:
-    # A "no" is the pipeline's to word: asked in band, it refuses with
-    # "Declined: <prompt>", exactly as any other adapter's person declining.
-    return msgspec.structs.replace(invocation, confirm=_decline)
+_UNREAD_PROMPT = "what this task asked"
+"""Stands in for the prompt a "no" answered when the task's status no longer says it."""
