@@ -132,3 +132,18 @@ async def test_a_stray_entry_at_one_end_of_the_log_does_not_disown_it(server: Re
         await raw.xadd(f"{ns}:log", {"stray": "1"})
     async with running(server.url, ns) as later:
         assert later.model.keys == ("a",)
+
+
+async def test_a_fingerprint_left_alone_by_a_flush_mid_store_is_agentfx_s(server: RedisServer) -> None:
+    # A writer stores the Model, then its fingerprint; a flush between the two leaves the fingerprint alone.
+    ns = namespace()
+    async with running(server.url, ns) as first:
+        await first.send(Added(key="a"))
+    async with client(server.url) as raw:
+        fingerprint = await raw.hget(f"{ns}:model", "types")
+        assert fingerprint
+        await raw.delete(f"{ns}:model", f"{ns}:log", f"{ns}:inbox")
+        await raw.hset(f"{ns}:model", "types", fingerprint)
+        async with running(server.url, ns) as later:
+            await later.send(Added(key="b"))
+            assert later.model.keys == ("b",)

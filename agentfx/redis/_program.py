@@ -60,7 +60,10 @@ sends its Message, into what Redis holds now.
 
 A key of the namespace holding the wrong kind of value (a string where the
 log's stream should be, say) is a misconfiguration no retry mends: the
-program stops with a :class:`RedisProgramError` naming the key. So does a
+program stops with a :class:`RedisProgramError` naming the key. A refusal
+that says what Redis is doing rather than what it holds (``BUSY`` while
+another client's script runs, ``LOADING``, a failover's ``READONLY``) is
+retried with backoff, as a lost connection is. So does a
 key of the right kind that agentfx did not write (a hash with fields no
 writer stores, a stream of other entries, a lease that never expires),
 found at the start: the namespace is another program's, and agentfx
@@ -339,6 +342,15 @@ def _structure(node: object, *, names: bool = False) -> object:
     if isinstance(node, list):
         return [_structure(value) for value in cast("list[object]", node)]
     return node
+
+
+_PASSING = ("BUSY", "LOADING", "MASTERDOWN", "TRYAGAIN", "UNBLOCKED", "OOM", "CLUSTERDOWN", "READONLY")
+"""The first words of refusals that say what Redis is doing now, not what the namespace holds: retried."""
+
+
+def _passing(exc: ResponseError) -> bool:
+    """Redis refused for a state it leaves by itself (another client's long script, a load, a failover): retry, with backoff."""
+    return str(exc).startswith(_PASSING)
 
 
 def _wrong_type(exc: BaseException) -> TypeGuard[ResponseError]:
@@ -686,6 +698,10 @@ class RedisProgram(Program[M, Msg]):
             if failure is not None:
                 raise RedisProgramError(failure)
             return
+        if self._closed:
+            # The program stopped while the Message was on its way: its waiters
+            # were answered already, and nobody would answer this one.
+            raise RedisProgramError(_STOPPED if self._halted is None else f"{_STOPPED} ({self._halted})")
         waiter = self._waiters[entry] = _Waiter(history)
         try:
             if history in self._gone or (generation != self._generation and entry <= self._applied):
@@ -877,7 +893,13 @@ class RedisProgram(Program[M, Msg]):
                 delay = min(delay * 2, self._options.backoff_max)
                 continue
             except ResponseError as exc:
-                # Connection faults are the only ones a retry mends; a refused read (a key of the wrong type, say) is not.
+                if _passing(exc):
+                    # Busy with another client's script, say: it passes, as a lost connection does.
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, self._options.backoff_max)
+                    continue
+                # Connection faults and passing states are the only ones a retry
+                # mends; a refused read (a key of the wrong type, say) is not.
                 await self._halt(exc, f"read {self._keys.log}")
                 return
             # After a reconnect (Redis may have restarted empty) and on a quiet
@@ -923,6 +945,8 @@ class RedisProgram(Program[M, Msg]):
         except (RedisConnectionError, RedisTimeoutError, OSError):
             return _Recheck.UNREAD
         except ResponseError as exc:
+            if _passing(exc):
+                return _Recheck.UNREAD
             await self._halt(exc, f"read {self._keys.model}")
             return _Recheck.STOP
         if reloaded is None:
@@ -1251,7 +1275,9 @@ class RedisProgram(Program[M, Msg]):
             values: dict[str, object] = dict(zip(_MODEL_FIELDS, stored, strict=True))
             if (
                 sum(value is not None for value in values.values()) < count
-                or (values["model"] is None and values["epoch"] is None)
+                # A fingerprint alone is a writer's first store cut short (a flush
+                # between its writes): agentfx's, which the next writer completes.
+                or (values["model"] is None and values["epoch"] is None and not (count == 1 and values["types"]))
                 or not _stored_by_agentfx(values)
             ):
                 foreign.append(f"{keys.model} is a hash agentfx did not write, not the one that holds the Model")
