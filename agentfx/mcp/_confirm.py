@@ -337,24 +337,19 @@ class Plan:
         confirm: The invocation's ``confirm``, or ``None`` when it cannot ask.
         ask_later: A ``Confirm`` answer becomes an ``InputRequiredResult`` (2026-07-28
             with elicitation) instead of the confirmation-required result.
-        shown: On a retry, the prompt the person answered.
-        approval: On a retry, the person's answer to the prompt shown; its
-            ``changed`` is set when the retry's prompt is not that one: the
-            person must be asked again.
         declined: On a retry the person declined, the prompt they declined:
             the call is refused, even if it would no longer ask.
     """
 
     confirm: Callable[[ConfirmationRequest], Any] | None
     ask_later: bool
-    shown: str | None = None
-    approval: Approval | None = None
     declined: str | None = None
 
     @property
     def changed(self) -> str | None:
-        """The prompt a retry met that is not the one the person answered."""
-        return None if self.approval is None else self.approval.changed
+        """On a retry, the prompt it met that is not the one the person answered: they must be asked again."""
+        confirm = self.confirm
+        return confirm.changed if isinstance(confirm, Approval) else None
 
     def input_required(
         self, approvals: Approvals, name: str, arguments: object, error: object
@@ -402,8 +397,7 @@ def plan(
         answer = approved(_response(params.input_responses))
         # The answer covers the prompt shown, and nothing else; a "no" holds
         # even if the Model moved on so that the call would no longer ask.
-        approval = Approval(shown, answer=answer)
-        return Plan(approval, modern and can_elicit(ctx), shown, approval, declined=None if answer else shown)
+        return Plan(Approval(shown, answer=answer), modern and can_elicit(ctx), declined=None if answer else shown)
     if not can_elicit(ctx):
         return _CANNOT_ASK
     if modern:
