@@ -16,10 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 import anyio
+import msgspec
 import pytest
 import redis.asyncio
 
 from agentfx.redis import RedisProgram, RedisProgramError
+from agentfx.redis._program import _APPLY  # pyright: ignore[reportPrivateUsage]
 from tests.redis_app import Added, Message, Model, fold
 from tests.redis_programs import namespace, programs
 from tests.redis_server import RedisServer
@@ -235,3 +237,60 @@ async def test_after_redis_goes_back_to_an_older_copy_every_copy_reloads_it_once
         assert changes == [1, 1] and len(warnings(caplog)) == 2
         await copies[1].send(Added(key="after"))
         await reloaded(copies, Model(keys=(*older.keys, "after"), total=2), 2)
+
+
+async def test_a_message_lost_with_an_older_copy_is_reported_lost_though_a_later_one_was_applied(
+    server: RedisServer,
+) -> None:
+    # Redis goes back to a copy taken before the Message was queued, in the same
+    # history, and another writer applies a later Message before this copy looks:
+    # the stored applied id is past the lost one, which no log entry applied.
+    ns = namespace()
+    keys = {name: f"{ns}:{name}" for name in ("writer", "model", "log", "inbox")}
+    after = Added(key="after")
+    async with client(server.url) as raw:
+        async with programs(server.url, ns, 1, apply_timeout=30.0) as (copy,):
+            await copy.send(Added(key="kept"))
+            snapshot = {name: await raw.dump(keys[name]) for name in ("model", "log", "inbox")}
+            await copy.send(Added(key="later"))
+            await raw.delete(keys["writer"])
+            await raw.set(keys["writer"], "elsewhere", px=60_000)
+            with anyio.fail_after(3):
+                while copy.is_writer:
+                    await anyio.sleep(0.01)
+            failures: list[str] = []
+
+            async def send() -> None:
+                try:
+                    await copy.send(Added(key="lost"))
+                    failures.append("reported applied")
+                except RedisProgramError as failure:
+                    failures.append(str(failure))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(send)
+                with anyio.fail_after(3):
+                    while not (queued := cast("list[tuple[bytes, object]]", await raw.xrange(keys["inbox"]))):
+                        await anyio.sleep(0.005)
+                ms, seq = (int(part) for part in queued[0][0].split(b"-"))
+                history, types = cast("list[bytes | None]", await raw.hmget(keys["model"], ["epoch", "types"]))
+                assert history is not None
+                # One transaction, so the copy sees only its end: the older copy, then the other writer's apply.
+                async with raw.pipeline(transaction=True) as pipe:
+                    for name, dumped in snapshot.items():
+                        if dumped is None:
+                            pipe.delete(keys[name])
+                        else:
+                            pipe.restore(keys[name], 0, dumped, replace=True)
+                    pipe.eval(
+                        _APPLY, 4, keys["writer"], keys["model"], keys["log"], keys["inbox"],
+                        "elsewhere", 60_000, 1_000, 1, 1, types or b"", history,
+                        f"{ms}-{seq + 1}", "c", msgspec.msgpack.encode(after),
+                        msgspec.msgpack.encode(fold([Added(key="kept"), after])),
+                    )
+                    await pipe.execute()
+                with anyio.fail_after(3):
+                    while not failures:
+                        await anyio.sleep(0.01)
+            assert len(failures) == 1 and "Redis lost data" in failures[0] and "will not be applied" in failures[0]
+            await reloaded([copy], fold([Added(key="kept"), after]), 2)

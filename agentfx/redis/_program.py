@@ -1164,7 +1164,9 @@ class RedisProgram(Program[M, Msg]):
         Queued in a history Redis lost: the log's entry for it says how it
         was applied (an inbox Redis kept, a Model it lost), and without one
         it never will be. In the stored history and applied as far as this
-        copy has read: the log's entry says how (and without one, it was).
+        copy has read: the log's entry says how; without one it was, unless
+        the log reaches back past it (Redis went back to an older copy of
+        this history, and a later Message was applied over the lost one).
         Neither applied nor queued: Redis lost it. The rest (applied past
         this copy's version) the log tells as it is read.
         """
@@ -1187,34 +1189,43 @@ class RedisProgram(Program[M, Msg]):
                 waiter.done.set()
         if not looked:
             return
-        flags = await self._outcomes(set(looked))
+        flags, oldest = await self._outcomes(set(looked))
         for entry, waiter in looked.items():
             flag = flags.get(entry)
-            if flag is None and stored.history is not None and waiter.history != stored.history:
+            if flag is None and (
+                (stored.history is not None and waiter.history != stored.history)
+                # The log reaches back past it without applying it: an older copy came back, and a later Message
+                # was applied over it (the applied id alone would say it was).
+                or (oldest is not None and oldest < entry)
+            ):
                 waiter.failure = _LOST
             elif flag == _FAILED:
                 waiter.failure = _RAISED
             waiter.done.set()
 
-    async def _outcomes(self, wanted: set[StreamId]) -> dict[StreamId, bytes]:
-        """The flag of each log entry that applied one of the inbox ids ``wanted``.
+    async def _outcomes(self, wanted: set[StreamId]) -> tuple[dict[StreamId, bytes], StreamId | None]:
+        """The flag of each log entry that applied one of the inbox ids ``wanted``, and the oldest inbox id read.
 
         Read newest first (see :meth:`_newest_first`): a rare path (a reload
-        while senders wait). Whatever cannot be read is left out.
+        while senders wait). Whatever cannot be read is left out. The log
+        applies the inbox in order, so a wanted id with no entry, older than
+        the oldest one read, was never applied in this log.
         """
         found: dict[StreamId, bytes] = {}
         lowest = min(wanted)
+        oldest: StreamId | None = None
         async with aclosing(self._newest_first()) as entries:
             async for fields in entries:
                 try:
                     entry = _stream_id(fields[b"i"])
                 except (KeyError, ValueError):
                     continue
+                oldest = entry
                 if entry in wanted:
                     found[entry] = fields.get(b"f", b"")
                 if entry < lowest or len(found) == len(wanted):
                     break
-        return found
+        return found, oldest
 
     async def _newest_first(self) -> AsyncGenerator[dict[bytes, bytes]]:
         """The log's entries, newest first, in pages, never past the log's length; ends early if Redis cannot be read.
