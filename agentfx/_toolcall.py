@@ -9,8 +9,9 @@ text (:func:`json_arguments`), running one call so that it never raises (a
 defect is logged on the adapter's own logger and answered with
 :func:`~agentfx.tools.defect_reply`), the invocation id that keeps the
 framework's call id visible, which capabilities a framework that asks per
-tool may offer (:func:`offered`), the checks on an entry point's arguments,
-and the metadata a framework keeps beside a tool.
+tool may offer (:func:`offered`) and which tools a whole list shows
+(:func:`offered_views`, MCP's ``tools/list`` too), the checks on an entry
+point's arguments, and the metadata a framework keeps beside a tool.
 
 Every framework call is answered through :func:`run_call`, so the one check
 the runtime cannot make lives there too: a string with a lone surrogate. The
@@ -48,7 +49,7 @@ from .errors import AgentInvalidInputError, ContractError, echo, is_failure, kin
 from .invocation import Invocation, new_invocation_id
 from .runtime import AgentRuntime
 from .schema import InvalidPayload, field_label
-from .tools import ToolReply, ToolView, defect_reply, reply
+from .tools import ToolReply, ToolView, defect_reply, reply, tool_views
 
 if TYPE_CHECKING:
     from .contract import Capability
@@ -330,6 +331,18 @@ def offered(
             logger.exception("the availability of capability %r could not be read; it is not offered", capability.name)
             answers.append(False)
     return answers
+
+
+def offered_views(runtime: AgentRuntime[Any, Any], logger: logging.Logger) -> list[ToolView]:
+    """The tools to list: each capability :func:`offered` decides is available, in declaration order; never raises.
+
+    What a whole-list adapter shows (MCP's ``tools/list``, Anthropic's
+    ``tool_params``, LangChain's ``structured_tools``): a hook that raises
+    hides its own tool, not every other.
+    """
+    shown = offered(runtime, runtime.definition.capabilities, logger)
+    views = tool_views(runtime, available_only=False)
+    return [view for view, show in zip(views, shown, strict=True) if show]
 
 
 async def run_call(

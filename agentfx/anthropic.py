@@ -46,7 +46,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final, Protocol, cast
 
-from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, offered, run_call
+from ._toolcall import call_invocation_id, check_confirm, check_runtime, missing_framework, offered_views, run_call
 
 try:
     from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, BetaFunctionToolResultType, ToolError
@@ -110,9 +110,7 @@ def tool_params(runtime: AgentRuntime[Any, Any]) -> list[ToolParam]:
     [{'name': 'ping', 'description': 'Ping the app', 'input_schema': {'type': 'object', 'properties': {}, 'required': [], 'additionalProperties': False}}]
     """
     check_runtime(runtime, "tool_params(runtime)")
-    shown = offered(runtime, runtime.definition.capabilities, _logger)
-    views = tool_views(runtime, available_only=False)
-    return [_param(view) for view, show in zip(views, shown, strict=True) if show]
+    return [_param(view) for view in offered_views(runtime, _logger)]
 
 
 def _param(view: ToolView) -> ToolParam:

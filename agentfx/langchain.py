@@ -47,7 +47,7 @@ from ._toolcall import (
     check_confirm,
     check_runtime,
     missing_framework,
-    offered,
+    offered_views,
     run_call,
     tool_metadata,
 )
@@ -66,7 +66,7 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
 from .confirm import Confirmer
 from .invocation import Invocation
 from .runtime import AgentRuntime
-from .tools import ToolView, tool_views
+from .tools import ToolView
 
 __all__ = ("TRANSPORT", "structured_tools")
 
@@ -109,9 +109,7 @@ def structured_tools(runtime: AgentRuntime[Any, Any], *, confirm: Confirmer | No
     """
     check_runtime(runtime, "structured_tools(runtime)")
     check_confirm(confirm, "structured_tools")
-    shown = offered(runtime, runtime.definition.capabilities, _logger)
-    views = tool_views(runtime, available_only=False)
-    return [_tool(runtime, view, confirm) for view, show in zip(views, shown, strict=True) if show]
+    return [_tool(runtime, view, confirm) for view in offered_views(runtime, _logger)]
 
 
 class _WholeInputTool(StructuredTool):

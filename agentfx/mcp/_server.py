@@ -67,7 +67,7 @@ from .._logs import withhold
 from ..errors import ContractError, echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..runtime import AgentRuntime
-from ..tools import tool_views
+from .._toolcall import offered, offered_views
 from . import _confirm, _wire
 from ._watch import LIST_CHANGED_DEBOUNCE, Burst, ListWatch, ResourceWatch, Watcher
 
@@ -836,8 +836,9 @@ def serve_runtime(
     async def list_tools(
         ctx: ServerRequestContext[Connection], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        # A hook that raises hides its own tool (logged), as in every adapter, not the whole list.
         try:
-            tools = [_wire.tool(view) for view in tool_views(runtime)]
+            tools = [_wire.tool(view) for view in offered_views(runtime, _logger)]
         except Exception:
             _logger.exception("listing the available capabilities failed")
             raise MCPError(code=types.INTERNAL_ERROR, message=_INTERNAL) from None
@@ -1110,7 +1111,9 @@ def _structural(ctx: ServerRequestContext[Connection]) -> bool:
 
 
 def _available_names(runtime: AgentRuntime[Any, Any]) -> list[str]:
-    return [descriptor.name for descriptor in runtime.messages.available()]
+    # What tools/list shows (offered_views), without copying a schema: the watcher asks on every Model change.
+    shown = offered(runtime, runtime.definition.capabilities, _logger)
+    return [descriptor.name for descriptor, show in zip(runtime.messages.list(), shown, strict=True) if show]
 
 
 def _encoded(runtime: AgentRuntime[Any, Any], uri: str) -> bytes | None:
