@@ -477,6 +477,29 @@ async def test_a_shared_key_lets_another_server_redeem_the_state_once() -> None:
             await retry(other, {"item": "milk"}, first.request_state)
 
 
+async def test_a_retry_meeting_another_prompt_where_nobody_can_be_asked_needs_confirmation_not_declined() -> None:
+    # The retry comes from a client that cannot be asked (no elicitation), and
+    # the selection changed: nobody declined anything, so the call needs a person.
+    key = b"k" * 32
+    async with (
+        connected("auto", Person(), security=RequestStateSecurity(keys=[key])) as one,
+        connected("auto", None, security=RequestStateSecurity(keys=[key])) as other,
+    ):
+        for c in (one, other):
+            await c.program.send(Selected(item="milk"))
+        first = await one.client.session.call_tool("remove_selected", {}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.request_state is not None
+        await other.program.send(Selected(item="bread"))
+        result = await other.client.session.call_tool(
+            "remove_selected", {}, input_responses=APPROVE, request_state=first.request_state, allow_input_required=True
+        )
+        assert isinstance(result, types.CallToolResult) and result.is_error
+        assert text(result) == '"remove_selected" needs a person to confirm: Remove the selected item "bread"?'
+        assert result.structured_content is not None
+        assert result.structured_content["_tag"] == "AgentConfirmationRequiredError"
+        assert other.program.model.items == ("milk", "tea", "bread")
+
+
 async def test_the_retry_rereads_the_model_and_reruns_every_step() -> None:
     async with connected("auto", Person()) as c:
         first = await first_round(c, {"item": "milk"})

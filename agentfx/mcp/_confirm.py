@@ -51,9 +51,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from .._approval import Approval
+from .._approval import Approval, asked_again
 from ..confirm import ConfirmationRequest
-from ..errors import AgentConfirmationRequiredError, ContractError, echo
+from ..errors import AgentConfirmationRequiredError, ContractError, DispatchError, echo
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -351,28 +351,30 @@ class Plan:
         confirm = self.confirm
         return confirm.changed if isinstance(confirm, Approval) else None
 
-    def input_required(
-        self, approvals: Approvals, name: str, arguments: object, error: object
-    ) -> types.InputRequiredResult | None:
-        """The ``InputRequiredResult`` asking about ``error``'s prompt, when this call asks later."""
-        if not self.ask_later:
-            return None
-        if isinstance(error, AgentConfirmationRequiredError):
-            prompt = error.prompt
-        elif self.changed is not None:
-            prompt = self.changed
-        else:
-            return None
-        state = approvals.mint(name, arguments, prompt)
+    def refusal(
+        self, approvals: Approvals, name: str, arguments: object, error: DispatchError
+    ) -> DispatchError | types.InputRequiredResult:
+        """What answers the refusal ``error``: itself, the confirmation it needs, or an ``InputRequiredResult`` asking it.
+
+        A retry that met a prompt the person did not answer was refused
+        ``Declined`` by the pipeline; nobody declined it, so it needs a person
+        as a first call would (:func:`~agentfx._approval.asked_again`): asked
+        here when this call asks later, the confirmation-required answer
+        otherwise.
+        """
+        needs = asked_again(self.changed, error)
+        if not (self.ask_later and isinstance(needs, AgentConfirmationRequiredError)):
+            return needs
+        state = approvals.mint(name, arguments, needs.prompt)
         return types.InputRequiredResult(
-            input_requests={FIELD: types.ElicitRequest(params=form(prompt))},
+            input_requests={FIELD: types.ElicitRequest(params=form(needs.prompt))},
             request_state=state,
         )
 
 
+# Shared by every call that is not a retry: only a retry's plan is ever changed.
 _CANNOT_ASK = Plan(None, False)
 _ASK_LATER = Plan(None, True)
-# Shared by every call that is not a retry: only a retry's plan is ever changed.
 
 
 def plan(

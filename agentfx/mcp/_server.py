@@ -64,7 +64,7 @@ from starlette.requests import Request
 
 from .. import __version__
 from .._logs import withhold
-from ..errors import ContractError, echo, is_failure
+from ..errors import ContractError, DispatchError, echo, is_failure
 from ..invocation import AbortController, Invocation, new_invocation_id
 from ..runtime import AgentRuntime
 from .._toolcall import offered, offered_views
@@ -861,7 +861,7 @@ def serve_runtime(
         call_id = new_invocation_id() if request_id is None else f"{new_invocation_id()}/{echo(str(request_id))}"
         invocation = Invocation(id=call_id, transport="mcp", signal=controller.signal, confirm=confirmation.confirm)
         payload: object = {} if params.arguments is None else params.arguments
-        ask_later = partial(confirmation.input_required, approvals, params.name, payload) if confirmation.ask_later else None
+        refusal = partial(confirmation.refusal, approvals, params.name, payload)
         # The pipeline runs inline, shielded: a cancellation must reach it as an
         # abort of its signal (which the audit records as a cancellation), never
         # as an outer cancellation that interrupts it mid-step. What would have
@@ -886,7 +886,7 @@ def serve_runtime(
                 # call: the rare call that waits is interrupted (and audited
                 # so) rather than held until its host returns.
                 with nullcontext() if shield is None else shield:
-                    result = await _dispatch(runtime, params.name, payload, invocation, ask_later, declined=confirmation.declined)
+                    result = await _dispatch(runtime, params.name, payload, invocation, refusal, declined=confirmation.declined)
             else:
                 assert shield is not None and descriptor is not None
                 async with anyio.create_task_group() as task_group:
@@ -894,7 +894,7 @@ def serve_runtime(
                     try:
                         with shield:
                             result = await _dispatch(
-                                runtime, params.name, payload, invocation, ask_later, watch.dispatched, confirmation.declined
+                                runtime, params.name, payload, invocation, refusal, watch.dispatched, confirmation.declined
                             )
                     finally:
                         # Progress ends before the answer: nothing follows a result.
@@ -1143,14 +1143,15 @@ async def _dispatch(
     name: str,
     payload: object,
     invocation: Invocation,
-    ask_later: Callable[[object], types.InputRequiredResult | None] | None = None,
+    refusal: Callable[[DispatchError], DispatchError | types.InputRequiredResult] | None = None,
     on_dispatched: Callable[[], None] | None = None,
     declined: str | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult | MCPError:
     """Run one call to its wire answer; never raises an ``Exception``.
 
-    ``ask_later`` may turn a refusal into an ``InputRequiredResult`` (a
-    confirmation to ask on a 2026-07-28 request); ``on_dispatched`` is told
+    ``refusal`` decides what answers a refusal (see ``Plan.refusal``): on a
+    retry, the confirmation a changed prompt needs, which a 2026-07-28 request
+    asks with an ``InputRequiredResult``; ``on_dispatched`` is told
     when the host accepted the Message; ``declined`` is the prompt a
     retry's person said no to (see ``AgentRuntime.messages.attempt``).
     """
@@ -1160,10 +1161,9 @@ async def _dispatch(
         outcome = await runtime.messages.attempt(name, payload, invocation, on_dispatched=on_dispatched, declined=declined)
         if not is_failure(outcome):
             return _wire.success(outcome)
-        failure = outcome
-        later = ask_later(failure) if ask_later is not None else None
-        if later is not None:
-            return later
+        failure = outcome if refusal is None else refusal(outcome)
+        if isinstance(failure, types.InputRequiredResult):
+            return failure
         try:
             return _wire.failure(failure)
         except MCPError as unknown:
