@@ -30,7 +30,9 @@ class Confirm(msgspec.Struct, frozen=True):
     """An ``authorize`` answer: allowed once a person confirms.
 
     ``prompt`` is shown to that person, so it should say exactly what will
-    happen (``Delete the todo "milk"?``). Without a way to ask (the
+    happen (``Delete the todo "milk"?``), naming its target uniquely: an
+    answer given to a prompt covers a later run of the call that meets the
+    same prompt (a retry, a resumed run), whatever else changed. Without a way to ask (the
     invocation has no ``confirm`` and is not ``confirmed``) the call is
     refused with :class:`~agentfx.AgentConfirmationRequiredError`, and
     nothing is sent.

@@ -275,9 +275,11 @@ def _may_delete(request: AuthorizationRequest[User, NoInput, Model]) -> Refusal 
         return Refusal(DELETE_REFUSED)
     model = request.model
     # The prompt names the todo from the same snapshot ``to_message`` reads, so
-    # the person approves exactly the deletion that would be sent.
-    title = next((todo.title for todo in model.todos if todo.id == model.selected_todo_id), model.selected_todo_id)
-    return Confirm(f'Delete the todo "{title}"?')
+    # the person approves exactly the deletion that would be sent: by its id
+    # too, since two todos may share a title and an answer covers its prompt.
+    selected = model.selected_todo_id
+    title = next((todo.title for todo in model.todos if todo.id == selected), None)
+    return Confirm(f"Delete the todo {selected}?" if title is None else f'Delete the todo "{title}" ({selected})?')
 
 
 TodoAgent = for_model(Model, principal=User)

@@ -91,7 +91,7 @@ async def test_agentfx_serve_over_a2a_serves_the_todo_example_with_its_card_and_
             assert selected.status.state == TaskState.TASK_STATE_COMPLETED
             waiting = await _send(client, skill="delete_selected_todo", input={})
             assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-            assert 'needs a person to confirm: Delete the todo "Buy eggs"?' in waiting.status.message.parts[0].text
+            assert 'needs a person to confirm: Delete the todo "Buy eggs" (todo-3)?' in waiting.status.message.parts[0].text
             deleted = await _send(client, task_id=waiting.id, confirm=True)
             assert deleted.status.state == TaskState.TASK_STATE_COMPLETED
             assert _artifact(deleted)["completion"]["message"] == {"type": "DeletedTodo", "id": todo["id"]}

@@ -62,12 +62,12 @@ async def test_deleting_a_todo_asks_the_person_and_does_what_they_say(mode: str)
         await client.call_tool("select_todo", {"id": "todo-1"})
         declined = await client.call_tool("delete_selected_todo", {})
         assert declined.is_error
-        assert text(declined) == 'Declined: Delete the todo "Buy milk"?'
+        assert text(declined) == 'Declined: Delete the todo "Buy milk" (todo-1)?'
         assert await todo_titles(client) == ["Buy milk", "Write the report"]
         approved = await client.call_tool("delete_selected_todo", {})
         assert text(approved) == "Completed: DeletedTodo"
         assert await todo_titles(client) == ["Write the report"]
-    assert person.asked == ['Delete the todo "Buy milk"?'] * 2
+    assert person.asked == ['Delete the todo "Buy milk" (todo-1)?'] * 2
 
 
 @MODES
@@ -76,7 +76,7 @@ async def test_a_client_that_cannot_ask_is_told_and_nothing_is_deleted(mode: str
         await client.call_tool("select_todo", {"id": "todo-1"})
         result = await client.call_tool("delete_selected_todo", {})
         assert result.is_error
-        assert text(result) == '"delete_selected_todo" needs a person to confirm: Delete the todo "Buy milk"?'
+        assert text(result) == '"delete_selected_todo" needs a person to confirm: Delete the todo "Buy milk" (todo-1)?'
         assert result.structured_content is not None
         assert result.structured_content["_tag"] == "AgentConfirmationRequiredError"
         assert await todo_titles(client) == ["Buy milk", "Write the report"]

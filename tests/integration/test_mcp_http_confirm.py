@@ -175,7 +175,7 @@ async def test_agentfx_serve_processes_given_one_key_ring_redeem_each_others_con
             await tool(http, url, "select_todo", arguments={"id": "todo-1"})
         asked = await tool(http, one, "delete_selected_todo")
         state = asked["requestState"]
-        assert asked["inputRequests"]["confirm"]["params"]["message"] == 'Delete the todo "Buy milk"?'
+        assert asked["inputRequests"]["confirm"]["params"]["message"] == 'Delete the todo "Buy milk" (todo-1)?'
         approval = {"confirm": {"action": "accept", "content": {"confirm": True}}}
         deleted = await tool(http, other, "delete_selected_todo", inputResponses=approval, requestState=state)
         assert not deleted.get("isError") and "DeletedTodo" in deleted["content"][0]["text"], deleted
