@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import decimal
 import enum
 import functools
+import math
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -1103,6 +1105,7 @@ class _MirrorBuilder:
             return tp if mirrored is inner else mirrored
         if origin is Annotated:
             inner, *metadata = typing.get_args(tp)
+            _check_multiple_of(metadata)
             mirrored = self.type(inner)
             return tp if mirrored is inner else Annotated[(mirrored, *metadata)]
         args = typing.get_args(tp)
@@ -1118,6 +1121,30 @@ class _MirrorBuilder:
         if origin is Union or origin is types.UnionType:
             return Union[mirrored_args]  # noqa: UP007
         return origin[mirrored_args]
+
+
+def _check_multiple_of(metadata: list[Any]) -> None:
+    """Refuse a ``multiple_of`` that is not the number it is written as, like ``0.1``.
+
+    msgspec checks it on the binary float: ``1.0`` is not an exact multiple of
+    the double nearest 0.1, so it refuses most of the values the schema's
+    ``"multipleOf": 0.1`` admits (``1``, ``1.5``), saying they are not
+    multiples of 0.1, to an agent that cannot correct them. A value whose decimal spelling is exact (``0.5``,
+    ``0.25``, ``2``) is checked as JSON Schema means it.
+
+    >>> _check_multiple_of([msgspec.Meta(multiple_of=0.25)])
+    >>> _check_multiple_of([msgspec.Meta(multiple_of=0.1)])
+    Traceback (most recent call last):
+    ...
+    TypeError: multiple_of=0.1 has no exact binary value, so msgspec refuses numbers the schema calls its multiples; take an int in units of 0.1, or a multiple_of such as 0.5 or 0.25
+    """
+    for meta in metadata:
+        step = getattr(meta, "multiple_of", None) if isinstance(meta, msgspec.Meta) else None
+        if isinstance(step, float) and math.isfinite(step) and decimal.Decimal(repr(step)) != decimal.Decimal(step):
+            raise TypeError(
+                f"multiple_of={step!r} has no exact binary value, so msgspec refuses numbers the schema calls "
+                f"its multiples; take an int in units of {step!r}, or a multiple_of such as 0.5 or 0.25"
+            )
 
 
 INTEGER_KEY = "^-?(0|[1-9][0-9]*)$"

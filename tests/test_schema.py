@@ -849,6 +849,36 @@ def test_an_input_with_a_flag_enum_is_refused_as_its_schema_cannot_say_what_deco
         InputCodec(tp)
 
 
+class _Tenths(msgspec.Struct):
+    amount: Annotated[float, msgspec.Meta(multiple_of=0.1)]
+
+
+class _TenthsInList(msgspec.Struct):
+    amounts: list[Annotated[float, msgspec.Meta(ge=0, multiple_of=0.3)]]
+
+
+class _Quarters(msgspec.Struct):
+    amount: Annotated[float, msgspec.Meta(multiple_of=0.25)]
+
+
+@pytest.mark.parametrize("tp", [_Tenths, _TenthsInList])
+def test_a_float_step_with_no_exact_binary_value_is_refused_as_the_decoder_would_refuse_its_multiples(
+    tp: type[msgspec.Struct],
+) -> None:
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"amount": 1.0}, _Tenths)  # what an agent would be told, for a multiple of 0.1
+    with pytest.raises(TypeError, match=r"multiple_of=0\.[13] has no exact binary value"):
+        InputCodec(tp)
+
+
+def test_a_float_step_spelled_exactly_is_kept_and_checked_as_the_schema_says() -> None:
+    codec = InputCodec(_Quarters)
+    assert codec.schema["properties"]["amount"]["multipleOf"] == 0.25
+    assert [codec.decode({"amount": value}).amount for value in (1.5, 0.75, 100.25)] == [1.5, 0.75, 100.25]
+    with pytest.raises(InvalidPayload):
+        codec.decode({"amount": 0.3})
+
+
 class _FloatKeyed(msgspec.Struct):
     by_threshold: dict[float, int]
 
