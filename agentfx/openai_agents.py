@@ -35,8 +35,10 @@ The SDK's traps, and how the tools avoid them:
   that was offered but stopped being available before the call ran is
   answered by the runtime (``Capability "<name>" is not available right
   now``): the SDK checks ``is_enabled`` again just before running the calls
-  and would end the run on a tool disabled in between, so an offered tool
-  stays enabled through that one check (see ``_Offers``).
+  and would end the run on a tool disabled in between, so a tool offered in
+  a turn stays enabled until that turn's calls run, and the next turn reads
+  the Model afresh: a tool a call made unavailable (its own or any other
+  tool's) is hidden there, never offered stale (see ``_Offers``).
 - ``needs_approval`` must be decided before the call, but only ``authorize``
   can say whether this call asks a person, so every capability that declares
   ``authorize`` needs approval. The run then stops with an interruption;
@@ -258,27 +260,37 @@ def _approval(ctx: ToolContext[Any]) -> bool | None:
 
 
 class _Offers:
-    """Which runs were offered one tool at its last ``is_enabled`` check.
+    """Whether one tool was offered to each run in the run's current turn.
 
-    The SDK asks ``is_enabled`` when it lists a turn's tools and again just
-    before it runs the calls the model made, and it ends the whole run when a
-    called tool has become disabled in between (``ModelBehaviorError``). A
-    Model that changed while the model was thinking must not do that: a
-    capability offered at the last check stays enabled for one more check,
-    so the call reaches the runtime, which refuses it as unavailable. A
-    capability that is still unavailable at the next check is hidden.
+    The SDK asks ``is_enabled`` twice a turn: when it lists the turn's tools
+    for the model (``Agent.get_all_tools``), and again, once the model has
+    answered, just before it runs the calls (every tool, called or not), and
+    it ends the whole run when a called tool is disabled by then
+    (``ModelBehaviorError``). Both checks of a turn see the same
+    ``ctx.turn_input`` list, which the runner replaces at the start of every
+    turn, a resumed one included. So a tool offered at a check of this turn
+    stays enabled for the rest of it: a Model that changed while the model
+    was thinking lets the call reach the runtime, which refuses it as
+    unavailable. The first check of the next turn reads the Model afresh, and
+    a tool that is no longer available (its own call, or another tool's, made
+    it so) is hidden there, never offered stale.
     """
 
     __slots__ = ("_offered",)
 
     def __init__(self) -> None:
-        self._offered: dict[int, bool] = {}
+        # By run (the context's id): the turn checked last, and whether it was offered then.
+        self._offered: dict[int, tuple[object, bool]] = {}
 
     def enabled(self, ctx: RunContextWrapper[Any], available: bool) -> bool:
         key = id(ctx)
-        if key not in self._offered:
+        # The list itself, compared by identity: an id could be reused once the runner drops it.
+        turn: object = ctx.turn_input
+        last = self._offered.get(key)
+        if last is None:
             # Forget a run with its context: a long-lived tool list must not grow.
             weakref.finalize(ctx, self._offered.pop, key, None)
-        offered = self._offered.get(key, False)
-        self._offered[key] = available
-        return available or offered
+        elif last[0] is turn and last[1]:
+            return True
+        self._offered[key] = (turn, available)
+        return available

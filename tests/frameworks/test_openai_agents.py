@@ -20,6 +20,7 @@ import pytest
 from agents import (
     Agent,
     AgentOutputSchemaBase,
+    FunctionTool,
     Handoff,
     ModelBehaviorError,
     ModelResponse,
@@ -40,6 +41,7 @@ from agents.testing import assistant_message, function_call
 
 import agentfx
 from agentfx.openai_agents import TRANSPORT, function_tools
+from agentfx.testing import RecordingHost
 from examples.frameworks import openai_agents_agent
 from tests.frameworks.script import Turn, Turns
 from tests.frameworks.app import (
@@ -589,3 +591,51 @@ async def test_an_approval_of_a_call_with_blank_arguments_is_asked_again() -> No
     await Runner.run(agent, state, run_config=_CONFIG)
     assert model.outputs[1] == [("c1", CONFIRM_TEXT)]
     assert h.recorder.dispatched == []
+
+
+# A capability that stops being available between turns. ---------------------------
+
+
+class Bell(msgspec.Struct, frozen=True):
+    armed: bool = True
+
+
+class Rang(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+BellAgent = agentfx.for_model(Bell)
+
+BELL = BellAgent.define(
+    BellAgent.expose(Rang, BellAgent.variant(Rang, "Ring the bell once", name="ring", available=lambda bell: bell.armed))
+)
+
+
+@pytest.mark.parametrize("silenced_by", ["ring", "silence"])
+async def test_a_tool_a_call_made_unavailable_is_hidden_at_the_next_turn_and_the_run_goes_on(silenced_by: str) -> None:
+    # Ringing disarms the bell; so does "silence", a plain SDK tool of the application's
+    # that agentfx never sees run. Either way the next turn must read the Model afresh:
+    # a tool still offered there would be disabled at that turn's execution check, and
+    # the SDK would end the run (ModelBehaviorError), whatever its tool_not_found_behavior.
+    recorder: RecordingHost[Bell, Rang, None] = RecordingHost(Bell(), update=lambda bell, message: Bell(armed=False))
+    runtime = agentfx.bind(BELL, host=recorder.host)
+
+    async def silence(_ctx: ToolContext[Any], _arguments: str) -> str:
+        recorder.set_model(Bell(armed=False))
+        return "silenced"
+
+    silencer = FunctionTool(
+        name="silence", description="Silence the bell", params_json_schema={"type": "object", "properties": {}},
+        on_invoke_tool=silence, strict_json_schema=False,
+    )
+    model = ScriptedModel(
+        [function_call(silenced_by, {}, call_id="c1")],
+        [function_call("ring", {}, call_id="c2")],  # the model calls what it was offered before
+        "done",
+    )
+    agent = Agent(name="bell", model=model, tools=[*function_tools(runtime), silencer])
+    result = await Runner.run(agent, "Ring", run_config=_CONFIG)
+    assert result.final_output == "done"
+    assert model.tools == [["ring", "silence"], ["silence"], ["silence"]]
+    assert model.outputs[2] == [("c2", "Tool 'ring' not found.")]
+    assert recorder.dispatched == ([Rang()] if silenced_by == "ring" else [])
