@@ -190,5 +190,49 @@ class Invocation(msgspec.Struct, frozen=True):
     confirmed: bool = False
 
     def filled(self) -> Invocation:
-        """This invocation with an id, generating one if it has none."""
+        """This invocation with an id, generating one if it has none.
+
+        Every dispatch takes its invocation through here, so a field of the
+        wrong type is told at the call, not as a defect deep in the pipeline
+        (or as a failure whose ``invocation`` no longer decodes).
+
+        Raises:
+            TypeError: This is not an :class:`Invocation`, or a field is not of
+                its type (an ``id`` that is not a string, a ``signal`` that is
+                not an :class:`AbortSignal`, a ``confirm`` that is not callable).
+
+        >>> Invocation(id=42).filled()
+        Traceback (most recent call last):
+        ...
+        TypeError: Invocation id must be a string or None, not int
+        """
+        if not (
+            type(self) is Invocation
+            and (self.id is None or type(self.id) is str)
+            and type(self.transport) is str
+            and (self.signal is None or type(self.signal) is AbortSignal)
+            and (self.confirm is None or callable(self.confirm))
+            and type(self.confirmed) is bool
+        ):
+            _check(self)
         return self if self.id is not None else msgspec.structs.replace(self, id=new_invocation_id())
+
+
+def _check(invocation: object) -> None:
+    """The slow half of :meth:`Invocation.filled`'s check: subclasses pass, anything else is told what is wrong."""
+    if not isinstance(invocation, Invocation):
+        raise TypeError(f"An invocation must be an agentfx.Invocation, not {type(invocation).__name__}")
+    fields: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+        ("id", (str, type(None)), "a string or None"),
+        ("transport", str, "a string"),
+        ("signal", (AbortSignal, type(None)), "an AbortSignal or None"),
+        ("confirmed", bool, "a bool"),
+    )
+    for name, kinds, wanted in fields:
+        # Read as a plain object: the annotation says what it should be, not what a caller passed.
+        value: object = getattr(invocation, name)
+        if not isinstance(value, kinds):
+            raise TypeError(f"Invocation {name} must be {wanted}, not {type(value).__name__}")
+    confirm: object = invocation.confirm
+    if confirm is not None and not callable(confirm):
+        raise TypeError(f"Invocation confirm must be a callable or None, not {type(confirm).__name__}")

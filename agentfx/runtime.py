@@ -464,7 +464,8 @@ class _Executor:
         completion holds. It runs the pipeline at once: every public entry
         point calls it from inside its own coroutine.
         """
-        invocation = Invocation(new_invocation_id()) if invocation is None else invocation.filled()
+        # Through the class: a value that is not an Invocation is refused there, not an AttributeError here.
+        invocation = Invocation(new_invocation_id()) if invocation is None else Invocation.filled(invocation)
         bound = self.bound if on_dispatched is None else _watched(self.bound, on_dispatched)
         env = InvocationEnv(bound, target, payload, invocation)
         tracer = self.tracer if self.tracer is not None else active_tracer()

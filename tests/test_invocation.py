@@ -114,6 +114,45 @@ async def test_a_supplied_invocation_is_kept() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("invocation", "said"),
+    [
+        (agentfx.Invocation(id=42), "Invocation id must be a string or None, not int"),  # pyright: ignore[reportArgumentType]
+        (agentfx.Invocation(transport=None), "Invocation transport must be a string, not NoneType"),  # pyright: ignore[reportArgumentType]
+        (agentfx.Invocation(signal="x"), "Invocation signal must be an AbortSignal or None, not str"),  # pyright: ignore[reportArgumentType]
+        (agentfx.Invocation(confirm="yes"), "Invocation confirm must be a callable or None, not str"),  # pyright: ignore[reportArgumentType]
+        (agentfx.Invocation(confirmed=1), "Invocation confirmed must be a bool, not int"),  # pyright: ignore[reportArgumentType]
+        ("call-1", "An invocation must be an agentfx.Invocation, not str"),
+    ],
+)
+async def test_an_invocation_of_the_wrong_shape_is_refused_at_the_call_and_nothing_runs(invocation: Any, said: str) -> None:
+    rec = recorder()
+    log = agentfx.audit_log()
+    runtime = agentfx.bind(AppAgent, host=rec.host, audit=log)
+    calls = (
+        lambda: runtime.messages.call(RequestedCreateTodo, {"title": "a"}, invocation),
+        lambda: runtime.messages.attempt("create_todo", {"title": "a"}, invocation),
+        lambda: runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, invocation),
+    )
+    for call in calls:
+        with pytest.raises(TypeError) as refused:
+            await call()
+        assert str(refused.value) == said
+    assert rec.dispatched == [] and log.entries() == []
+
+
+@pytest.mark.anyio
+async def test_an_invocation_of_subclassed_values_is_taken() -> None:
+    class Name(str):
+        pass
+
+    runtime = agentfx.bind(AppAgent, host=recorder().host)
+    invocation = agentfx.Invocation(id=Name("call-8"), transport=Name("mcp"))
+    outcome = outcome_of(await runtime.messages.dispatch(RequestedCreateTodo, {"title": "a"}, invocation))
+    assert outcome.unwrap().invocation is invocation
+
+
+@pytest.mark.anyio
 async def test_a_shared_signal_refuses_every_later_dispatch() -> None:
     rec = recorder()
     runtime = agentfx.bind(AppAgent, host=rec.host)
