@@ -46,11 +46,16 @@ The SDK's traps, and how the tools avoid them:
   ``Confirm`` answer approved and nothing else (``authorize`` refusing still
   refuses). The SDK asks before ``authorize`` runs, so the person approves
   the tool call on the Model as it was when the run stopped, not the
-  ``Confirm`` prompt, and that is all the approval covers: when the Model
-  changed before the approved call ran (another todo selected, say), nothing
+  ``Confirm`` prompt, and that is all the approval covers: when the approved
+  call is built from another Model (another todo was selected, say), nothing
   is sent and the model is answered ``"<name>" needs a person to confirm:
-  <prompt>`` in the new words, so that a new call asks the person again. The
-  tools remember that Model themselves (bounded, in memory): resume a run
+  <prompt>`` in the new words, so that a new call asks the person again.
+  That is the Model the call reads once as it starts, which ``authorize``
+  and ``to_message`` see, not the live one: a Model that comes back to what
+  the person saw while ``authorize`` is pending does not let through a call
+  built from another, and one that moves on meanwhile does not retarget a
+  call built from the right one. The tools remember the Model each person
+  was asked on themselves (bounded, in memory): resume a run
   with the same tool list that stopped it; an approval resumed anywhere else
   (another process, a rebuilt list) is answered the same way, and so is one
   of a call whose arguments the SDK could not read as a JSON object (blank
@@ -186,12 +191,19 @@ def _tool(
         if _approval(ctx) is True:
             # Approval is per call, and covers the Model the person was asked on: a
             # call that reached the tool after a person approved it is confirmed
-            # while authorize still reads that Model; the same tool called again is
+            # when it is built from that Model; the same tool called again is
             # asked about again.
-            approval = _Approval(runtime, asked.pop(ctx.tool_call_id))
+            approval = _Approval(asked.pop(ctx.tool_call_id))
             invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
+        payload = json_arguments(arguments)
+        if approval is not None:
+            # The pipeline reads its one snapshot (steps 3-9) as soon as the call
+            # starts, before anything can wait: nothing awaits between this read
+            # and that one, so this is the Model authorize and to_message see,
+            # whatever the live Model has become by the time a person is asked.
+            approval.read(runtime)
         # Never raises: an exception from a hand-built FunctionTool would abort the run.
-        answer, failure = await run_call(runtime, name, json_arguments(arguments), invocation, _logger)
+        answer, failure = await run_call(runtime, name, payload, invocation, _logger)
         if approval is not None and approval.changed is not None:
             # The Model moved on while the person decided: this approval does not
             # cover what the call would now do. The model is told what to ask for.
@@ -218,18 +230,33 @@ _MAX_ASKED = 4096
 
 
 class _Approval:
-    """A person's "yes" to one call: it confirms the call only on the Model they were asked on."""
+    """A person's "yes" to one call: it confirms the call only when it is built from the Model they were asked on.
 
-    __slots__ = ("changed", "_runtime", "_seen")
+    ``seen`` is that Model (in a 1-tuple: a Model may be ``None``), or
+    ``None`` when nobody was asked about this call here (another process,
+    another tool list). :meth:`read` takes the Model the call is built from.
+    """
 
-    def __init__(self, runtime: AgentRuntime[Any, Any], seen: tuple[object] | None) -> None:
-        self._runtime = runtime
+    __slots__ = ("changed", "_built", "_seen")
+
+    def __init__(self, seen: tuple[object] | None) -> None:
         self._seen = seen
+        self._built: tuple[object] | None = None
         self.changed: str | None = None
 
+    def read(self, runtime: AgentRuntime[Any, Any]) -> None:
+        """Read the Model the call is about to be built from: call it just before the call starts."""
+        try:
+            self._built = (runtime.host.model(),)
+        except Exception:
+            # The pipeline's own read fails the same way, and answers the call as a defect.
+            self._built = None
+
     async def answer(self, request: ConfirmationRequest) -> bool:
-        # ``None``: nobody was asked about this call here (another process, another tool list).
-        if self._seen is not None and _same(self._runtime.host.model(), self._seen[0]):
+        # The Model the call is built from, not the live one: a Model that moved
+        # on and came back while authorize was pending (A, B, A) must not let a
+        # call built from B through on a "yes" given on A.
+        if self._seen is not None and self._built is not None and _same(self._built[0], self._seen[0]):
             return True
         # Another selection, say: the prompt the person would now be shown may differ.
         self.changed = request.prompt

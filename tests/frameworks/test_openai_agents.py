@@ -13,8 +13,11 @@ import json
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
+import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 from agents import (
@@ -639,3 +642,98 @@ async def test_a_tool_a_call_made_unavailable_is_hidden_at_the_next_turn_and_the
     assert model.tools == [["ring", "silence"], ["silence"], ["silence"]]
     assert model.outputs[2] == [("c2", "Tool 'ring' not found.")]
     assert recorder.dispatched == ([Rang()] if silenced_by == "ring" else [])
+
+
+# An approval and the snapshot the call is built from. ------------------------------
+
+
+class Shelf(msgspec.Struct, frozen=True):
+    selected: str = "milk"
+
+
+class Removed(msgspec.Struct, frozen=True, tag=True):
+    item: str
+
+
+class Nothing(msgspec.Struct, frozen=True):
+    pass
+
+
+@dataclass
+class Shop:
+    """A runtime whose ``remove`` asks a person in an ``authorize`` that waits, and lets the Model change meanwhile."""
+
+    recorder: RecordingHost[Shelf, Removed, None]
+    audit: agentfx.AuditLog
+    runtime: agentfx.AgentRuntime[Shelf, None]
+    meanwhile: Shelf | None = None
+    """The Model the application moves to while ``authorize`` is pending, if any."""
+
+
+def shop() -> Shop:
+    recorder: RecordingHost[Shelf, Removed, None] = RecordingHost(Shelf())
+    holder: list[Shop] = []
+
+    async def authorize(req: agentfx.AuthorizationRequest[None, Nothing, Shelf]) -> agentfx.Confirm:
+        # The prompt names what this call would remove: the snapshot's selection.
+        prompt = f'Remove "{req.model.selected}"?'
+        await anyio.lowlevel.checkpoint()
+        [state] = holder
+        if state.meanwhile is not None:
+            recorder.set_model(state.meanwhile)
+        return agentfx.Confirm(prompt)
+
+    ShopAgent = agentfx.for_model(Shelf)
+    contract = ShopAgent.define(
+        ShopAgent.expose(
+            Removed,
+            ShopAgent.variant(
+                Removed,
+                "Remove the selected item",
+                name="remove",
+                input=Nothing,
+                authorize=authorize,
+                to_message=lambda _, ctx: Removed(ctx.model.selected),
+            ),
+        )
+    )
+    audit = agentfx.audit_log()
+    state = Shop(recorder, audit, agentfx.bind(contract, host=recorder.host, audit=audit))
+    holder.append(state)
+    return state
+
+
+async def test_an_approval_never_confirms_a_call_built_from_a_model_that_came_back_meanwhile() -> None:
+    # A, B, A: the person is asked on the milk's Model; the call is built from the
+    # report's; while authorize is pending the Model returns to the milk's. The live
+    # Model then matches what the person saw, but the call would remove the report.
+    s = shop()
+    model = ScriptedModel([function_call("remove", {}, call_id="c1")], "asked")
+    agent = Agent(name="shop", model=model, tools=list[Tool](function_tools(s.runtime)))
+    first = await Runner.run(agent, "Remove the milk", run_config=_CONFIG)
+    s.recorder.set_model(Shelf("report"))
+    s.meanwhile = Shelf("milk")
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    await Runner.run(agent, state, run_config=_CONFIG)
+    assert model.outputs[1] == [("c1", '"remove" needs a person to confirm: Remove "report"?')]
+    assert s.recorder.dispatched == []
+    assert [e.outcome for e in s.audit.entries()] == ["AgentAuthorizationError"]
+
+
+async def test_an_approval_confirms_the_call_built_from_the_model_the_person_saw() -> None:
+    # The call is built from the milk's Model, the one the person was asked on; the
+    # Model moving on while authorize is pending does not retarget it (steps 3-9 read
+    # one snapshot), so the "yes" covers exactly what is sent.
+    s = shop()
+    model = ScriptedModel([function_call("remove", {}, call_id="c1")], "removed")
+    agent = Agent(name="shop", model=model, tools=list[Tool](function_tools(s.runtime)))
+    first = await Runner.run(agent, "Remove the milk", run_config=_CONFIG)
+    s.meanwhile = Shelf("report")
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    assert second.final_output == "removed"
+    assert model.outputs[1] == [("c1", "Dispatched Removed")]
+    assert s.recorder.dispatched == [Removed("milk")]
+    assert [(e.outcome, e.confirmed) for e in s.audit.entries()] == [("dispatched", True)]
