@@ -62,7 +62,13 @@ The SDK's traps, and how the tools avoid them:
   ones: the SDK then stops for a person without asking the tool, so the
   Model is not known). A decision is
   read under the name the call was made by, so a tool inside the SDK's
-  ``tool_namespace`` is approved as ``<namespace>.<name>``. Set a tool's
+  ``tool_namespace`` is approved as ``<namespace>.<name>``.
+  ``state.approve(item, always_approve=True)`` is the person's approval of
+  every call of that tool for the rest of that run (wherever it resumes),
+  and the SDK then asks about none of them: each is dispatched confirmed
+  (audited ``confirmed: true``) on whatever Model it is built from and
+  whatever its ``Confirm`` would ask; ``authorize`` refusing still refuses,
+  and another run asks again. Offer "always" only where a person means exactly that. Set a tool's
   ``needs_approval`` to ``False`` when its ``authorize`` never asks a person;
   one that does is then answered ``"<name>" needs a person to confirm:
   <prompt>`` and nothing is sent.
@@ -79,6 +85,7 @@ agentfx's core imports it.
 from __future__ import annotations
 
 import logging
+import secrets
 import weakref
 from typing import Any
 
@@ -188,13 +195,21 @@ def _tool(
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
         invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT)
         approval: _Approval | None = None
-        if _approval(ctx) is True:
-            # Approval is per call, and covers the Model the person was asked on: a
-            # call that reached the tool after a person approved it is confirmed
-            # when it is built from that Model; the same tool called again is
-            # asked about again.
-            approval = _Approval(asked.pop(ctx.tool_call_id))
-            invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
+        if _approval(ctx, ctx.tool_call_id) is True:
+            seen = asked.pop(ctx.tool_call_id)
+            if _approval(ctx, _NO_CALL) is True:
+                # "Always approve": the person allowed every call of this tool for
+                # the rest of this run, whatever it would do, so the SDK asks about
+                # none of them and nothing records a Model they were asked on.
+                # That decision is the confirmation.
+                invocation = msgspec.structs.replace(invocation, confirmed=True)
+            else:
+                # Approval is per call, and covers the Model the person was asked on: a
+                # call that reached the tool after a person approved it is confirmed
+                # when it is built from that Model; the same tool called again is
+                # asked about again.
+                approval = _Approval(seen)
+                invocation = msgspec.structs.replace(invocation, confirm=approval.answer)
         payload = json_arguments(arguments)
         if approval is not None:
             # The pipeline reads its one snapshot (steps 3-9) as soon as the call
@@ -272,18 +287,25 @@ def _same(model: object, seen: object) -> bool:
         return False
 
 
-def _approval(ctx: ToolContext[Any]) -> bool | None:
-    """The person's decision on this call: ``True``, ``False``, or ``None`` when nobody decided.
+def _approval(ctx: ToolContext[Any], call_id: str) -> bool | None:
+    """The person's decision on the call ``call_id`` of this tool: ``True``, ``False``, or ``None`` when nobody decided.
 
     The SDK records a decision under the name the call was made by: within a
     ``tool_namespace`` that is the qualified name (``todo.delete_selected_todo``).
+    Asked about :data:`_NO_CALL`, it says whether the tool was approved for
+    every call (``state.approve(item, always_approve=True)``): only such a
+    decision covers a call nobody made.
     """
     qualified = getattr(ctx, "qualified_tool_name", None)
     if isinstance(qualified, str) and qualified != ctx.tool_name:
-        decided = ctx.is_tool_approved(qualified, ctx.tool_call_id)
+        decided = ctx.is_tool_approved(qualified, call_id)
         if decided is not None:
             return decided
-    return ctx.is_tool_approved(ctx.tool_name, ctx.tool_call_id)
+    return ctx.is_tool_approved(ctx.tool_name, call_id)
+
+
+_NO_CALL = f"agentfx-no-call-{secrets.token_hex(16)}"
+"""A call id no model call has (random per process): a per-call decision never names it."""
 
 
 class _Offers:

@@ -610,7 +610,9 @@ class Rang(msgspec.Struct, frozen=True, tag=True):
 BellAgent = agentfx.for_model(Bell)
 
 BELL = BellAgent.define(
-    BellAgent.expose(Rang, BellAgent.variant(Rang, "Ring the bell once", name="ring", available=lambda bell: bell.armed))
+    BellAgent.expose(
+        Rang, BellAgent.variant(Rang, "Ring the bell once", name="ring", available=lambda bell: bell.armed)
+    )
 )
 
 
@@ -628,8 +630,11 @@ async def test_a_tool_a_call_made_unavailable_is_hidden_at_the_next_turn_and_the
         return "silenced"
 
     silencer = FunctionTool(
-        name="silence", description="Silence the bell", params_json_schema={"type": "object", "properties": {}},
-        on_invoke_tool=silence, strict_json_schema=False,
+        name="silence",
+        description="Silence the bell",
+        params_json_schema={"type": "object", "properties": {}},
+        on_invoke_tool=silence,
+        strict_json_schema=False,
     )
     model = ScriptedModel(
         [function_call(silenced_by, {}, call_id="c1")],
@@ -737,3 +742,56 @@ async def test_an_approval_confirms_the_call_built_from_the_model_the_person_saw
     assert model.outputs[1] == [("c1", "Dispatched Removed")]
     assert s.recorder.dispatched == [Removed("milk")]
     assert [(e.outcome, e.confirmed) for e in s.audit.entries()] == [("dispatched", True)]
+
+
+# "Always approve". -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("namespace", [None, "todo"])
+@pytest.mark.parametrize("always", [True, False], ids=["always", "once"])
+async def test_an_always_approval_confirms_every_call_of_that_tool_for_the_rest_of_the_run(
+    always: bool, namespace: str | None
+) -> None:
+    todos = (*INITIAL.todos, Todo("report", "Write the report"))
+    h = harness(msgspec.structs.replace(INITIAL, todos=todos, selected="milk"))
+    model = ScriptedModel(
+        [function_call("delete_selected_todo", {}, call_id="c1", namespace=namespace)],
+        [function_call("select_todo", {"id": "report"}, call_id="c2", namespace=namespace)],
+        [function_call("delete_selected_todo", {}, call_id="c3", namespace=namespace)],
+        "done",
+        # The next run's.
+        [function_call("select_todo", {"id": PINNED}, call_id="c4", namespace=namespace)],
+        [function_call("delete_selected_todo", {}, call_id="c5", namespace=namespace)],
+        "asked",
+    )
+    tools = function_tools(h.runtime)
+    spaced = tools if namespace is None else tool_namespace(name=namespace, description="Todos", tools=tools)
+    listed = list[Tool](spaced)
+    agent = Agent(name="todos", model=model, tools=listed)
+    first = await Runner.run(agent, "Delete both", run_config=_CONFIG)
+    state = first.to_state()
+    state.approve(first.interruptions[0], always_approve=always)
+    second = await Runner.run(agent, state, run_config=_CONFIG)
+    if not always:
+        # A per-call approval covers its own call: the next one stops for a person.
+        assert [item.call_id for item in second.interruptions] == ["c3"]
+        assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk"), SelectedTodo(id="report")]
+        return
+    # The SDK asks nobody about c3 (its tool is approved for the run), so a
+    # confirmation it asked for could never be given: the person's "always" is it.
+    assert second.final_output == "done" and second.interruptions == []
+    assert model.outputs[3][0][1].startswith(DELETED_TEXT_PREFIX)
+    assert h.recorder.dispatched == [
+        RequestedDeleteTodo(id="milk"),
+        SelectedTodo(id="report"),
+        RequestedDeleteTodo(id="report"),
+    ]
+    assert [(e.outcome, e.confirmed) for e in h.audit.entries()] == [
+        ("completed", True),
+        ("dispatched", msgspec.UNSET),
+        ("completed", True),
+    ]
+    # Only for that run: the same agent and tools in a new run stop for a person again.
+    third = await Runner.run(agent, "Delete the pinned note", run_config=_CONFIG)
+    assert [item.call_id for item in third.interruptions] == ["c5"]
+    assert h.recorder.dispatched[3:] == [SelectedTodo(id=PINNED)]
