@@ -533,7 +533,7 @@ async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirme
     async with _client(api) as client:
         answer, titles = await anthropic_agent.run(client, "claude-test", "Add bread, then delete it", person)
     assert answer == "Added bread, then deleted it."
-    assert [request.prompt for request in person.asked] == ['Delete the todo "Buy bread"?']
+    assert [request.prompt for request in person.asked] == ['Delete the todo "Buy bread" (todo-3)?']
     assert titles == EXAMPLE_TODOS
 
 

@@ -443,7 +443,7 @@ async def test_the_example_adds_a_todo_reads_its_id_and_deletes_it_once_confirme
     asked = Asked()
     answer, titles = await pydantic_ai_agent.run(FunctionModel(script), "Add bread, then delete it", asked)
     assert answer == "Added bread, then deleted it."
-    assert asked.prompts == ['Delete the todo "Buy bread"?']
+    assert asked.prompts == ['Delete the todo "Buy bread" (todo-3)?']
     assert titles == EXAMPLE_TODOS
 
 
