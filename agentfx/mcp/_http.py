@@ -1265,16 +1265,21 @@ def _read_envelope(body: bytes, *, in_session: bool = False) -> _Envelope | Resp
     """The POST body as one JSON-RPC message, or the error answering it, in this endpoint's words.
 
     Parsed as the SDK's transport will parse it (so nothing it would refuse,
-    with validator text, gets that far), with every failure, a nesting too
-    deep for the parser included, answered here; so is a request whose id is
-    neither a string nor an integer, which the parser reads as a notification.
+    with validator text, gets that far), but strictly: ``NaN``, ``Infinity``
+    and ``-Infinity``, which its parser takes for numbers, are not JSON, and
+    are answered ``-32700`` as any other body that is not. Every failure, a
+    nesting too deep for the parser included, is answered here; so is a
+    request whose id is neither a string nor an integer, which the parser
+    reads as a notification.
     In a 2025 session (``in_session``), a malformed answer (an ``id`` with a
     ``result`` or an ``error``, no ``method``) is handed on rewritten as an
     error answer to that id, the one form the session's pending request can
     hear.
     """
     try:
-        raw: object = pydantic_core.from_json(body)
+        # Strict: ``NaN`` and ``Infinity`` are not JSON, and would reach a
+        # capability as a float nobody could have sent in JSON.
+        raw: object = pydantic_core.from_json(body, allow_inf_nan=False)
     except (ValueError, RecursionError):
         return _error("Parse error", 400, types.PARSE_ERROR)
     request_id = _request_id(raw)

@@ -24,11 +24,12 @@ once stdout is broken, since no answer can reach the client any more.
 
 It reads bytes, not text, because what the SDK's ``stdio_server`` leaves out
 matters to a client waiting on an answer: a line that is not valid UTF-8
-(which a text reader would "repair" with U+FFFD and dispatch) or not JSON gets
-a parse error (``-32700``); a line that is JSON but not a JSON-RPC message, or
-a request whose ``id`` is neither a string nor an integer (which the SDK's
-parser takes for a notification, so it would never be answered), gets an
-invalid-request error (``-32600``, ``id: null``); a line longer than
+(which a text reader would "repair" with U+FFFD and dispatch) or not JSON
+(``NaN`` and ``Infinity`` included, which the SDK's parser takes for numbers)
+gets a parse error (``-32700``); a line that is JSON but not a JSON-RPC
+message, or a request whose ``id`` is neither a string nor an integer (which
+the SDK's parser takes for a notification, so it would never be answered),
+gets an invalid-request error (``-32600``, ``id: null``); a line longer than
 :data:`MAX_LINE` is answered without being kept. A blank line is no message
 at all and is skipped. Every wait is cancellable (no reader thread blocks on
 stdin), so cancelling :func:`serve_stdio` stops it at once, which is what a
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.dispatcher import coerce_request_id
@@ -145,6 +147,8 @@ def read_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
     True
     >>> read_line(b'{"jsonrpc": "2.0", "id": 1, "method": "\\xff"}').error.code
     -32700
+    >>> read_line(b'{"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"t": NaN}}').error.code
+    -32700
     >>> answer = read_line(b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}')
     >>> answer.error.code, answer.id
     (-32600, None)
@@ -159,6 +163,12 @@ def read_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return _PARSE_ERROR
+    if (b"N" in line or b"I" in line) and not _strict_json(line):
+        # The SDK's parser takes ``NaN`` and ``Infinity`` for numbers, but they
+        # are not JSON. Only a line holding their first letters at all (in a
+        # string, say) is parsed twice; looking for one byte costs less than
+        # looking for a word, or than parsing every line strictly.
+        return _PARSE_ERROR
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:
@@ -169,6 +179,15 @@ def read_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
         # forever. MCP ids are strings or integers.
         return _INVALID_REQUEST
     return SessionMessage(message)
+
+
+def _strict_json(line: bytes) -> bool:
+    """Whether ``line`` is JSON, ``NaN`` and ``Infinity`` not being numbers."""
+    try:
+        pydantic_core.from_json(line, allow_inf_nan=False)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 class _End:
