@@ -26,7 +26,11 @@ trims the log and what the inbox no longer needs: all of it or nothing. A
 batch holds at most 256 Messages and stops once its Messages and Models pass
 about 8 MiB, or a quarter of the log's bytes (a single larger one goes
 alone), so a large Model costs the writer a few copies of itself per batch,
-not hundreds. The writer trims the log by the sizes of the entries it
+not hundreds. ``update`` runs synchronously, so nothing renews the lease
+during a batch: it also stops once a third of the lease has passed since the
+lease was last renewed (each apply renews it), so a slow ``update`` makes
+smaller batches instead of losing the lease on every one, and the writer
+keeps applying as long as one ``update`` takes well under the lease. The writer trims the log by the sizes of the entries it
 appended; entries another writer left are counted as large as the largest
 this writer appended. A writer that dies mid-batch leaves the inbox where the last applied id says, so the next
 writer resumes there and nothing is applied twice or lost.
@@ -88,6 +92,7 @@ import math
 import numbers
 import os
 import socket
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
@@ -565,6 +570,7 @@ class RedisProgram(Program[M, Msg]):
         "_init",
         "_refusal",
         "_reloading",
+        "_renewed",
         "_options",
         "_outbox",
         "_read_count",
@@ -618,6 +624,9 @@ class RedisProgram(Program[M, Msg]):
         # Model shows this writer's apply landed.
         self._unstarted: tuple[int, list[Command[Msg]]] | None = None
         self._writer = False
+        # When (time.monotonic) the writer last asked Redis for the lease it
+        # then got or kept: the lease lasts at least a lease from then.
+        self._renewed = 0.0
         self._connected = True
         self._outbox: list[_Outgoing] = []
         self._flushing = False
@@ -1405,6 +1414,7 @@ class RedisProgram(Program[M, Msg]):
         poll = min(self._lease / 4, 0.25)
         while True:
             try:
+                asked = time.monotonic()
                 acquired = await self._scripts[4](keys=[self._keys.writer], args=[self._token, self._options.lease_ms])
                 if not acquired:
                     if self._unstarted is not None:
@@ -1414,6 +1424,7 @@ class RedisProgram(Program[M, Msg]):
                     await anyio.sleep(poll)
                     continue
                 delay = _BACKOFF[0]
+                self._renewed = asked
                 await self._write(init)
             except _LeaseLost:
                 _logger.warning("lost the writer lease of %s", self._namespace)
@@ -1445,6 +1456,7 @@ class RedisProgram(Program[M, Msg]):
             nonlocal lost
             while True:
                 await anyio.sleep(self._lease / 3)
+                asked = time.monotonic()
                 try:
                     kept = await self._scripts[2](keys=[self._keys.writer], args=[self._token, self._options.lease_ms])
                 except RedisError:
@@ -1453,6 +1465,7 @@ class RedisProgram(Program[M, Msg]):
                     lost = True
                     scope.cancel()
                     return
+                self._renewed = max(self._renewed, asked)
 
         try:
             try:
@@ -1534,6 +1547,12 @@ class RedisProgram(Program[M, Msg]):
         # took when it stopped on its budget, so large Messages left for the
         # next batch are not read again and again.
         wanted = _BATCH
+        clock = time.monotonic
+        # update runs synchronously, so the lease cannot be renewed during a
+        # batch: it stops once a third of the lease has passed since the lease
+        # was last renewed (each apply renews it), leaving the rest of the
+        # lease to store it. Its first Message always goes.
+        third = self._lease / 3
         while True:
             reply = await self._client.xread({self._keys.inbox: position}, count=wanted, block=self._options.block_ms)
             if not reply:
@@ -1543,10 +1562,8 @@ class RedisProgram(Program[M, Msg]):
             sizes: list[int] = []
             spent = 0
             commands: list[Command[Msg]] = []
+            deadline = self._renewed + third
             for entry_id, fields in entries:
-                if spent >= budget:
-                    # The rest waits for the next batch (the next read starts after this one's last entry).
-                    break
                 data = fields.get(b"m", b"")
                 try:
                     result = update(model, decode(data))
@@ -1565,6 +1582,9 @@ class RedisProgram(Program[M, Msg]):
                 size = len(data) + len(snapshot)
                 spent += size
                 sizes.append(size + _ENTRY_BYTES)
+                if spent >= budget or clock() >= deadline:
+                    # The rest waits for the next batch (the next read starts after this one's last entry).
+                    break
             count = len(sizes)
             wanted = count if count < len(entries) else min(_BATCH, 2 * wanted)
             entries = entries[:count]
@@ -1576,6 +1596,7 @@ class RedisProgram(Program[M, Msg]):
             # the way back leaves the batch applied and its commands unasked,
             # and nobody would ask them again (the next read starts past it).
             self._unstarted = (base + count, commands) if commands else None
+            asked = clock()
             try:
                 logged = await self._scripts[1](
                     keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args
@@ -1590,6 +1611,8 @@ class RedisProgram(Program[M, Msg]):
                     raise _LeaseLost from None
                 raise
             self._unstarted = None
+            # The apply renewed the lease as it stored the batch.
+            self._renewed = max(self._renewed, asked)
             base += count
             position = entries[-1][0].decode()
             if _stream_id(cast("bytes", logged)) <= self._at:
