@@ -155,6 +155,28 @@ def test_an_empty_sequence_is_refused_up_front(empty: str) -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [("x", "got 'x'"), (None, "got None"), (expose(Ping, variant(Ping, "Ping")), "got the result of expose(...)")],
+)
+def test_what_is_not_a_definition_is_refused_naming_check_contract(given: object, named: str) -> None:
+    with pytest.raises(agentfx.ContractError) as raised:
+        check_contract(cast(Any, given), models=[None], principals=[None], max_examples=3)
+    message = str(raised.value)
+    assert message.startswith('check_contract() takes the result of define(...) as "definition"')
+    assert named in message
+
+
+@pytest.mark.parametrize("where", ["models", "principals"])
+@pytest.mark.parametrize("given", [5, "ab", b"ab", {"a"}, None])
+def test_models_or_principals_neither_strategy_nor_sequence_is_a_type_error_naming_them(where: str, given: object) -> None:
+    contract = define(expose(Ping, variant(Ping, "Ping")))
+    models: Any = given if where == "models" else [None]
+    principals: Any = given if where == "principals" else [None]
+    with pytest.raises(TypeError, match=f"^check_contract\\(\\) takes {where} as a hypothesis strategy or a sequence"):
+        check_contract(contract, models=models, principals=principals, max_examples=3)
+
+
 def test_every_law_has_a_distinct_key() -> None:
     assert len({law.key for law in LAWS}) == len(LAWS) == 14
 

@@ -42,7 +42,7 @@ import msgspec
 
 from ..completion import truth
 from ..confirm import Confirm
-from ..contract import AuthorizationRequest, Capability, Definition, InvocationContext, available_in
+from ..contract import AuthorizationRequest, Capability, Definition, InvocationContext, available_in, check_definition
 from ..errors import (
     AgentAuthorizationError,
     AgentCapabilityUnavailableError,
@@ -265,6 +265,12 @@ class _Observation:
 def _strategy(values: SearchStrategy[T] | Sequence[T], what: str) -> SearchStrategy[T]:
     if isinstance(values, SearchStrategy):
         return values
+    # A string is a sequence of its characters; sampling those is never meant.
+    if not isinstance(cast(object, values), Sequence) or isinstance(values, str | bytes | bytearray):
+        raise TypeError(
+            f"check_contract() takes {what} as a hypothesis strategy or a sequence of them, "
+            f"not {type(values).__name__}"
+        )
     options = list(values)
     if not options:
         raise ValueError(f"check_contract needs at least one of {what}")
@@ -305,11 +311,13 @@ def check_contract(
     Raises:
         LawViolation: An ``AssertionError`` naming the capability and the law,
             on the first violation hypothesis finds (after shrinking it).
+        ContractError: ``definition`` is not the result of ``define``.
         ValueError: ``models`` or ``principals`` is an empty sequence, or no
             example at all could be drawn for a capability (its strategies
             rejected every attempt).
-        TypeError: A capability's input type cannot be drawn from (see
-            :func:`~agentfx.testing.valid_payloads`).
+        TypeError: ``models`` or ``principals`` is neither a strategy nor a
+            sequence (a string is not taken for one), or a capability's input
+            type cannot be drawn from (see :func:`~agentfx.testing.valid_payloads`).
 
     >>> import msgspec
     >>> from agentfx.contract import define, expose, variant
@@ -318,6 +326,7 @@ def check_contract(
     >>> contract = define(expose(Ping, variant(Ping, "Ping the app")))
     >>> check_contract(contract, models=[None], principals=[None], max_examples=5)
     """
+    definition = check_definition("check_contract()", definition)
     model_strategy = _strategy(models, "models")
     principal_strategy = _strategy(principals, "principals")
     probe = _Probe()
