@@ -6,6 +6,17 @@ advance (``model-dependent``, ``authorized``), and the card extension
 ``urn:agentfx:a2a:skill-input-schema:v1`` that carries each skill's input
 schema, since an A2A skill has no schema of its own.
 
+That extension's ``params`` is a protobuf ``Struct``, whose numbers are
+doubles, and the SDK serves it through ``MessageToDict``: a float in a schema
+is served as itself and an integer below 2**53 in magnitude as the same
+number written as a double (a ``minLength`` of 2 as ``2.0``, which a client
+reads as the integer, as this adapter reads a whole double in a data part),
+but a larger integer would be rounded (2**53 + 1 served as 2**53), so the card
+would admit inputs the decoder refuses and refuse ones it accepts. Such a
+schema is refused when the card is built, with a :class:`ContractError`
+naming the capability, the number and where it is in the schema: every card
+says exactly what decoding accepts.
+
 The card is a pure function of the contract and the arguments: it never reads
 a Model and is byte-identical across runs, so it can be committed and checked
 for drift like the manifest. It deliberately knows nothing of dispatch or of
@@ -14,7 +25,7 @@ the server that serves it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
@@ -22,6 +33,7 @@ from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, Tran
 from google.protobuf import json_format
 
 from ..contract import Definition, check_definition
+from ..errors import ContractError
 from ..docs import MessageDescriptor, messages
 
 __all__ = ["SKILL_INPUT_SCHEMA_EXTENSION", "agent_card", "card_json"]
@@ -40,6 +52,39 @@ MAY_CONFIRM_TAG = "may-confirm"
 
 _JSON = "application/json"
 _TEXT = "text/plain"
+
+_EXACT = 2**53
+"""From this magnitude a double is not one integer's: 2**53 + 1 is served as 2**53."""
+
+
+def _inexact(value: object, at: str) -> tuple[int, str] | None:
+    """The first integer in ``value`` a double cannot carry as that integer alone, and its JSON Pointer, if any."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, at or "/") if abs(value) >= _EXACT else None
+    if isinstance(value, dict):
+        items = cast("dict[str, object]", value).items()
+        pairs = ((k.replace("~", "~0").replace("/", "~1"), v) for k, v in items)
+    elif isinstance(value, list):
+        pairs = ((str(i), v) for i, v in enumerate(cast("list[object]", value)))
+    else:
+        return None
+    for key, item in pairs:
+        found = _inexact(item, f"{at}/{key}")
+        if found is not None:
+            return found
+    return None
+
+
+def _check_exact(descriptor: MessageDescriptor) -> None:
+    found = _inexact(descriptor.input_schema, "")
+    if found is not None:
+        number, at = found
+        raise ContractError(
+            f'agent_card(): the input schema of "{descriptor.name}" holds the integer {number} (at {at}), '
+            "which an A2A card cannot carry: its schemas are protobuf Struct values, whose numbers are doubles, "
+            "exact only below 2**53 in magnitude. Keep the input's bounds, literals and defaults within that range "
+            "to serve this capability over A2A"
+        )
 
 
 def _skill(descriptor: MessageDescriptor) -> AgentSkill:
@@ -71,7 +116,9 @@ def agent_card(definition: Definition[Any, Any], *, name: str, description: str,
     ``authorized`` (``authorize`` declared) and ``may-confirm``
     (``may_confirm`` declared). The input schemas travel in the
     card extension :data:`SKILL_INPUT_SCHEMA_EXTENSION`, under
-    ``params.skills[<skill id>]``.
+    ``params.skills[<skill id>]``, their numbers as doubles: an integer of
+    magnitude 2**53 or more in a schema (a bound, a literal, a default),
+    which a double would round, is refused.
 
     The card lists the JSON-RPC interface at ``url`` twice, for A2A 1.0 and
     for 0.3, which :func:`agentfx.a2a.a2a_app` serves on the same endpoint.
@@ -86,6 +133,10 @@ def agent_card(definition: Definition[Any, Any], *, name: str, description: str,
             served by :func:`agentfx.a2a.a2a_app`.
         version: The agent's own version (not the protocol's).
 
+    Raises:
+        ContractError: ``definition`` is not a contract, or an input schema
+            holds an integer of magnitude 2**53 or more.
+
     >>> import msgspec, agentfx
     >>> class Pinged(msgspec.Struct, tag=True):
     ...     pass
@@ -97,6 +148,8 @@ def agent_card(definition: Definition[Any, Any], *, name: str, description: str,
     False
     """
     descriptors = messages(check_definition("agent_card()", definition))
+    for descriptor in descriptors:
+        _check_exact(descriptor)
     extension = AgentExtension(
         uri=SKILL_INPUT_SCHEMA_EXTENSION,
         description=(
