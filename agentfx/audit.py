@@ -314,12 +314,23 @@ class AuditLog:
         redact: Iterable[str] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if not isinstance(cast(object, capacity), int) or isinstance(capacity, bool):
+            # deque(maxlen=...) would take a bool as 0 or 1 and fail on a str with a bare TypeError.
+            raise ContractError(
+                f'Cannot make this audit log: "capacity" must be a whole number of entries; it is {kind_of(capacity)}'
+            )
         if capacity < 1:
             raise ValueError(f"audit capacity must be at least 1, got {capacity}")
         if isinstance(redact, str):
             # frozenset("token") would redact the keys "t", "o", "k", "e", "n".
             raise TypeError("redact takes a collection of key names, not a single string")
         keys = _redact_keys(redact)
+        if principal is not None and not callable(principal):
+            # Accepted, it would fail at every record and drop every principal.
+            raise ContractError(
+                'Cannot make this audit log: "principal" must be a function projecting the principal '
+                f"to what may be recorded, or None; it is {kind_of(principal)}"
+            )
         why = None if principal is None else asynchronous(principal)
         if why is not None:
             # Its coroutine would be recorded in place of every principal, never awaited.
@@ -534,7 +545,9 @@ def audit_log(
     Raises:
         ValueError: ``capacity`` is less than 1.
         TypeError: ``redact`` is a single string rather than a collection.
-        ContractError: ``principal`` is ``async``: the projection must answer
+        ContractError: ``capacity`` is not an ``int`` (a bool is not taken for
+            one); ``principal`` is neither ``None`` nor callable, or is
+            ``async``: the projection must answer
             synchronously (one that returns an awaitable anyway has it closed
             and records no principal); a ``redact`` entry is not a string
             (``b"token"`` would match no key); ``clock`` is not callable, or

@@ -139,6 +139,17 @@ def test_capacity_below_one_is_rejected(capacity: int) -> None:
         audit_log(capacity=capacity)
 
 
+@pytest.mark.parametrize(("capacity", "what"), [("x", "a str"), (True, "a bool"), (2.0, "a float"), (None, "a NoneType")])
+def test_a_capacity_that_is_not_an_int_is_refused_when_the_log_is_made(capacity: object, what: str) -> None:
+    with pytest.raises(ContractError) as raised:
+        audit_log(capacity=cast(Any, capacity))
+    assert str(raised.value) == (
+        f'Cannot make this audit log: "capacity" must be a whole number of entries; it is {what}'
+    )
+    with pytest.raises(ContractError):
+        AuditLog(capacity=cast(Any, capacity))
+
+
 def test_capacity_of_one_is_allowed() -> None:
     log = audit_log(capacity=1)
     log.record(make_record(invocation=Invocation(id="a")))
@@ -277,6 +288,19 @@ def test_an_async_projection_is_refused_when_the_log_is_made() -> None:
         assert str(raised.value) == f'Cannot make this audit log: "principal" must answer synchronously; {why}'
         with pytest.raises(ContractError):
             AuditLog(principal=projection)
+
+
+@pytest.mark.parametrize(("projection", "what"), [(3, "an int"), ("id", "a str"), (["id"], "a list")])
+def test_a_projection_that_is_not_a_function_is_refused_when_the_log_is_made(projection: object, what: str) -> None:
+    # Accepted, it would fail at every record and drop every principal.
+    with pytest.raises(ContractError) as raised:
+        audit_log(principal=cast(Any, projection))
+    assert str(raised.value) == (
+        'Cannot make this audit log: "principal" must be a function projecting the principal '
+        f"to what may be recorded, or None; it is {what}"
+    )
+    with pytest.raises(ContractError):
+        AuditLog(principal=cast(Any, projection))
 
 
 def test_a_projection_returning_an_awaitable_has_it_closed_and_records_no_principal(
