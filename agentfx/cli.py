@@ -217,9 +217,10 @@ def load(target: str) -> object:
     """The object ``MODULE:ATTR`` names (``ATTR`` may be dotted).
 
     Raises:
-        UsageError: The target is malformed or a file path (the message
-            suggests the dotted form), the module or attribute cannot be
-            found, or the module raised (or called sys.exit) on import.
+        UsageError: The target is malformed, a file path (the message
+            suggests the dotted form) or a relative module name, the module
+            or attribute cannot be found, or the module raised (or called
+            sys.exit) on import.
 
     >>> load("agentfx.docs:to_manifest").__name__
     'to_manifest'
@@ -232,6 +233,12 @@ def load(target: str) -> object:
         raise UsageError(f'"{target}" is not MODULE:ATTR (for example examples.todo.app:AppAgent)')
     if _is_a_path(module_name):
         raise UsageError(_dotted_instead(module_name, attribute))
+    if module_name.startswith("."):
+        # Relative to no package: importing it fails inside importlib, which is no fault of a module.
+        raise UsageError(
+            f'"{module_name}" is a relative module name, but MODULE is an absolute dotted module name, '
+            "importable from the current directory"
+        )
     _cwd_importable()
     try:
         obj: object = importlib.import_module(module_name)

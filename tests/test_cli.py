@@ -593,6 +593,28 @@ def test_a_file_path_with_no_dotted_form_here_says_where_modules_come_from(
     assert run("manifest", f"{module}:x") == (2, "", said)
 
 
+@pytest.mark.parametrize("module", [".", ".app", "..examples.todo.app", ".examples.todo.app"])
+@pytest.mark.parametrize("command", ["manifest", "markdown"])
+def test_a_relative_module_name_is_one_line_and_never_imported(
+    command: str, module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+
+    def imported(name: str, package: str | None = None) -> object:
+        raise AssertionError(f"imported {name!r}")
+
+    monkeypatch.setattr(cli.importlib, "import_module", imported)
+    said = f'agentfx: "{module}" is a relative module name, but MODULE is an absolute dotted module name'
+    said += ", importable from the current directory\n"
+    assert run(command, f"{module}:AppAgent") == (2, "", said)
+
+
+def test_a_relative_module_name_is_one_line_from_the_command() -> None:
+    done = agentfx_("markdown", ".:x")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith('agentfx: "." is a relative module name') and done.stderr.count("\n") == 1
+
+
 # --- packaging: only agentfx is installed ----------------------------------------------------
 
 
