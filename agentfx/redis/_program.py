@@ -30,10 +30,12 @@ not hundreds. ``update`` runs synchronously, so nothing renews the lease
 during a batch: it also stops once a third of the lease has passed since the
 lease was last renewed (each apply renews it), so a slow ``update`` makes
 smaller batches instead of losing the lease on every one, and the writer
-keeps applying as long as one ``update`` takes well under the lease. The writer trims the log by the sizes of the entries it
-appended; entries another writer left are counted as large as the largest
-this writer appended. A writer that dies mid-batch leaves the inbox where the last applied id says, so the next
-writer resumes there and nothing is applied twice or lost.
+keeps applying as long as one ``update`` takes well under the lease. The
+writer trims the log by the sizes of the entries it appended; entries
+another writer left are counted as large as the largest this writer
+appended. A writer that dies mid-batch leaves the inbox where the last
+applied id says, so the next writer resumes there and nothing is applied
+twice or lost.
 
 Every process, the writer included, keeps a local copy of the Model by tailing
 the log, so :attr:`~agentfx.program.Program.model` stays synchronous and
@@ -49,7 +51,12 @@ back and when the writer's log ids do. When Redis no longer holds the
 history the copy follows (another history id, no Model, a lower version, or
 a log id behind the copy's), the process logs one warning, takes the Model
 Redis holds (``init`` when it holds none) and calls its subscribers once;
-observers are not called, as no Message was applied. ``version`` is the
+observers are not called, as no Message was applied. When that history is
+one the copy has read nothing of and its log still starts at its first
+version (Messages sent since a flush or an empty restart), the copy takes
+``init`` at version 0 instead and reads that log from its start: its
+observers hear each Message of the history Redis holds, in version order,
+as every other copy's do. ``version`` is the
 stored history's: a subscriber sees it go down with the reload (to 0 after
 an empty restart), and every process agrees on it again. A sender waiting
 across the reset learns what became of its Message: applied in what Redis
@@ -199,14 +206,28 @@ return ids
 # What a copy compares itself with, in one read: KEYS model, log, inbox;
 # ARGV[1] '1' to read the Model too, then inbox ids to look for. Returns the
 # stored version, log id, history and last applied inbox id, the Model (or
-# whether there is one), the id of the log's last entry, then 1 or 0 per
-# inbox id: whether it still waits in the inbox.
+# whether there is one), the id of the log's last entry, the id and version
+# of its first entry (read with the Model only), then 1 or 0 per inbox id:
+# whether it still waits in the inbox.
 _STATE = """
 local h = redis.call('HMGET', KEYS[1], 'version', 'log', 'epoch', 'applied')
 local model
-if ARGV[1] == '1' then model = redis.call('HGET', KEYS[1], 'model') else model = redis.call('HEXISTS', KEYS[1], 'model') end
+local first = false
+local first_version = false
+if ARGV[1] == '1' then
+  model = redis.call('HGET', KEYS[1], 'model')
+  local entry = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+  if entry then
+    first = entry[1]
+    for k = 1, #entry[2], 2 do
+      if entry[2][k] == 'v' then first_version = entry[2][k + 1] end
+    end
+  end
+else
+  model = redis.call('HEXISTS', KEYS[1], 'model')
+end
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
-local reply = {h[1], h[2], h[3], h[4], model, last and last[1] or false}
+local reply = {h[1], h[2], h[3], h[4], model, last and last[1] or false, first, first_version}
 for k = 2, #ARGV do
   reply[#reply + 1] = #redis.call('XRANGE', KEYS[3], ARGV[k], ARGV[k], 'COUNT', 1)
 end
@@ -405,20 +426,22 @@ _GONE = 16
 class _Stored:
     """What Redis holds of a namespace's Model, read at once by :data:`_STATE`."""
 
-    __slots__ = ("_ids", "history", "model", "version", "waiting")
+    __slots__ = ("_ids", "first_version", "history", "model", "version", "waiting")
 
     def __init__(self, reply: list[object], *, full: bool) -> None:
-        version, log, history, applied, model, last, *waiting = reply
+        version, log, history, applied, model, last, first, first_version, *waiting = reply
         # 0 when nothing was stored, None when the value is no writer's.
         self.version = _version_of(version)
         self.history = cast("bytes | None", history)
         # The Model when read in full; otherwise a placeholder saying there is one.
         self.model = cast("bytes | None", model) if full else (b"" if model else None)
         self.waiting = [bool(queued) for queued in cast("list[int]", waiting)]
-        self._ids = {"log": log, "applied": applied, "last": last}
+        # The version of the log's first entry, as stored (read with the Model only).
+        self.first_version = cast("bytes | None", first_version)
+        self._ids = {"log": log, "applied": applied, "last": last, "first": first}
 
     def stream_id(self, name: str) -> StreamId | None:
-        """The stored ``log``, ``applied`` or ``last`` (the log's last entry) id; ``None`` when absent.
+        """The stored ``log``, ``applied``, ``last`` or ``first`` (the log's last or first entry) id; ``None`` when absent.
 
         Raises:
             ValueError: It is no stream id.
@@ -1090,6 +1113,7 @@ class RedisProgram(Program[M, Msg]):
                 applied = stored.stream_id("applied")
                 at = stored.stream_id("log")
                 last = stored.stream_id("last")
+                first = stored.stream_id("first")
             except (msgspec.DecodeError, ValueError):
                 _logger.error("%s does not decode with this process's types; the Model stays at version %d",
                               self._keys.model, self._version)
@@ -1117,6 +1141,22 @@ class RedisProgram(Program[M, Msg]):
                 _logger.error("%s holds entries after version %d's that no writer stored; they are skipped",
                               self._keys.log, version)
             position = max(at or (0, 0), last or (0, 0))
+            # A history this copy has read nothing of (each of its entries is
+            # past this copy's position) whose log still starts at its first
+            # version: the copy starts it from init and reads its log from the
+            # start, so its observers hear each of its Messages, as every other
+            # copy's do. Otherwise it takes the stored Model, and its observers
+            # miss the Messages before it.
+            replay = (
+                reset
+                and first is not None
+                and first > self._at
+                and stored.first_version == b"1"
+                and at is not None
+                and last == at
+            )
+            if replay:
+                model, version, applied, at, position = self._init, 0, None, None, (0, 0)
             if reset:
                 self._failures.clear()
                 if self._history is not None and self._history != stored.history:
@@ -1130,7 +1170,7 @@ class RedisProgram(Program[M, Msg]):
             self._history = stored.history
             self._generation += 1
             self._notify(self._subscribers.snapshot(), ())
-            await self._answer(before, stored)
+            await self._answer(before, stored, replay=replay)
             return True
 
     def _diverged(self, stored: _Stored) -> bool:
@@ -1166,7 +1206,7 @@ class RedisProgram(Program[M, Msg]):
         )
         return _Stored(cast("list[object]", reply), full=full)
 
-    async def _answer(self, waiting: list[tuple[StreamId, _Waiter]], stored: _Stored) -> None:
+    async def _answer(self, waiting: list[tuple[StreamId, _Waiter]], stored: _Stored, *, replay: bool = False) -> None:
         """Tell each sender that waited before ``stored`` was read what became of its Message, where that is known.
 
         Still in the inbox: it waits on, in the history Redis holds now.
@@ -1178,6 +1218,11 @@ class RedisProgram(Program[M, Msg]):
         this history, and a later Message was applied over the lost one).
         Neither applied nor queued: Redis lost it. The rest (applied past
         this copy's version) the log tells as it is read.
+
+        With ``replay`` the copy has gone back to ``init`` to read the
+        stored history's log from its start: a Message the log applied is
+        told as the copy reads it (so ``send`` returns once the copy has
+        applied it), and only one Redis lost is told now.
         """
         try:
             applied = stored.stream_id("applied") or (0, 0)
@@ -1191,7 +1236,7 @@ class RedisProgram(Program[M, Msg]):
                 waiter.history = stored.history or waiter.history
             elif stored.history is not None and waiter.history != stored.history:
                 looked[entry] = waiter
-            elif entry <= self._applied:
+            elif entry <= (applied if replay else self._applied):
                 looked[entry] = waiter
             elif entry > applied:
                 waiter.failure = _LOST
@@ -1208,6 +1253,8 @@ class RedisProgram(Program[M, Msg]):
                 or (oldest is not None and oldest < entry)
             ):
                 waiter.failure = _LOST
+            elif replay:
+                continue  # Applied in the log the copy reads from its start (or not known to be lost): it tells.
             elif flag == _FAILED:
                 waiter.failure = _RAISED
             waiter.done.set()
