@@ -364,6 +364,9 @@ def _definition(target: str, command: str) -> Definition[Any, Any]:
 
 
 def _manifest(target: str, check: str | None, out: _Output) -> int:
+    if check == "":
+        # Path("") is the current directory, which would be reported as unreadable.
+        raise UsageError('--check takes the FILE of a committed manifest; "" names no file')
     rendered = render_manifest(_definition(target, "manifest"))
     if check is None:
         out.write(rendered)
