@@ -17,7 +17,9 @@ A session hears of Model changes only while its GET stream is open (nothing
 the server starts can reach it otherwise). A 2025-11-25 session belongs to
 the principal that opened it and is served only to requests proving that same
 principal; any other is answered exactly like an unknown session, so a
-session id never works as a bearer token. A 2026-07-28 request has no session:
+session id never works as a bearer token. A session exists only once its
+``initialize`` was answered with a result: a refused handshake names no
+session and holds no room under the caps. A 2026-07-28 request has no session:
 it is served by its principal's tenant alone, so it can never reach another
 principal's runtime, and ``subscriptions/listen`` streams are per principal.
 A tenant lives while a session or a request uses it and
@@ -254,6 +256,10 @@ class _Session:
     tenant: _Tenant | None = None
     connection: Connection | None = None
     started: bool = False
+    # Whether its ``initialize`` was answered with a result: until then a
+    # request naming it is answered as for an unknown session, and a refused
+    # handshake never tells the client its id.
+    established: bool = False
     # Whether the session has ended; an event to wait on is made only when
     # someone waits (shutting down), so an open session holds none.
     finished: bool = False
@@ -366,6 +372,55 @@ class _Watched:
                 await self({"type": "http.response.body", "body": f"event: message\r\ndata: {data}\r\n\r\n".encode()})
             else:
                 await self({"type": "http.response.body", "body": b""})
+
+
+_SESSION_HEADER = MCP_SESSION_ID_HEADER.lower().encode()
+
+
+class _Handshake:
+    """The ASGI ``send`` of an ``initialize``: its response held until whole, naming the session only if it opened one.
+
+    The SDK's transport names the session (``Mcp-Session-Id``) in the headers
+    of every response it gives, which for an SSE answer leave before the
+    answer is known, and it answers a refused ``initialize`` with a JSON-RPC
+    error in a 200: the client would hold the id of a session that never
+    opened. The response to one ``initialize`` is one small answer, so it is
+    held whole; then ``opened(status)`` says (and records) whether the
+    handshake opened the session, before the client can learn its id, and the
+    header is left out when it did not.
+    """
+
+    __slots__ = ("_held", "_opened", "_send", "_status", "_released")
+
+    def __init__(self, send: Send, opened: Callable[[int | None], bool]) -> None:
+        self._send = send
+        self._opened = opened
+        self._held: list[Message] = []
+        self._status: int | None = None
+        self._released = False
+
+    async def __call__(self, message: Message) -> None:
+        if self._released:
+            await self._send(message)
+            return
+        if message["type"] == "http.response.start":
+            self._status = message["status"]
+        self._held.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            await self.release()
+
+    async def release(self) -> None:
+        """Send what is held (once), without the session's id unless the handshake opened it."""
+        if self._released:
+            return
+        self._released = True
+        named = self._opened(self._status)
+        held, self._held = self._held, []
+        for message in held:
+            if message["type"] == "http.response.start" and not named:
+                headers = cast("Iterable[tuple[bytes, bytes]]", message.get("headers", ()))
+                message = {**message, "headers": [(k, v) for k, v in headers if k.lower() != _SESSION_HEADER]}
+            await self._send(message)
 
 
 @dataclass(frozen=True)
@@ -762,8 +817,10 @@ class HttpApp(Generic[P]):
             await self._open(principal, key, envelope, scope, receive, send)
             return
         session = self._sessions.get(session_id)
-        if session is None or session.tenant is None or not _same(session.key, key):
-            # Indistinguishable from an unknown id, so probing learns nothing.
+        if session is None or not session.established or session.tenant is None or not _same(session.key, key):
+            # Indistinguishable from an unknown id, so probing learns nothing:
+            # so is a session whose handshake is still being answered, or was
+            # refused.
             await _error("Session not found", 404)(scope, receive, send)
             return
         # A session's requests may each bring a refreshed token: authorize sees the freshest, as sessionless ones do.
@@ -997,11 +1054,25 @@ class HttpApp(Generic[P]):
                 _logger.exception("opening a session failed")
                 await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
                 return
-            status = await _answer(session.transport.handle_request, scope, receive, send)
-            # The SDK answers a refused ``initialize`` with a JSON-RPC error in
-            # a 200: only a handshake answered with a result opens a session.
-            connection = session.connection
-            established = status is not None and status < 400 and connection is not None and connection.handshaken
+
+            def opened(status: int | None) -> bool:
+                # The SDK answers a refused ``initialize`` with a JSON-RPC error
+                # in a 200: only a handshake answered with a result opens a session.
+                connection = session.connection
+                session.established = (
+                    status is not None and status < 400 and connection is not None and connection.handshaken
+                )
+                if not session.established:
+                    # Its room under the caps is free before the client hears
+                    # of the refusal, so its next attempt finds it.
+                    self._forget(session_id)
+                return session.established
+
+            answer = _Handshake(send, opened)
+            await session.transport.handle_request(scope, receive, answer)
+            # A response cut short (its client left, say) leaves as far as it got.
+            await answer.release()
+            established = session.established
         finally:
             if not established:
                 self._forget(session_id)
@@ -1312,19 +1383,6 @@ def _request_id(raw: object) -> types.RequestId | None:
         if isinstance(candidate, str | int) and not isinstance(candidate, bool):
             return candidate
     return None
-
-
-async def _answer(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
-    status: int | None = None
-
-    async def watch(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        await send(message)
-
-    await app(scope, receive, watch)
-    return status
 
 
 @overload
