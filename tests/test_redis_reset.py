@@ -22,7 +22,7 @@ import redis.asyncio
 
 from agentfx.redis import RedisProgram, RedisProgramError
 from agentfx.redis._program import _APPLY  # pyright: ignore[reportPrivateUsage]
-from tests.redis_app import Added, Message, Model, fold
+from tests.redis_app import Added, Boom, Message, Model, fold
 from tests.redis_programs import namespace, programs
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
@@ -294,3 +294,54 @@ async def test_a_message_lost_with_an_older_copy_is_reported_lost_though_a_later
                         await anyio.sleep(0.01)
             assert len(failures) == 1 and "Redis lost data" in failures[0] and "will not be applied" in failures[0]
             await reloaded([copy], fold([Added(key="kept"), after]), 2)
+
+
+async def test_a_message_update_refused_is_reported_so_though_the_log_was_trimmed_past_it(server: RedisServer) -> None:
+    # The copy waiting on it falls behind (say, cut off) while another writer
+    # applies it, update raising, then more, and the log is trimmed past it:
+    # the reload must not take "no log entry" for "applied".
+    ns = namespace()
+    keys = {name: f"{ns}:{name}" for name in ("writer", "model", "log", "inbox")}
+    after = Added(key="after")
+    async with client(server.url) as raw:
+        async with programs(server.url, ns, 1, apply_timeout=30.0) as (copy,):
+            await copy.send(Added(key="kept"))
+            await raw.delete(keys["writer"])
+            await raw.set(keys["writer"], "elsewhere", px=60_000)
+            with anyio.fail_after(3):
+                while copy.is_writer:
+                    await anyio.sleep(0.01)
+            failures: list[str] = []
+
+            async def send() -> None:
+                try:
+                    await copy.send(Boom())
+                    failures.append("reported applied")
+                except RedisProgramError as failure:
+                    failures.append(str(failure))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(send)
+                with anyio.fail_after(3):
+                    while not (queued := cast("list[tuple[bytes, object]]", await raw.xrange(keys["inbox"]))):
+                        await anyio.sleep(0.005)
+                boom = queued[0][0]
+                ms, seq = (int(part) for part in boom.split(b"-"))
+                history, types = cast("list[bytes | None]", await raw.hmget(keys["model"], ["epoch", "types"]))
+                assert history is not None
+                # One transaction, so the copy sees only its end: the other writer's two applies, then an exact trim.
+                async with raw.pipeline(transaction=True) as pipe:
+                    pipe.eval(
+                        _APPLY, 4, keys["writer"], keys["model"], keys["log"], keys["inbox"],
+                        "elsewhere", 60_000, 1_000, 1, 2, types or b"", history,
+                        boom, "x", msgspec.msgpack.encode(Boom()), b"",
+                        f"{ms}-{seq + 1}", "c", msgspec.msgpack.encode(after),
+                        msgspec.msgpack.encode(fold([Added(key="kept"), after])),
+                    )
+                    pipe.xtrim(keys["log"], maxlen=1, approximate=False)
+                    await pipe.execute()
+                with anyio.fail_after(3):
+                    while not failures:
+                        await anyio.sleep(0.01)
+            assert failures == ["update raised while the writer applied this Message; the Model is unchanged"]
+            await reloaded([copy], fold([Added(key="kept"), after]), 3)

@@ -10,9 +10,11 @@ This layer owns the keys of one namespace and what happens to them:
 - ``<ns>:model``, a hash with the Model, its version, the last applied inbox
   id, the log id of that version, the lease token of the writer that stored
   it, the fingerprint of the types that wrote it (a process whose Model or
-  Message types differ does not write) and the id of its history
+  Message types differ does not write), the id of its history
   (``epoch``: a new one whenever Redis holds no Model, set by the first send
-  or writer to find none);
+  or writer to find none) and the inbox ids of the last 256 Messages
+  ``update`` refused (``failed``: a sender whose log entry was trimmed away
+  still learns it);
 - ``<ns>:log``, a stream of ``(version, inbox id, message, Model)``, the
   Model only where the Message changed it; the last entry of each batch also
   names the writer that stored it. It is capped by entries
@@ -210,7 +212,7 @@ return ids
 # of its first entry (read with the Model only), then 1 or 0 per inbox id:
 # whether it still waits in the inbox.
 _STATE = """
-local h = redis.call('HMGET', KEYS[1], 'version', 'log', 'epoch', 'applied')
+local h = redis.call('HMGET', KEYS[1], 'version', 'log', 'epoch', 'applied', 'failed')
 local model
 local first = false
 local first_version = false
@@ -227,7 +229,7 @@ else
   model = redis.call('HEXISTS', KEYS[1], 'model')
 end
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
-local reply = {h[1], h[2], h[3], h[4], model, last and last[1] or false, first, first_version}
+local reply = {h[1], h[2], h[3], h[4], model, last and last[1] or false, first, first_version, h[5]}
 for k = 2, #ARGV do
   reply[#reply + 1] = #redis.call('XRANGE', KEYS[3], ARGV[k], ARGV[k], 'COUNT', 1)
 end
@@ -251,10 +253,12 @@ local model = false
 local logid = false
 local last = false
 local count = tonumber(ARGV[5])
+local failed = {}
 for k = 0, count - 1 do
   local b = 8 + 4 * k
   version = version + 1
   local fields = {'v', version, 'i', ARGV[b], 'f', ARGV[b + 1], 'm', ARGV[b + 2]}
+  if ARGV[b + 1] == 'x' then failed[#failed + 1] = ARGV[b] end
   if ARGV[b + 1] == 'c' then
     model = ARGV[b + 3]
     fields[#fields + 1] = 's'
@@ -273,6 +277,14 @@ redis.call('XTRIM', KEYS[3], 'MAXLEN', '~', ARGV[3])
 if model then redis.call('HSET', KEYS[2], 'model', model) end
 redis.call('HSET', KEYS[2], 'version', version, 'applied', last, 'log', logid, 'by', ARGV[1])
 if ARGV[6] ~= '' and not types then redis.call('HSET', KEYS[2], 'types', ARGV[6]) end
+if #failed > 0 then
+  -- The inbox ids update refused, the newest 256: a sender whose log entry was trimmed away still learns it.
+  local kept = {}
+  local before = redis.call('HGET', KEYS[2], 'failed')
+  if before then for id in string.gmatch(before, '%S+') do kept[#kept + 1] = id end end
+  for _, id in ipairs(failed) do kept[#kept + 1] = id end
+  redis.call('HSET', KEYS[2], 'failed', table.concat(kept, ' ', math.max(1, #kept - 255), #kept))
+end
 -- MINID keeps the id it is given: trim from the next one, so no applied entry takes a waiting one's room.
 local ms, seq = string.match(last, '^(%d+)-(%d+)$')
 redis.call('XTRIM', KEYS[4], 'MINID', string.format('%s-%d', ms, tonumber(seq) + 1))
@@ -426,10 +438,11 @@ _GONE = 16
 class _Stored:
     """What Redis holds of a namespace's Model, read at once by :data:`_STATE`."""
 
-    __slots__ = ("_ids", "first_version", "history", "model", "version", "waiting")
+    __slots__ = ("_failed", "_ids", "first_version", "history", "model", "version", "waiting")
 
     def __init__(self, reply: list[object], *, full: bool) -> None:
-        version, log, history, applied, model, last, first, first_version, *waiting = reply
+        version, log, history, applied, model, last, first, first_version, failed, *waiting = reply
+        self._failed = cast("bytes | None", failed)
         # 0 when nothing was stored, None when the value is no writer's.
         self.version = _version_of(version)
         self.history = cast("bytes | None", history)
@@ -439,6 +452,12 @@ class _Stored:
         # The version of the log's first entry, as stored (read with the Model only).
         self.first_version = cast("bytes | None", first_version)
         self._ids = {"log": log, "applied": applied, "last": last, "first": first}
+
+    def refused(self, entry: StreamId) -> bool:
+        """Whether ``update`` raised on the inbox entry ``entry``, as far as the stored record of the last 256 says."""
+        if not self._failed:
+            return False
+        return f"{entry[0]}-{entry[1]}".encode() in self._failed.split()
 
     def stream_id(self, name: str) -> StreamId | None:
         """The stored ``log``, ``applied``, ``last`` or ``first`` (the log's last or first entry) id; ``None`` when absent.
@@ -450,7 +469,7 @@ class _Stored:
         return None if raw is None else _stream_id(cast("bytes", raw))
 
 
-_MODEL_FIELDS = ("model", "version", "applied", "log", "by", "types", "epoch")
+_MODEL_FIELDS = ("model", "version", "applied", "log", "by", "types", "epoch", "failed")
 """Every field a writer or a send stores in ``<ns>:model``."""
 
 _INBOX_FIELDS = frozenset((b"m",))
@@ -1213,7 +1232,8 @@ class RedisProgram(Program[M, Msg]):
         Queued in a history Redis lost: the log's entry for it says how it
         was applied (an inbox Redis kept, a Model it lost), and without one
         it never will be. In the stored history and applied as far as this
-        copy has read: the log's entry says how; without one it was, unless
+        copy has read: the log's entry says how; without one (trimmed away)
+        it was, as the stored record of what ``update`` refused tells, unless
         the log reaches back past it (Redis went back to an older copy of
         this history, and a later Message was applied over the lost one).
         Neither applied nor queued: Redis lost it. The rest (applied past
@@ -1255,7 +1275,8 @@ class RedisProgram(Program[M, Msg]):
                 waiter.failure = _LOST
             elif replay:
                 continue  # Applied in the log the copy reads from its start (or not known to be lost): it tells.
-            elif flag == _FAILED:
+            elif flag == _FAILED or (flag is None and stored.refused(entry)):
+                # Without its log entry (trimmed away), the stored record of what update refused says.
                 waiter.failure = _RAISED
             waiter.done.set()
 
