@@ -40,7 +40,7 @@ from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequen
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -758,11 +758,7 @@ def server(
     ['pinged']
     Dispatched Pinged
     """
-    if not isinstance(cast(object, runtime), AgentRuntime):
-        raise ContractError(
-            f"server() takes a bound runtime, got {type(runtime).__name__}: for an App, "
-            "write `async with app.run() as runtime:` and serve that runtime"
-        )
+    check_served("server()", runtime)
     check_identity("server", name, version)
     sealing = _confirm.security(request_state_security)
     return serve_runtime(runtime, name=name, version=version, sealing=sealing, approvals=_confirm.Approvals(ttl=sealing.ttl))
@@ -801,6 +797,19 @@ def check_uris(definition: Definition[Any, Any]) -> None:
     if definition.context is not None and any(resource.name == "context" for resource in definition.resources):
         raise ContractError(
             'The resource "context" would share the URI app://context with the context projection. Rename it.'
+        )
+
+
+def check_served(where: str, runtime: object) -> None:
+    """Refuse, naming the entry point ``where``, what is not a bound runtime (an App, a Definition).
+
+    Raises:
+        ContractError: ``runtime`` is not an :class:`~agentfx.AgentRuntime`.
+    """
+    if not isinstance(runtime, AgentRuntime):
+        raise ContractError(
+            f"{where} takes a bound runtime, got {type(runtime).__name__}: for an App, "
+            "write `async with app.run() as runtime:` and serve that runtime"
         )
 
 

@@ -63,7 +63,7 @@ from pydantic import ValidationError
 from .. import __version__
 from .._fds import claim_stdio
 from ._jsonrpc import answer_id, has_id, unreadable_answer
-from ._server import server
+from ._server import check_served, server
 
 if TYPE_CHECKING:
     from ..runtime import AgentRuntime
@@ -654,8 +654,10 @@ async def serve_stdio(runtime: AgentRuntime[Any, Any], *, name: str = "agentfx",
         version: The server version reported to clients; agentfx's own by default.
 
     Raises:
+        ContractError: ``runtime`` is not a bound runtime (an App, say), before stdio is touched.
         RuntimeError: This process's stdio is already being served.
     """
+    check_served("serve_stdio()", runtime)
     with claim_stdio() as (wire_in, wire_out):
         await serve_descriptors(runtime, wire_in, wire_out, name=name, version=version)
 
