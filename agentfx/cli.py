@@ -1327,7 +1327,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--namespace", metavar="NS", help="with --redis: the prefix of its keys; default: MODULE:ATTR")
     serve.set_defaults(run=_serve_command)
 
-    demo = commands.add_parser("demo", help="run the todo example end to end over a real MCP client")
+    demo = commands.add_parser("demo", help="run the todo example end to end over a real MCP client (from the root of a source checkout)")
     demo.set_defaults(run=_demo_command)
     return parser
 
