@@ -12,8 +12,9 @@ redis-server (asyncio only: redis-py's client is asyncio-only).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import cast
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -118,35 +119,72 @@ async def test_after_a_flush_a_quiet_namespace_reloads_its_init(server: RedisSer
         await reloaded(copies, Model(keys=("after",), total=1), 1)
 
 
+@asynccontextmanager
+async def sent_while_another_writes(
+    raw: redis.asyncio.Redis, copy: RedisProgram[Model, Message], message: Message
+) -> AsyncGenerator[tuple[list[str], bytes]]:
+    """``message`` sent from ``copy`` while another process holds the lease, so it waits in the inbox.
+
+    Yields, once it is queued, what its ``send`` said (filled when it
+    answers: ``"reported applied"`` or the failure's text) and its inbox id;
+    on leaving, waits for that answer.
+    """
+    ns = copy.namespace
+    await raw.delete(f"{ns}:writer")
+    await raw.set(f"{ns}:writer", "elsewhere", px=60_000)
+    with anyio.fail_after(3):
+        while copy.is_writer:
+            await anyio.sleep(0.01)
+    said: list[str] = []
+
+    async def send() -> None:
+        try:
+            await copy.send(message)
+            said.append("reported applied")
+        except RedisProgramError as failure:
+            said.append(str(failure))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(send)
+        with anyio.fail_after(3):
+            while not (queued := cast("list[tuple[bytes, object]]", await raw.xrange(f"{ns}:inbox"))):
+                await anyio.sleep(0.005)
+        yield said, queued[0][0]
+        with anyio.fail_after(3):
+            while not said:
+                await anyio.sleep(0.01)
+
+
+async def applied_elsewhere(
+    pipe: Any, raw: redis.asyncio.Redis, ns: str, base: int, entries: Sequence[tuple[bytes | str, Message, Model | None]]
+) -> None:
+    """Queue on ``pipe`` the apply another writer (holding the lease as ``"elsewhere"``) would make of ``entries``.
+
+    Each entry is an inbox id, its Message and the Model it made (``None``:
+    update raised), applied over version ``base`` of the history Redis holds.
+    """
+    history, types = cast("list[bytes | None]", await raw.hmget(f"{ns}:model", ["epoch", "types"]))
+    assert history is not None
+    args: list[Any] = ["elsewhere", 60_000, 1_000, base, len(entries), types or b"", history]
+    for entry, message, model in entries:
+        flag, stored = ("x", b"") if model is None else ("c", msgspec.msgpack.encode(model))
+        args += [entry, flag, msgspec.msgpack.encode(message), stored]
+    pipe.eval(_APPLY, 4, *(f"{ns}:{key}" for key in ("writer", "model", "log", "inbox")), *args)
+
+
+def next_id(entry: bytes) -> str:
+    ms, seq = (int(part) for part in entry.split(b"-"))
+    return f"{ms}-{seq + 1}"
+
+
 async def test_a_message_queued_in_the_history_redis_lost_is_reported_lost_at_once(server: RedisServer) -> None:
     ns = namespace()
     async with client(server.url) as raw:
         async with programs(server.url, ns, 1, apply_timeout=30.0) as (copy,):
             await copy.send(Added(key="kept"))
-            # Someone else holds the lease: the next Message waits in the inbox.
-            await raw.delete(f"{ns}:writer")
-            await raw.set(f"{ns}:writer", "elsewhere", px=60_000)
-            with anyio.fail_after(3):
-                while copy.is_writer:
-                    await anyio.sleep(0.01)
-            failures: list[str] = []
-
-            async def send() -> None:
-                try:
-                    await copy.send(Added(key="waiting"))
-                except RedisProgramError as failure:
-                    failures.append(str(failure))
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(send)
-                with anyio.fail_after(3):
-                    while not await raw.xlen(f"{ns}:inbox"):
-                        await anyio.sleep(0.005)
+            async with sent_while_another_writes(raw, copy, Added(key="waiting")) as (said, _):
                 await flush(raw)
-                with anyio.fail_after(3):
-                    while not failures:
-                        await anyio.sleep(0.01)
-            assert len(failures) == 1 and "Redis lost data" in failures[0] and "will not be applied" in failures[0]
+            assert len(said) == 1 and "Redis lost data" in said[0] and "will not be applied" in said[0]
             await reloaded([copy], Model(), 0)
             await copy.send(Added(key="again"))
             assert copy.model == Model(keys=("again",), total=1)
@@ -246,35 +284,14 @@ async def test_a_message_lost_with_an_older_copy_is_reported_lost_though_a_later
     # history, and another writer applies a later Message before this copy looks:
     # the stored applied id is past the lost one, which no log entry applied.
     ns = namespace()
-    keys = {name: f"{ns}:{name}" for name in ("writer", "model", "log", "inbox")}
-    after = Added(key="after")
+    keys = {name: f"{ns}:{name}" for name in ("model", "log", "inbox")}
+    kept, after = Added(key="kept"), Added(key="after")
     async with client(server.url) as raw:
         async with programs(server.url, ns, 1, apply_timeout=30.0) as (copy,):
-            await copy.send(Added(key="kept"))
-            snapshot = {name: await raw.dump(keys[name]) for name in ("model", "log", "inbox")}
+            await copy.send(kept)
+            snapshot = {name: await raw.dump(key) for name, key in keys.items()}
             await copy.send(Added(key="later"))
-            await raw.delete(keys["writer"])
-            await raw.set(keys["writer"], "elsewhere", px=60_000)
-            with anyio.fail_after(3):
-                while copy.is_writer:
-                    await anyio.sleep(0.01)
-            failures: list[str] = []
-
-            async def send() -> None:
-                try:
-                    await copy.send(Added(key="lost"))
-                    failures.append("reported applied")
-                except RedisProgramError as failure:
-                    failures.append(str(failure))
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(send)
-                with anyio.fail_after(3):
-                    while not (queued := cast("list[tuple[bytes, object]]", await raw.xrange(keys["inbox"]))):
-                        await anyio.sleep(0.005)
-                ms, seq = (int(part) for part in queued[0][0].split(b"-"))
-                history, types = cast("list[bytes | None]", await raw.hmget(keys["model"], ["epoch", "types"]))
-                assert history is not None
+            async with sent_while_another_writes(raw, copy, Added(key="lost")) as (said, lost):
                 # One transaction, so the copy sees only its end: the older copy, then the other writer's apply.
                 async with raw.pipeline(transaction=True) as pipe:
                     for name, dumped in snapshot.items():
@@ -282,18 +299,10 @@ async def test_a_message_lost_with_an_older_copy_is_reported_lost_though_a_later
                             pipe.delete(keys[name])
                         else:
                             pipe.restore(keys[name], 0, dumped, replace=True)
-                    pipe.eval(
-                        _APPLY, 4, keys["writer"], keys["model"], keys["log"], keys["inbox"],
-                        "elsewhere", 60_000, 1_000, 1, 1, types or b"", history,
-                        f"{ms}-{seq + 1}", "c", msgspec.msgpack.encode(after),
-                        msgspec.msgpack.encode(fold([Added(key="kept"), after])),
-                    )
+                    await applied_elsewhere(pipe, raw, ns, 1, [(next_id(lost), after, fold([kept, after]))])
                     await pipe.execute()
-                with anyio.fail_after(3):
-                    while not failures:
-                        await anyio.sleep(0.01)
-            assert len(failures) == 1 and "Redis lost data" in failures[0] and "will not be applied" in failures[0]
-            await reloaded([copy], fold([Added(key="kept"), after]), 2)
+            assert len(said) == 1 and "Redis lost data" in said[0] and "will not be applied" in said[0]
+            await reloaded([copy], fold([kept, after]), 2)
 
 
 async def test_a_message_update_refused_is_reported_so_though_the_log_was_trimmed_past_it(server: RedisServer) -> None:
@@ -301,47 +310,16 @@ async def test_a_message_update_refused_is_reported_so_though_the_log_was_trimme
     # applies it, update raising, then more, and the log is trimmed past it:
     # the reload must not take "no log entry" for "applied".
     ns = namespace()
-    keys = {name: f"{ns}:{name}" for name in ("writer", "model", "log", "inbox")}
-    after = Added(key="after")
+    kept, after = Added(key="kept"), Added(key="after")
     async with client(server.url) as raw:
         async with programs(server.url, ns, 1, apply_timeout=30.0) as (copy,):
-            await copy.send(Added(key="kept"))
-            await raw.delete(keys["writer"])
-            await raw.set(keys["writer"], "elsewhere", px=60_000)
-            with anyio.fail_after(3):
-                while copy.is_writer:
-                    await anyio.sleep(0.01)
-            failures: list[str] = []
-
-            async def send() -> None:
-                try:
-                    await copy.send(Boom())
-                    failures.append("reported applied")
-                except RedisProgramError as failure:
-                    failures.append(str(failure))
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(send)
-                with anyio.fail_after(3):
-                    while not (queued := cast("list[tuple[bytes, object]]", await raw.xrange(keys["inbox"]))):
-                        await anyio.sleep(0.005)
-                boom = queued[0][0]
-                ms, seq = (int(part) for part in boom.split(b"-"))
-                history, types = cast("list[bytes | None]", await raw.hmget(keys["model"], ["epoch", "types"]))
-                assert history is not None
+            await copy.send(kept)
+            async with sent_while_another_writes(raw, copy, Boom()) as (said, boom):
                 # One transaction, so the copy sees only its end: the other writer's two applies, then an exact trim.
                 async with raw.pipeline(transaction=True) as pipe:
-                    pipe.eval(
-                        _APPLY, 4, keys["writer"], keys["model"], keys["log"], keys["inbox"],
-                        "elsewhere", 60_000, 1_000, 1, 2, types or b"", history,
-                        boom, "x", msgspec.msgpack.encode(Boom()), b"",
-                        f"{ms}-{seq + 1}", "c", msgspec.msgpack.encode(after),
-                        msgspec.msgpack.encode(fold([Added(key="kept"), after])),
-                    )
-                    pipe.xtrim(keys["log"], maxlen=1, approximate=False)
+                    entries = [(boom, Boom(), None), (next_id(boom), after, fold([kept, after]))]
+                    await applied_elsewhere(pipe, raw, ns, 1, entries)
+                    pipe.xtrim(f"{ns}:log", maxlen=1, approximate=False)
                     await pipe.execute()
-                with anyio.fail_after(3):
-                    while not failures:
-                        await anyio.sleep(0.01)
-            assert failures == ["update raised while the writer applied this Message; the Model is unchanged"]
-            await reloaded([copy], fold([Added(key="kept"), after]), 3)
+            assert said == ["update raised while the writer applied this Message; the Model is unchanged"]
+            await reloaded([copy], fold([kept, after]), 3)
