@@ -14,6 +14,7 @@ lives above both in :mod:`agentfx.builder`).
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -309,12 +310,88 @@ def _union_members(union: object) -> tuple[type[Any], ...]:
         if not (hasattr(union, "__value__") and hasattr(union, "__type_params__")):
             break
         union = cast(object, getattr(union, "__value__"))
+    members: tuple[object, ...]
     if isinstance(union, type):
-        return (union,)
-    origin = typing.get_origin(union)
-    if origin is typing.Union or isinstance(union, UnionType):
-        return tuple(arg for arg in typing.get_args(union) if isinstance(arg, type))
-    raise ContractError(f"expose() needs a Message class or a union of Message classes, got {union!r}")
+        members = (union,)
+    elif typing.get_origin(union) is typing.Union or isinstance(union, UnionType):
+        members = typing.get_args(union)
+    else:
+        raise ContractError(f"expose() needs a Message class or a union of Message classes, got {union!r}")
+    if len(members) == 1:
+        # One class needs no tags; a direct variant of a class that is not a
+        # Struct is refused with its capability, as an input msgspec cannot decode.
+        return cast("tuple[type[Any], ...]", members)
+    for member in members:
+        if not (isinstance(member, type) and issubclass(member, msgspec.Struct)):
+            what = "None" if member is None or member is type(None) else _type_name(cast(object, member))
+            raise ContractError(
+                f"expose() needs a Message class or a union of Message classes, and {what} in {_type_name(union)} "
+                "is not a Message: a Message is a msgspec.Struct class"
+            )
+    structs = cast("tuple[type[msgspec.Struct], ...]", members)
+    _check_decodable(structs)
+    return structs
+
+
+def _type_name(t: object) -> str:
+    """``AddedItem``, ``int``, ``AddedItem | int``: a type as its author wrote it, without module paths."""
+    if isinstance(t, type):
+        return t.__qualname__
+    return re.sub(r"\b(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?=[A-Za-z_])", "", repr(t))
+
+
+def _check_decodable(members: tuple[type[msgspec.Struct], ...]) -> None:
+    """Refuse a Message union msgspec cannot decode, naming the classes and the fix.
+
+    A union of several Structs decodes only if each is tagged, by one tag
+    field, with tags of its own; otherwise a Message sent to another process
+    (``agentfx.redis``) could never be read back, and the manifest would
+    advertise tags the JSON never carries. msgspec builds the decoder of the
+    union itself without looking into the fields, so this is cheap.
+
+    >>> import msgspec
+    >>> class Added(msgspec.Struct):
+    ...     name: str
+    >>> class Removed(msgspec.Struct):
+    ...     name: str
+    >>> _check_decodable((Added, Removed))
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: Cannot expose the Message union Added | Removed: Added and Removed are not tagged, and msgspec decodes a union of Structs only by their tags. Declare every Message of a union with tag=True: class Added(msgspec.Struct, tag=True)
+    """
+    if len(members) < 2:
+        return
+    try:
+        msgspec.json.Decoder(typing.Union[members])  # a union built at run time: only Union[...] can
+    except TypeError as exc:
+        why = str(exc)
+    else:
+        return
+    union = " | ".join(m.__qualname__ for m in members)
+    where = f"Cannot expose the Message union {union}"
+    untagged = [m.__qualname__ for m in members if m.__struct_config__.tag is None]
+    if untagged:
+        are = f"{untagged[0]} is" if len(untagged) == 1 else f"{_and(untagged)} are"
+        raise ContractError(
+            f"{where}: {are} not tagged, and msgspec decodes a union of Structs only by their tags. "
+            f"Declare every Message of a union with tag=True: class {untagged[0]}(msgspec.Struct, tag=True)"
+        )
+    fields: dict[str, list[str]] = {}
+    tags: dict[object, list[str]] = {}
+    for m in members:
+        fields.setdefault(m.__struct_config__.tag_field or "type", []).append(m.__qualname__)
+        tags.setdefault(m.__struct_config__.tag, []).append(m.__qualname__)
+    if len(fields) > 1:
+        said = "; ".join(f'{_and(names)} by "{field}"' for field, names in fields.items())
+        raise ContractError(f"{where}: its Messages are tagged by different tag fields ({said}). Use one tag_field for them all")
+    for tag, names in tags.items():
+        if len(names) > 1:
+            raise ContractError(f"{where}: {_and(names)} share the tag {tag!r}. Give each Message its own tag")
+    raise ContractError(f"{where}: msgspec cannot decode it ({why})")
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _check_completion(name: str, completion: AnyCompletion | None, members: frozenset[type[Any]]) -> None:

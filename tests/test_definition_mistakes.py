@@ -1,0 +1,108 @@
+"""Newcomer mistakes refused where the contract is written, not at the first call."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+import pytest
+
+import agentfx
+from agentfx import ContractError
+
+
+def raises(message: str) -> pytest.RaisesExc[ContractError]:
+    """Expect a ContractError whose message is exactly ``message``."""
+    return pytest.raises(ContractError, match=f"^{re.escape(message)}$")
+
+
+class Model(msgspec.Struct, frozen=True):
+    items: tuple[str, ...] = ()
+
+
+class AddedItem(msgspec.Struct, frozen=True):
+    name: str
+
+
+class RemovedItem(msgspec.Struct, frozen=True):
+    name: str
+
+
+class Cleared(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Emptied(msgspec.Struct, frozen=True, tag="Cleared"):
+    pass
+
+
+class Kinded(msgspec.Struct, frozen=True, tag=True, tag_field="kind"):
+    pass
+
+
+# --- a Message union msgspec cannot decode ---------------------------------------------------
+
+
+def test_a_union_of_untagged_structs_is_refused_naming_them_and_tag_true() -> None:
+    with raises(
+        "Cannot expose the Message union AddedItem | RemovedItem: AddedItem and RemovedItem are not tagged, "
+        "and msgspec decodes a union of Structs only by their tags. "
+        "Declare every Message of a union with tag=True: class AddedItem(msgspec.Struct, tag=True)"
+    ):
+        agentfx.expose(AddedItem | RemovedItem, agentfx.variant(AddedItem, "Add"))
+
+
+def test_one_untagged_struct_among_tagged_ones_is_named_alone() -> None:
+    with raises(
+        "Cannot expose the Message union Cleared | RemovedItem: RemovedItem is not tagged, "
+        "and msgspec decodes a union of Structs only by their tags. "
+        "Declare every Message of a union with tag=True: class RemovedItem(msgspec.Struct, tag=True)"
+    ):
+        agentfx.expose(Cleared | RemovedItem, agentfx.variant(Cleared, "Clear"))
+
+
+def test_the_typed_builder_refuses_it_too() -> None:
+    shop = agentfx.for_model(Model)
+    with pytest.raises(ContractError, match="tag=True"):
+        shop.expose(AddedItem | RemovedItem)
+
+
+def test_two_messages_sharing_a_tag_are_refused() -> None:
+    with raises("Cannot expose the Message union Cleared | Emptied: Cleared and Emptied share the tag 'Cleared'. Give each Message its own tag"):
+        agentfx.expose(Cleared | Emptied, agentfx.variant(Cleared, "Clear"))
+
+
+def test_messages_tagged_by_different_fields_are_refused() -> None:
+    with raises(
+        'Cannot expose the Message union Cleared | Kinded: its Messages are tagged by different tag fields '
+        '(Cleared by "type"; Kinded by "kind"). Use one tag_field for them all'
+    ):
+        agentfx.expose(Cleared | Kinded)
+
+
+def test_a_member_that_is_not_a_struct_is_refused() -> None:
+    with raises(
+        "expose() needs a Message class or a union of Message classes, and int in Cleared | int "
+        "is not a Message: a Message is a msgspec.Struct class"
+    ):
+        agentfx.expose(Cleared | int, agentfx.variant(Cleared, "Clear"))
+    with raises(
+        "expose() needs a Message class or a union of Message classes, and None in Cleared | None "
+        "is not a Message: a Message is a msgspec.Struct class"
+    ):
+        agentfx.expose(Cleared | None)
+
+
+def test_a_single_untagged_class_needs_no_tag() -> None:
+    exposed = agentfx.expose(AddedItem, agentfx.variant(AddedItem, "Add"))
+    assert [c.tag for c in exposed.capabilities] == ["AddedItem"]
+
+
+def test_an_accepted_union_decodes_with_msgspec() -> None:
+    class Added(msgspec.Struct, frozen=True, tag=True):
+        name: str
+
+    union: Any = Added | Cleared
+    agentfx.expose(union, agentfx.variant(Added, "Add"), agentfx.variant(Cleared, "Clear"))
+    assert msgspec.json.decode(msgspec.json.encode(Added(name="x")), type=union) == Added(name="x")
