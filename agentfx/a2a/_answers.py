@@ -30,6 +30,7 @@ fill in.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -122,9 +123,16 @@ EXCHANGE_KEY = "agentfx.a2a.exchange"
 
 @dataclass(frozen=True)
 class Envelope:
-    """What a body that is one JSON object says of itself: its method (as the SDK reads it)."""
+    """What a body that is one JSON object says of itself: its method (as the SDK reads it).
+
+    ``finite`` is false when a number in it is not finite: ``1e400`` (valid
+    JSON, past a double's range) or a ``NaN`` or ``Infinity`` (which
+    Python's parser, the SDK's, takes), none of which a protobuf ``Value``
+    holding it can be written back as.
+    """
 
     method: str | None
+    finite: bool = True
 
 
 def read_envelope(body: bytes) -> Envelope | JSONResponse:
@@ -135,18 +143,36 @@ def read_envelope(body: bytes) -> Envelope | JSONResponse:
     is answered here.
 
     >>> read_envelope(b'{"jsonrpc": "2.0", "id": 3, "method": "GetTask"}')
-    Envelope(method='GetTask')
+    Envelope(method='GetTask', finite=True)
+    >>> read_envelope(b'{"method": "SendMessage", "params": {"x": [1.5, -1e400]}}').finite
+    False
     >>> json.loads(read_envelope(b"{nope").body)["error"]
     {'code': -32700, 'message': 'Parse error: the body is not JSON, or is nested too deep to read'}
     """
+    # Told while parsing, at the parser's own pace: only a number written
+    # with a fraction or an exponent, or a constant, calls back.
+    finite = True
+
+    def number(text: str) -> float:
+        nonlocal finite
+        value = float(text)
+        if not math.isfinite(value):
+            finite = False
+        return value
+
+    def constant(text: str) -> float:
+        nonlocal finite
+        finite = False
+        return float(text)
+
     try:
-        raw: object = json.loads(body)
+        raw: object = json.loads(body, parse_float=number, parse_constant=constant)
     except (ValueError, RecursionError):
         return _answer(None, -32700, PARSE_ERROR)
     if not isinstance(raw, dict):
         return _answer(None, -32600, NOT_ONE_REQUEST)
     method = cast("dict[str, object]", raw).get("method")
-    return Envelope(method if isinstance(method, str) else None)
+    return Envelope(method if isinstance(method, str) else None, finite)
 
 
 def _answer(request_id: str | int | None, code: int, message: str) -> JSONResponse:

@@ -66,7 +66,7 @@ from a2a.types.a2a_pb2 import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a.utils.errors import UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -152,6 +152,21 @@ principal's request is refused with the SDK's ``UnsupportedOperationError``
 PRINCIPALS_AT_CAPACITY = "The agent is busy: too many callers have tasks in progress. Try again later"
 """The message of the ``UnsupportedOperationError`` refusing a new principal when :data:`MAX_PRINCIPALS` are held."""
 
+NOT_FINITE = (
+    "Invalid params: a number in the request is not finite (past the range of a double, as 1e400 is, "
+    "or not a number): a message cannot carry it"
+)
+"""The message of the ``InvalidParamsError`` (``-32602``) refusing a message whose request holds a non-finite number.
+
+JSON allows ``1e400``, which parses as an infinite double (and Python's
+parser takes ``NaN`` and ``Infinity``); a protobuf ``Value`` (a data part,
+metadata) holds one but has no JSON for it, so neither the answer nor any
+later read of the task it would be kept in could be sent. Such a message
+(``SendMessage``, ``SendStreamingMessage``, 0.3's ``message/send`` and
+``message/stream``) is refused before anything is admitted, stored or
+dispatched.
+"""
+
 
 # Where the guard leaves the authenticated principal's tenant (or the refusal
 # of one) for the call-context builder, which raises the SDK's error so the
@@ -160,7 +175,7 @@ _SCOPE_KEY = "agentfx.a2a.tenant"
 _REFUSED = "agentfx.a2a.refused"
 
 # The refusals agentfx words itself: the endpoint passes them as they are.
-_OWN_WORDS = frozenset({AT_CAPACITY, TOO_LARGE, OWNER_AT_CAPACITY, PRINCIPALS_AT_CAPACITY, NOT_WAITING})
+_OWN_WORDS = frozenset({AT_CAPACITY, TOO_LARGE, OWNER_AT_CAPACITY, PRINCIPALS_AT_CAPACITY, NOT_WAITING, NOT_FINITE})
 
 _LIVE = (
     TaskState.TASK_STATE_SUBMITTED,
@@ -406,6 +421,10 @@ class _Handler(DefaultRequestHandler):
     @asynccontextmanager
     async def _follow_up(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[None]:
         _reach(context)
+        exchange = context.state.get(EXCHANGE_KEY)
+        if isinstance(exchange, Exchange) and not exchange.envelope.finite:
+            # Before anything is admitted or kept: the SDK could not answer with the task holding it.
+            raise InvalidParamsError(message=NOT_FINITE)
         task_id = params.message.task_id
         if not task_id:
             yield

@@ -202,7 +202,11 @@ def _data_object(message: Message | None, shape: str) -> dict[str, object]:
     content = part.WhichOneof("content")
     if content == "data":
         # A Value encodes to any JSON value, whatever the stub says; a whole number is an integer again.
-        value = _integral(cast(object, json_format.MessageToDict(part.data)))
+        try:
+            value = _integral(cast(object, json_format.MessageToDict(part.data)))
+        except ValueError:
+            # A number that is not finite (a JSON 1e400) has no JSON: not a call anyone can make.
+            raise _Malformed(shape) from None
     elif content == "text" and part.media_type.split(";", 1)[0].strip().lower() == _JSON:
         try:
             # msgspec refuses a lone surrogate, as the protobuf parser does for a data part.

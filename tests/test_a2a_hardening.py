@@ -1,0 +1,186 @@
+"""agentfx.a2a: requests a client can shape at will, in-process, as raw JSON-RPC and through the SDK's own client.
+
+:func:`agentfx.a2a.a2a_app` is driven through httpx's ASGI transport with its
+lifespan run around it, on asyncio only (the SDK's server side is built on
+``asyncio.Task``; see ``tests/test_a2a.py``). The number refusals over a real
+socket, on asyncio and trio, are ``tests/integration/test_a2a_numbers.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+from a2a.types.a2a_pb2 import Message, Part, Role
+from google.protobuf import struct_pb2
+from starlette.applications import Starlette
+from starlette.requests import Request
+
+import agentfx
+from agentfx.a2a import BoundedTaskStore, a2a_app, agent_card
+from agentfx.a2a import _executor as a2a_executor  # pyright: ignore[reportPrivateUsage]
+from agentfx.a2a._app import NOT_FINITE
+
+ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+
+
+class Model(msgspec.Struct, frozen=True):
+    pings: int = 0
+
+
+class Ping(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Erased(msgspec.Struct, frozen=True, tag=True):
+    pass
+
+
+class Echoed(msgspec.Struct, frozen=True, tag=True):
+    text: str
+
+
+Msg = Ping | Erased | Echoed
+
+
+def update(model: Model, message: Msg) -> Model:
+    return msgspec.structs.replace(model, pings=model.pings + 1) if isinstance(message, Ping) else model
+
+
+CONTRACT = agentfx.define(
+    agentfx.expose(
+        Msg,
+        agentfx.variant(Ping, "Ping", name="ping"),
+        agentfx.variant(Erased, "Erase", name="erase", authorize=lambda _: agentfx.Confirm("Erase?")),
+        agentfx.variant(Echoed, "Echo", name="echo"),
+    )
+)
+CARD = agent_card(CONTRACT, name="t", description="t", url="http://127.0.0.1/a2a", version="1")
+
+
+def by_header(request: Request) -> str | None:
+    return request.headers.get("x-user")
+
+
+def store_of(asgi: Starlette) -> BoundedTaskStore:
+    principals: Any = asgi.user_middleware[0].kwargs["principals"]
+    store: BoundedTaskStore = principals._tasks
+    return store
+
+
+@asynccontextmanager
+async def raw_client(asgi: Starlette) -> AsyncGenerator[httpx.AsyncClient]:
+    async with asgi.router.lifespan_context(asgi):
+        transport = httpx.ASGITransport(app=asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30) as http:
+            yield http
+
+
+async def post(http: httpx.AsyncClient, body: str, version: str = "1.0") -> dict[str, Any]:
+    """``body`` as sent (a JSON text, so it may hold ``1e400``), and the JSON answer."""
+    headers = {"content-type": "application/json", "A2A-Version": version}
+    response = await http.post("/a2a", content=body.encode(), headers=headers)
+    assert response.status_code == 200
+    if response.headers["content-type"].startswith("text/event-stream"):
+        # A stream served: its last event.
+        events = [line[len("data:") :] for line in response.text.splitlines() if line.startswith("data:")]
+        last: dict[str, Any] = json.loads(events[-1])
+        return last
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def send(data: str, *, task_id: str = "", metadata: str = "", part_metadata: str = "", method: str = "SendMessage") -> str:
+    """A 1.0 send whose one data part is the JSON text ``data``."""
+    part = '{"data":%s%s}' % (data, f',"metadata":{part_metadata}' if part_metadata else "")
+    extra = (f',"taskId":"{task_id}"' if task_id else "") + (f',"metadata":{metadata}' if metadata else "")
+    message = '{"messageId":"%s","role":"ROLE_USER","parts":[%s]%s}' % (uuid.uuid4().hex, part, extra)
+    return '{"jsonrpc":"2.0","id":7,"method":"%s","params":{"message":%s}}' % (method, message)
+
+
+def send_0_3(data: str, *, metadata: str = "", method: str = "message/send") -> str:
+    extra = f',"metadata":{metadata}' if metadata else ""
+    message = '{"kind":"message","messageId":"%s","role":"user","parts":[{"kind":"data","data":%s}]%s}' % (
+        uuid.uuid4().hex,
+        data,
+        extra,
+    )
+    return '{"jsonrpc":"2.0","id":7,"method":"%s","params":{"message":%s}}' % (method, message)
+
+
+def refused_not_finite(answer: dict[str, Any]) -> bool:
+    error: dict[str, Any] = answer.get("error") or {}
+    return answer.get("id") == 7 and error.get("code") == -32602 and error.get("message") == NOT_FINITE
+
+
+# --- 1. A number that is not finite ---------------------------------------------------
+
+NOT_FINITE_BODIES = {
+    "1.0, in the input": (send('{"skill":"echo","input":{"text":"a","x":1e400}}'), "1.0"),
+    "1.0, negative, deep in the input": (send('{"skill":"echo","input":{"text":"a","x":[{"y":-1e999}]}}'), "1.0"),
+    "1.0, NaN": (send('{"skill":"echo","input":{"text":"a","x":NaN}}'), "1.0"),
+    "1.0, Infinity": (send('{"skill":"ping","input":{"x":Infinity}}'), "1.0"),
+    "1.0, message metadata": (send('{"skill":"ping"}', metadata='{"x":1e400}'), "1.0"),
+    "1.0, part metadata": (send('{"skill":"ping"}', part_metadata='{"x":-1e999}'), "1.0"),
+    "1.0, streaming, message metadata": (
+        send('{"skill":"ping"}', metadata='{"x":1e400}', method="SendStreamingMessage"),
+        "1.0",
+    ),
+    "0.3, in the input": (send_0_3('{"skill":"echo","input":{"text":"a","x":1e400}}'), "0.3"),
+    "0.3, message metadata": (send_0_3('{"skill":"ping"}', metadata='{"x":1e400}'), "0.3"),
+    "0.3, streaming": (send_0_3('{"skill":"ping"}', metadata='{"x":1e400}', method="message/stream"), "0.3"),
+}
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", list(NOT_FINITE_BODIES))
+async def test_a_message_holding_a_number_that_is_not_finite_is_invalid_params_with_nothing_kept_or_dispatched(
+    name: str,
+) -> None:
+    body, version = NOT_FINITE_BODIES[name]
+    audit = agentfx.audit_log()
+    asgi = a2a_app(agentfx.App(CONTRACT, init=Model(), update=update, audit=audit), CARD)
+    async with raw_client(asgi) as http:
+        answer = await post(http, body, version)
+        # The same message with a finite number is served: only the number was refused.
+        served = await post(http, body.replace("1e400", "1").replace("-1e999", "2").replace("NaN", "3").replace("Infinity", "4"), version)
+    assert refused_not_finite(answer), answer
+    assert "error" not in served, served
+    assert store_of(asgi).size == 1  # the one served
+    assert len(audit.entries()) == 1
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_answer_holding_a_number_that_is_not_finite_leaves_the_waiting_task_as_it_was() -> None:
+    audit = agentfx.audit_log()
+    asgi = a2a_app(agentfx.App(CONTRACT, init=Model(), update=update, audit=audit), CARD)
+    async with raw_client(asgi) as http:
+        waiting = (await post(http, send('{"skill":"erase"}')))["result"]["task"]
+        store = store_of(asgi)
+        size = store.bytes
+        answer = await post(http, send('{"confirm":true,"note":1e400}', task_id=waiting["id"]))
+        read = await post(http, json.dumps({"jsonrpc": "2.0", "id": 8, "method": "GetTask", "params": {"id": waiting["id"]}}))
+        assert store.bytes == size  # nothing of the answer kept
+        done = await post(http, send('{"confirm":true}', task_id=waiting["id"]))
+    assert refused_not_finite(answer), answer
+    assert read["result"] == waiting
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [(e.capability, e.decision) for e in audit.entries()] == [("erase", "refused"), ("erase", "dispatched")]
+
+
+def test_the_executor_takes_a_data_part_that_is_not_finite_for_a_malformed_message() -> None:
+    # AgentfxExecutor under a request handler of one's own, which lets such a message through.
+    data = struct_pb2.Value()
+    data.struct_value.fields["skill"].string_value = "echo"
+    data.struct_value.fields["input"].struct_value.fields["x"].number_value = float("inf")
+    message = Message(message_id="m", role=Role.ROLE_USER, parts=[Part(data=data)])
+    with pytest.raises(a2a_executor._Malformed):  # pyright: ignore[reportPrivateUsage]
+        a2a_executor._call(message)  # pyright: ignore[reportPrivateUsage]
