@@ -11,10 +11,14 @@ check runs where the method it calls is defined.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, overload
+import dataclasses
+from typing import Any, TypeVar, cast, overload
+
+import msgspec
 
 from .audit import AuditSink
 from .contract import Declarations, Definition
+from .errors import ContractError
 from .host import Host
 from .runtime import AgentRuntime, bind
 
@@ -80,13 +84,18 @@ def for_model(model: type[M], *, principal: type[P]) -> AgentBuilder[M, P]: ...
 def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentBuilder[Any, Any]:
     """A builder whose methods know the Model and principal types.
 
-    The types only guide the type checker; nothing is checked at runtime.
-    Without ``principal`` the principal is ``Any``, as for the module-level
-    functions.
+    The types guide the type checker. At runtime only a principal class whose
+    instances cannot be hashed is refused: principals key the caches of the
+    HTTP and A2A adapters, so each of its requests would fail. Without
+    ``principal`` the principal is ``Any``, as for the module-level functions.
 
     Args:
         model: The application's Model class.
         principal: The class of what ``host.principal`` resolves.
+
+    Raises:
+        ContractError: ``principal`` is a class whose instances are not
+            hashable (a msgspec Struct or dataclass that is not frozen).
 
     >>> import msgspec
     >>> class Model(msgspec.Struct):
@@ -95,4 +104,41 @@ def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentB
     >>> isinstance(Counter, AgentBuilder)
     True
     """
+    if principal is not None:
+        _check_hashable(principal)
     return AgentBuilder()
+
+
+def _check_hashable(principal: object) -> None:
+    """Refuse a principal class whose instances are unhashable; typing constructs it cannot judge pass.
+
+    >>> import msgspec
+    >>> class User(msgspec.Struct):
+    ...     id: str
+    >>> _check_hashable(User)
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: for_model() takes a hashable principal class, and User instances are not hashable (principals key the adapters' caches of runtimes and sessions): make it frozen, class User(msgspec.Struct, frozen=True)
+    """
+    if not isinstance(principal, type) or getattr(principal, "_is_protocol", False):
+        return  # A typing construct, or a Protocol: what implements it decides.
+    cls = cast("type[Any]", principal)
+    if issubclass(cls, msgspec.Struct):
+        # A Struct's __hash__ is always there, and raises unless it is frozen
+        # (or compares by identity, eq=False).
+        config = cls.__struct_config__
+        if config.frozen or not config.eq:
+            return
+    elif getattr(cls, "__hash__", None) is not None:
+        return
+    name = cls.__qualname__
+    if issubclass(cls, msgspec.Struct):
+        fix = f"make it frozen, class {name}(msgspec.Struct, frozen=True)"
+    elif dataclasses.is_dataclass(cls):
+        fix = f"make it frozen, @dataclass(frozen=True) class {name}"
+    else:
+        fix = "use a hashable class (a frozen msgspec Struct or dataclass, a str, ...)"
+    raise ContractError(
+        f"for_model() takes a hashable principal class, and {name} instances are not hashable "
+        f"(principals key the adapters' caches of runtimes and sessions): {fix}"
+    )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import pytest
@@ -106,3 +107,47 @@ def test_an_accepted_union_decodes_with_msgspec() -> None:
     union: Any = Added | Cleared
     agentfx.expose(union, agentfx.variant(Added, "Add"), agentfx.variant(Cleared, "Clear"))
     assert msgspec.json.decode(msgspec.json.encode(Added(name="x")), type=union) == Added(name="x")
+
+
+# --- a principal class whose instances cannot be hashed --------------------------------------
+
+
+class MutableUser(msgspec.Struct):
+    id: str
+
+
+@dataclasses.dataclass
+class DataUser:
+    id: str
+
+
+class EqUser(Protocol):
+    def __eq__(self, other: object) -> bool: ...
+
+
+def test_an_unhashable_struct_principal_is_refused_saying_frozen() -> None:
+    with raises(
+        "for_model() takes a hashable principal class, and MutableUser instances are not hashable "
+        "(principals key the adapters' caches of runtimes and sessions): "
+        "make it frozen, class MutableUser(msgspec.Struct, frozen=True)"
+    ):
+        agentfx.for_model(Model, principal=MutableUser)
+
+
+def test_an_unhashable_dataclass_or_builtin_principal_is_refused() -> None:
+    with pytest.raises(ContractError, match=re.escape("make it frozen, @dataclass(frozen=True) class DataUser")):
+        agentfx.for_model(Model, principal=DataUser)
+    with pytest.raises(ContractError, match="and dict instances are not hashable"):
+        agentfx.for_model(Model, principal=dict)
+
+
+def test_principals_it_cannot_judge_or_that_hash_are_accepted() -> None:
+    class User(msgspec.Struct, frozen=True):
+        id: str
+
+    class IdentityUser(msgspec.Struct, eq=False):
+        id: str
+
+    untyped: Any = User | None
+    for principal in (User, IdentityUser, str, object, untyped, EqUser):
+        assert isinstance(agentfx.for_model(Model, principal=principal), agentfx.AgentBuilder)
