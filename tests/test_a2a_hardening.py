@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import httpx
 import msgspec
 import pytest
-from a2a.types.a2a_pb2 import Message, Part, Role
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.helpers.proto_helpers import new_data_part
+from a2a.types.a2a_pb2 import GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
 from google.protobuf import struct_pb2
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -26,6 +29,8 @@ import agentfx
 from agentfx.a2a import BoundedTaskStore, a2a_app, agent_card
 from agentfx.a2a import _executor as a2a_executor  # pyright: ignore[reportPrivateUsage]
 from agentfx.a2a._app import NOT_FINITE
+from agentfx.runtime import AgentRuntime
+from agentfx.testing import RecordingHost
 
 ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])
 
@@ -184,3 +189,126 @@ def test_the_executor_takes_a_data_part_that_is_not_finite_for_a_malformed_messa
     message = Message(message_id="m", role=Role.ROLE_USER, parts=[Part(data=data)])
     with pytest.raises(a2a_executor._Malformed):  # pyright: ignore[reportPrivateUsage]
         a2a_executor._call(message)  # pyright: ignore[reportPrivateUsage]
+
+
+# --- 2. Each request's own principal ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Token:
+    """A verified token's claims: equal (and owning the same tasks) by subject, whatever its scopes."""
+
+    subject: str
+    scopes: frozenset[str] = field(default=frozenset(), compare=False)
+
+
+def by_token(request: Request) -> Token | None:
+    subject = request.headers.get("x-user")
+    if subject is None:
+        return None
+    return Token(subject, frozenset(s for s in request.headers.get("x-scopes", "").split(",") if s))
+
+
+SEEN: list[frozenset[str]] = []
+
+
+def admin_only(request: agentfx.AuthorizationRequest[Token, Any, Model]) -> bool:
+    SEEN.append(request.principal.scopes)
+    return "admin" in request.principal.scopes
+
+
+def admin_confirms(request: agentfx.AuthorizationRequest[Token, Any, Model]) -> bool | agentfx.Confirm:
+    return admin_only(request) and agentfx.Confirm("Erase?")
+
+
+SCOPED = agentfx.define(
+    agentfx.expose(
+        Msg,
+        agentfx.variant(Ping, "Ping", name="ping", authorize=admin_only),
+        agentfx.variant(Erased, "Erase", name="erase", authorize=admin_confirms),
+        agentfx.variant(Echoed, "Echo", name="echo"),
+    )
+)
+SCOPED_CARD = agent_card(SCOPED, name="t", description="t", url="http://127.0.0.1/a2a", version="1")
+
+
+@asynccontextmanager
+async def sdk_clients(asgi: Starlette) -> AsyncGenerator[Callable[..., Client]]:
+    """The SDK's client, one per set of headers, over the app's ASGI transport, its lifespan run around them."""
+    async with asgi.router.lifespan_context(asgi), AsyncExitStack() as stack:
+
+        def client(**headers: str) -> Client:
+            http = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=asgi),
+                base_url="http://127.0.0.1",
+                headers={"A2A-Version": "1.0", **headers},
+            )
+            stack.push_async_callback(http.aclose)
+            made = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(SCOPED_CARD)
+            stack.push_async_callback(made.close)
+            return made
+
+        yield client
+
+
+async def sent(client: Client, data: object, task_id: str = "") -> Task:
+    message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task_id, parts=[new_data_part(data)])
+    (response,) = [response async for response in client.send_message(SendMessageRequest(message=message))]
+    return response.task
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_authorize_sees_each_requests_own_principal_not_the_first_equal_one() -> None:
+    SEEN.clear()
+    audit = agentfx.audit_log(principal=lambda token: sorted(cast("Token", token).scopes))
+    asgi = a2a_app(agentfx.App(SCOPED, init=Model(), update=update, audit=audit), SCOPED_CARD, authenticate=by_token)
+    async with sdk_clients(asgi) as client:
+        admin = client(**{"x-user": "ann", "x-scopes": "admin"})
+        revoked = client(**{"x-user": "ann"})
+        first = await sent(admin, {"skill": "ping"})
+        second = await sent(revoked, {"skill": "ping"})
+        again = await sent(admin, {"skill": "ping"})
+        # Equal principals still own the same tasks.
+        read = await revoked.get_task(GetTaskRequest(id=first.id))
+    assert [t.status.state for t in (first, second, again)] == [
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_REJECTED,
+        TaskState.TASK_STATE_COMPLETED,
+    ]
+    assert SEEN == [frozenset({"admin"}), frozenset(), frozenset({"admin"})]
+    assert [e.principal for e in audit.entries()] == [["admin"], [], ["admin"]]
+    assert read.id == first.id
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_answer_is_authorized_as_the_principal_that_sent_it() -> None:
+    SEEN.clear()
+    audit = agentfx.audit_log()
+    asgi = a2a_app(agentfx.App(SCOPED, init=Model(), update=update, audit=audit), SCOPED_CARD, authenticate=by_token)
+    async with sdk_clients(asgi) as client:
+        admin = client(**{"x-user": "ann", "x-scopes": "admin"})
+        revoked = client(**{"x-user": "ann"})
+        waiting = await sent(admin, {"skill": "erase"})
+        answered = await sent(revoked, {"confirm": True}, waiting.id)
+    assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert answered.status.state == TaskState.TASK_STATE_REJECTED
+    assert SEEN == [frozenset({"admin"}), frozenset()]
+    assert [e.decision for e in audit.entries()] == ["refused", "refused"]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_runtime_for_is_given_each_requests_own_principal() -> None:
+    given: list[frozenset[str]] = []
+
+    def runtime_for(principal: Token) -> AgentRuntime[Any, Any]:
+        given.append(principal.scopes)
+        return agentfx.bind(SCOPED, host=RecordingHost(Model(), principal=principal).host)
+
+    asgi = a2a_app(runtime_for, SCOPED_CARD, authenticate=by_token)
+    async with sdk_clients(asgi) as client:
+        await sent(client(**{"x-user": "ann", "x-scopes": "admin"}), {"skill": "ping"})
+        await sent(client(**{"x-user": "ann", "x-scopes": "other"}), {"skill": "ping"})
+    assert given == [frozenset({"admin"}), frozenset({"other"})]

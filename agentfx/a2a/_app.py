@@ -83,7 +83,7 @@ from ..app import App
 from ..errors import ContractError
 from ..runtime import AgentRuntime
 from ._answers import EXCHANGE_KEY, Answers, Exchange, read_envelope
-from ._executor import NOT_WAITING, PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor, terminal_refusal
+from ._executor import NOT_WAITING, PRINCIPAL_STATE_KEY, AgentfxExecutor, RuntimeFor, dispatching, terminal_refusal
 from ._store import (
     AT_CAPACITY,
     MAX_LIVE_TASKS_PER_OWNER,
@@ -172,6 +172,7 @@ dispatched.
 # of one) for the call-context builder, which raises the SDK's error so the
 # SDK answers it in the request's protocol version, with its id.
 _SCOPE_KEY = "agentfx.a2a.tenant"
+_PRINCIPAL_KEY = "agentfx.a2a.principal"
 _REFUSED = "agentfx.a2a.refused"
 
 # The refusals agentfx words itself: the endpoint passes them as they are.
@@ -351,8 +352,10 @@ class _ContextBuilder(ServerCallContextBuilder):
             context.state[EXCHANGE_KEY] = exchange
         tenant: _Tenant | None = request.scope.get(_SCOPE_KEY)
         if tenant is not None:
+            # Tasks are the tenant's (principals equal to each other share
+            # them); the principal is the request's, as authenticate proved it.
             context.user = _Owner(tenant.owner)
-            context.state[PRINCIPAL_STATE_KEY] = tenant.principal
+            context.state[PRINCIPAL_STATE_KEY] = request.scope.get(_PRINCIPAL_KEY, tenant.principal)
         return context
 
 
@@ -615,13 +618,15 @@ class _Guard:
             return
         # The card is public, as A2A has it; every call is authenticated on
         # its own. The hook may read the body: it gets its own replay.
-        tenant = await self._tenant(Request(scope, replay_body(body, receive)))
-        if isinstance(tenant, JSONResponse):
-            await tenant(scope, receive, send)
+        admitted = await self._tenant(Request(scope, replay_body(body, receive)))
+        if isinstance(admitted, JSONResponse):
+            await admitted(scope, receive, send)
             return
+        tenant, principal = admitted
         # No room is the SDK's to answer, in the request's protocol and with
-        # its id: the context builder raises its error.
-        scope = {**scope, _REFUSED: True} if tenant is None else {**scope, _SCOPE_KEY: tenant}
+        # its id: the context builder raises its error. The principal is this
+        # request's own, which the tenant's (the first equal one) may not be.
+        scope = {**scope, _REFUSED: True} if tenant is None else {**scope, _SCOPE_KEY: tenant, _PRINCIPAL_KEY: principal}
         try:
             await self._answered(scope, downstream, send, body)
         finally:
@@ -640,7 +645,8 @@ class _Guard:
         exchange = Exchange(envelope)
         await self._app({**scope, EXCHANGE_KEY: exchange}, receive, Answers(send, exchange, _OWN_WORDS))
 
-    async def _tenant(self, request: Request) -> _Tenant | JSONResponse | None:
+    async def _tenant(self, request: Request) -> tuple[_Tenant | None, object] | JSONResponse:
+        """The request's tenant (``None`` if there is no room) and its principal, or the answer refusing it."""
         authenticate = cast("Authenticate[Any]", self._authenticate)
         principal: object = None
         try:
@@ -663,7 +669,7 @@ class _Guard:
             return _refuse(500, "Internal error")
         if tenant is None:
             _logger.warning("refusing a request: %d principals are already being served", len(self._principals))
-        return tenant
+        return tenant, principal
 
 
 def _withhold_sdk_logs() -> None:
@@ -709,7 +715,9 @@ class _AppRuntimes:
     """``runtime_for(principal)`` over an App's one running program, one runtime per principal held.
 
     A principal's runtime lives on its tenant in ``principals``, and goes
-    when the tenant is released.
+    when the tenant is released. Principals equal to each other share it,
+    and each call is given its own request's principal
+    (:func:`._executor.dispatching`), not the first one seen.
     """
 
     def __init__(self, app: App[Any, Any, Any], principals: _Principals) -> None:
@@ -729,8 +737,11 @@ class _AppRuntimes:
         tenant = self._principals.held(principal)
         if tenant is not None and tenant.runtime is not None:
             return tenant.runtime
-        # A constant resolver, so a principal that is callable is not taken for one.
-        runtime = self.app.bind(program, principal=lambda _invocation: principal)
+        # Shared by the principals equal to this one, so read per invocation:
+        # each call's own principal, as the executor dispatches it (this one
+        # only outside a dispatch). A resolver of its own, so a principal
+        # that is callable is not taken for one.
+        runtime = self.app.bind(program, principal=lambda _invocation: dispatching(principal))
         if tenant is not None:
             tenant.runtime = runtime
         return runtime

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -66,6 +67,7 @@ __all__ = [
     "TRANSPORT",
     "AgentfxExecutor",
     "RuntimeFor",
+    "dispatching",
     "terminal_refusal",
 ]
 
@@ -111,6 +113,22 @@ NOT_WAITING = "The task is not waiting for an answer: only a task in input-requi
 Its call is still running, or another answer to it is being handled: the
 follow-up dispatches nothing and changes nothing.
 """
+
+
+_DISPATCHING: ContextVar[tuple[object] | None] = ContextVar("agentfx_a2a_dispatching", default=None)
+"""The principal of the request whose call the executor is dispatching, while it does."""
+
+
+def dispatching(default: object) -> object:
+    """The principal of the request whose call is being dispatched here, or ``default`` outside a dispatch.
+
+    A runtime shared by equal principals (one per owner of tasks) resolves
+    each invocation's principal with this, so ``authorize`` sees the one
+    its own request authenticated (the scopes of the token it presented),
+    not the first equal one.
+    """
+    current = _DISPATCHING.get()
+    return default if current is None else current[0]
 
 
 def terminal_refusal(task: Task) -> UnsupportedOperationError | None:
@@ -376,11 +394,15 @@ class AgentfxExecutor(AgentExecutor):
         self._runtime = runtime
         self._running: dict[str, _Running] = {}
 
-    def _runtime_for(self, context: RequestContext) -> AgentRuntime[Any, Any]:
+    def _runtime_for(self, context: RequestContext) -> tuple[AgentRuntime[Any, Any], tuple[object] | None]:
+        """The runtime to dispatch on and, for ``runtime_for``, the principal of this request it was made for."""
         runtime = self._runtime
         if isinstance(runtime, AgentRuntime):
-            return cast("AgentRuntime[Any, Any]", runtime)
-        return runtime(context.call_context.state.get(PRINCIPAL_STATE_KEY))
+            return cast("AgentRuntime[Any, Any]", runtime), None
+        # This request's own principal (a follow-up's, not its task's first
+        # request's), whichever equal principal the task was started by.
+        principal = context.call_context.state.get(PRINCIPAL_STATE_KEY)
+        return runtime(principal), (principal,)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Run the call a message starts (or answers) and leave its task in the state its outcome maps to."""
@@ -477,8 +499,12 @@ class AgentfxExecutor(AgentExecutor):
                 # A "no" is refused whatever the call would do now, even if it would no longer ask.
                 declined = _UNREAD_PROMPT if shown is None else shown
         try:
-            runtime = self._runtime_for(context)
-            outcome = await runtime.messages.attempt(skill, payload, invocation, declined=declined)
+            runtime, caller = self._runtime_for(context)
+            calling = _DISPATCHING.set(caller)
+            try:
+                outcome = await runtime.messages.attempt(skill, payload, invocation, declined=declined)
+            finally:
+                _DISPATCHING.reset(calling)
         except Exception:
             # A hook, the host or runtime_for raised: the application's bug,
             # for its log; the client learns only that the call failed.
