@@ -14,16 +14,17 @@ tool may offer (:func:`offered`) and which tools a whole list shows
 point's arguments, and the metadata a framework keeps beside a tool.
 
 Every framework call is answered through :func:`run_call`, so the one check
-the runtime cannot make lives there too: a string with a lone surrogate. The
+the runtime cannot make lives there too: a value JSON text cannot hold. The
 frameworks read the model's JSON with decoders that keep a ``"\\ud800"``
 escape as a lone surrogate (``json.loads``), which is a valid Python ``str``
-but not Unicode text: strict decoding takes it, the Message reaches update and
-poisons the Model (nothing that encodes it works again). :func:`run_call`
+but not Unicode text, and ``NaN`` or ``Infinity`` as a float: strict decoding
+takes either, the Message reaches update and poisons the Model (nothing that
+encodes it works again, or a number becomes ``null``). :func:`run_call`
 refuses such a payload as invalid input before anything is dispatched. The
 check is here, not in the pipeline, because only these paths read JSON with
 such decoders: the in-process ``messages.dispatch`` takes the application's
-own values, and its cost is unchanged; MCP's parser (pydantic-core) and
-A2A's (protobuf) refuse a lone surrogate before agentfx sees the call. The
+own values, and its cost is unchanged; MCP's parsers and A2A's refuse both
+before agentfx sees the call. The
 refusal still goes through the runtime, so it comes in the pipeline's order
 and is audited like any other.
 
@@ -63,7 +64,7 @@ __all__ = [
     "check_runtime",
     "json_arguments",
     "missing_framework",
-    "not_unicode",
+    "not_json",
     "offered",
     "run_call",
     "tool_metadata",
@@ -150,29 +151,38 @@ def _label(path: str) -> str:
     return echo(field_label(path) or "")
 
 
-def not_unicode(payload: object) -> InvalidPayload | None:
-    """The first string (key or value, at any depth) of ``payload`` holding a lone surrogate, as a problem.
+def not_json(payload: object) -> InvalidPayload | None:
+    """The first value of ``payload`` (at any depth) that JSON text cannot hold, as a problem.
 
-    ``None`` when every string is Unicode text, and for a payload that is not
-    a ``dict``: the runtime refuses that anyway (``the input must be an
-    object``), the problem to fix first. The path is in msgspec's notation and
-    the problem in :mod:`agentfx.schema`'s words: it names the field, never
-    the value sent, and both are bounded like every echo.
+    Such a value is a string (key or value) holding a lone surrogate, or a
+    number that is not finite (``NaN``, ``Infinity``): a framework's decoder
+    may keep either (``json.loads`` does), though neither is JSON, and strict
+    decoding would take them into the Message.
 
-    >>> not_unicode({"title": "Buy milk"}) is None
+    ``None`` when every string is Unicode text and every number finite, and
+    for a payload that is not a ``dict``: the runtime refuses that anyway
+    (``the input must be an object``), the problem to fix first. The path is
+    in msgspec's notation and the problem in :mod:`agentfx.schema`'s words: it
+    names the field, never the value sent, and both are bounded like every echo.
+
+    >>> not_json({"title": "Buy milk"}) is None
     True
-    >>> invalid = not_unicode({"todos": [{"title": "Buy \\ud800 milk"}]})
+    >>> invalid = not_json({"todos": [{"title": "Buy \\ud800 milk"}]})
     >>> invalid.path, invalid.problem
     ('$.todos[0].title', '"todos[0].title" must be valid Unicode')
-    >>> not_unicode({"\\udc00": 1}).problem
+    >>> not_json({"\\udc00": 1}).problem
     "the input's field names must be valid Unicode"
+    >>> not_json({"readings": [1.5, float("nan")]}).problem
+    '"readings[1]" must be a finite number'
     """
     if not isinstance(payload, dict):
         return None
     try:
-        # The common case, at C speed: what encodes as JSON holds no lone surrogate.
-        msgspec.json.encode(payload)
-        return None
+        # The common case, at C speed: what encodes as JSON holds no lone
+        # surrogate, and without a null no number that is not finite (msgspec
+        # writes NaN and the infinities as null).
+        if b"null" not in msgspec.json.encode(payload):
+            return None
     except Exception:  # a lone surrogate, or a value JSON cannot hold: look
         pass
     # Depth first in document order (each key before its value), without
@@ -182,6 +192,11 @@ def not_unicode(payload: object) -> InvalidPayload | None:
     seen: set[int] = set()
     while stack:
         value, at, is_key = stack.pop()
+        if isinstance(value, float) and not is_key:
+            if math.isfinite(value):
+                continue
+            path = _path(at)
+            return InvalidPayload(echo(path), None, f'"{_label(path)}" must be a finite number')
         if isinstance(value, str):
             if _SURROGATE.search(value) is None:
                 continue
@@ -201,7 +216,7 @@ def not_unicode(payload: object) -> InvalidPayload | None:
         else:
             entries = list(cast("list[object] | tuple[object, ...]", value))
             stack.extend((entries[index], (at, index), False) for index in range(len(entries) - 1, -1, -1))
-    # Nothing but a value JSON cannot hold: the runtime's decoding says what is wrong with it.
+    # Nothing but a value JSON cannot hold otherwise (or a real null): the runtime's decoding says what is wrong with it.
     return None
 
 
@@ -354,7 +369,7 @@ async def run_call(
     text when a tool raises, so a defect (a hook or the host raised) is logged
     on ``logger`` and answered with :func:`~agentfx.tools.defect_reply`.
 
-    A payload with a lone surrogate (:func:`not_unicode`) is refused as invalid
+    A payload with a lone surrogate or a number that is not finite (:func:`not_json`) is refused as invalid
     input naming the field: the runtime is handed :data:`UNREADABLE` instead,
     so the refusal keeps the pipeline's order (an unknown or unavailable
     capability is answered as such) and its audit entry, and nothing is sent.
@@ -375,7 +390,7 @@ async def run_call(
     ('Dispatched Ping', None)
     """
     try:
-        invalid = not_unicode(payload)
+        invalid = not_json(payload)
         if invalid is None:
             outcome = await runtime.messages.attempt(name, payload, invocation)
         else:

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import agentfx
-from agentfx._toolcall import UNREADABLE, json_arguments, not_unicode, run_call
+from agentfx._toolcall import UNREADABLE, json_arguments, not_json, run_call
 from tests.frameworks.app import INITIAL, NOT_JSON_ARGUMENTS, NOT_UNICODE_TEXT, harness
 
 _TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
@@ -93,7 +93,7 @@ def test_bytes_that_are_not_utf8_read_as_the_stand_in() -> None:
 def test_a_lone_surrogate_in_the_text_is_kept_for_the_check(text: str | bytes) -> None:
     read = json_arguments(text)
     assert read == {"title": "a\ud800b"}
-    invalid = not_unicode(read)
+    invalid = not_json(read)
     assert invalid is not None and invalid.problem == '"title" must be valid Unicode'
 
 
@@ -104,7 +104,7 @@ def test_blank_arguments_are_no_arguments(text: str) -> None:
 
 @given(_OBJECTS)
 def test_a_payload_of_unicode_text_has_no_problem(payload: dict[str, Any]) -> None:
-    assert not_unicode(payload) is None
+    assert not_json(payload) is None
 
 
 @given(_OBJECTS, st.data())
@@ -116,7 +116,7 @@ def test_a_lone_surrogate_anywhere_is_found_where_it_is(payload: dict[str, Any],
     place, is_key = data.draw(st.sampled_from(places))
     spoiled = copy.deepcopy(payload)
     _spoil(spoiled, place, is_key)
-    invalid = not_unicode(spoiled)
+    invalid = not_json(spoiled)
     assert invalid is not None
     where = _path(place[:-1] if is_key else place)
     assert invalid.path == agentfx.errors.echo(where)
@@ -127,34 +127,54 @@ def test_a_lone_surrogate_anywhere_is_found_where_it_is(payload: dict[str, Any],
     else:
         assert invalid.problem.endswith(" must be valid Unicode")
     # The same from the JSON text a model writes (escaped), as the adapters read it.
-    read = not_unicode(json_arguments(json.dumps(spoiled)))
+    read = not_json(json_arguments(json.dumps(spoiled)))
     assert read is not None and (read.path, read.problem) == (invalid.path, invalid.problem)
 
 
 def test_the_first_lone_surrogate_in_document_order_is_the_one_named() -> None:
     payload = {"a": [{"b": "ok"}, {"c": "\ud800"}], "\udc00": 1, "d": "\ud800"}
-    invalid = not_unicode(payload)
+    invalid = not_json(payload)
     assert invalid is not None and (invalid.path, invalid.problem) == ("$.a[1].c", '"a[1].c" must be valid Unicode')
 
 
 def test_names_are_bounded_and_keys_that_are_not_strings_read_as_msgspec_writes_them() -> None:
     long = "k" * 300
-    invalid = not_unicode({long: "\ud800"})
+    invalid = not_json({long: "\ud800"})
     assert invalid is not None
     assert invalid.path == "$." + "k" * 126 + "…" and invalid.problem == f'"{"k" * 128}…" must be valid Unicode'
-    invalid = not_unicode({"counts": {1: ["\ud800"]}})
+    invalid = not_json({"counts": {1: ["\ud800"]}})
     assert invalid is not None and invalid.path == "$.counts[...][0]"
 
 
 def test_a_cycle_or_a_value_json_cannot_hold_is_walked_once_and_left_to_the_runtime() -> None:
     cyclic: dict[str, Any] = {"a": [1]}
     cyclic["a"].append(cyclic)
-    assert not_unicode(cyclic) is None
+    assert not_json(cyclic) is None
     cyclic["z"] = "\ud800"
-    invalid = not_unicode(cyclic)
+    invalid = not_json(cyclic)
     assert invalid is not None and invalid.path == "$.z"
-    assert not_unicode({"when": object()}) is None
-    assert not_unicode("\ud800") is None and not_unicode(["\ud800"]) is None  # not an object: refused as such
+    assert not_json({"when": object()}) is None
+    assert not_json("\ud800") is None and not_json(["\ud800"]) is None  # not an object: refused as such
+
+
+@given(_OBJECTS, st.sampled_from([float("nan"), float("inf"), float("-inf")]), st.data())
+def test_a_number_that_is_not_finite_anywhere_is_found_where_it_is(
+    payload: dict[str, Any], spoiler: float, data: st.DataObject
+) -> None:
+    # What json.loads makes of NaN or Infinity, which no JSON holds; a real null beside it changes nothing.
+    spoiled = copy.deepcopy(payload)
+    spoiled["z-null"] = None
+    places = [place for place, is_key in _places(spoiled) if not is_key]
+    place = data.draw(st.sampled_from([*places, ("z-number",)]))
+    container: Any = spoiled
+    for step in place[:-1]:
+        container = container[step]
+    container[place[-1]] = spoiler
+    invalid = not_json(spoiled)
+    assert invalid is not None
+    assert invalid.path == agentfx.errors.echo(_path(place))
+    assert invalid.problem.endswith(" must be a finite number")
+    assert not_json({**payload, "z-null": None}) is None
 
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +217,23 @@ async def test_the_stand_in_is_refused_as_not_an_object(anyio_backend: str) -> N
     answer, failure = await run_call(h.runtime, "select_todo", UNREADABLE, agentfx.Invocation(), logging.getLogger("t"))
     assert answer.text == 'Invalid input for "select_todo": the input must be an object'
     assert isinstance(failure, agentfx.AgentInvalidInputError) and h.recorder.dispatched == []
+
+
+async def test_a_number_that_is_not_finite_is_refused_audited_and_nothing_is_sent(anyio_backend: str) -> None:
+    # A float field would take NaN from json.loads, and the Model would hold what no JSON can.
+    class Measured(msgspec.Struct, frozen=True, tag=True):
+        celsius: float
+
+    seen: list[object] = []
+    runtime = agentfx.bind(
+        agentfx.define(agentfx.expose(Measured, agentfx.variant(Measured, "Measure", name="measure"))),
+        host=agentfx.Host(model=lambda: None, dispatch=seen.append),
+        audit=(log := agentfx.audit_log()),
+    )
+    for value in (float("nan"), float("inf"), float("-inf")):
+        answer, failure = await run_call(runtime, "measure", {"celsius": value}, agentfx.Invocation(), logging.getLogger("t"))
+        assert answer.text == 'Invalid input for "measure": "celsius" must be a finite number'
+        assert isinstance(failure, agentfx.AgentInvalidInputError) and failure.path == "$.celsius"
+    answer, _ = await run_call(runtime, "measure", {"celsius": 21.5}, agentfx.Invocation(), logging.getLogger("t"))
+    assert answer.ok and seen == [Measured(celsius=21.5)]
+    assert [entry.outcome for entry in log.entries()] == ["AgentInvalidInputError"] * 3 + ["dispatched"]
