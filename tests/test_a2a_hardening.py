@@ -15,18 +15,22 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import anyio
 import httpx
 import msgspec
 import pytest
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers.proto_helpers import new_data_part
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from google.protobuf import struct_pb2
 from starlette.applications import Starlette
 from starlette.requests import Request
 
 import agentfx
 from agentfx.a2a import BoundedTaskStore, a2a_app, agent_card
+from agentfx.a2a import _app as a2a_app_module  # pyright: ignore[reportPrivateUsage]
 from agentfx.a2a import _executor as a2a_executor  # pyright: ignore[reportPrivateUsage]
 from agentfx.a2a._app import NOT_FINITE
 from agentfx.runtime import AgentRuntime
@@ -312,3 +316,47 @@ async def test_runtime_for_is_given_each_requests_own_principal() -> None:
         await sent(client(**{"x-user": "ann", "x-scopes": "admin"}), {"skill": "ping"})
         await sent(client(**{"x-user": "ann", "x-scopes": "other"}), {"skill": "ping"})
     assert given == [frozenset({"admin"}), frozenset({"other"})]
+
+
+# --- 3. An unanswered confirmation holds its principal for PARKED_TASK_TIMEOUT at most --------
+
+
+def user_client(asgi: Starlette, stack: AsyncExitStack, user: str) -> Client:
+    http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1", headers={"A2A-Version": "1.0", "x-user": user}
+    )
+    stack.push_async_callback(http.aclose)
+    client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(CARD)
+    stack.push_async_callback(client.close)
+    return client
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize("store", ["default", "sdk"], ids=["bounded-store", "any-task-store"])
+async def test_a_task_left_waiting_past_the_parked_timeout_no_longer_keeps_new_principals_out(
+    monkeypatch: pytest.MonkeyPatch, store: str
+) -> None:
+    monkeypatch.setattr(a2a_app_module, "MAX_PRINCIPALS", 2)
+    monkeypatch.setattr(a2a_app_module, "PARKED_TASK_TIMEOUT", 0.5)
+    audit = agentfx.audit_log()
+    app = agentfx.App(CONTRACT, init=Model(), update=update, audit=audit)
+    asgi = a2a_app(app, CARD, authenticate=by_header, task_store=InMemoryTaskStore() if store == "sdk" else None)
+    principals: Any = asgi.user_middleware[0].kwargs["principals"]
+    async with asgi.router.lifespan_context(asgi), AsyncExitStack() as stack:
+        u0, u1, u2 = (user_client(asgi, stack, user) for user in ("u0", "u1", "u2"))
+        forgotten = await sent(u0, {"skill": "erase"})
+        await anyio.sleep(0.1)
+        kept = await sent(u1, {"skill": "erase"})
+        # Both wait less than the timeout: both are held, a new principal is refused.
+        with pytest.raises(UnsupportedOperationError, match="too many callers"):
+            await sent(u2, {"skill": "ping"})
+        await anyio.sleep(0.45)  # u0's task has waited past it, u1's not yet
+        done = await sent(u2, {"skill": "ping"})
+        assert principals.held("u0") is None and principals.held("u1") is not None
+        # u1 is still served as it was; u0 comes back as a new principal (its task gone with it).
+        confirmed = await sent(u1, {"confirm": True}, kept.id)
+        with pytest.raises(TaskNotFoundError):
+            await user_client(asgi, stack, "u0").get_task(GetTaskRequest(id=forgotten.id))
+    assert done.status.state == confirmed.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [e.capability for e in audit.entries() if e.decision == "dispatched"] == ["ping", "erase"]

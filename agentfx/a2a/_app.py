@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Hashable, Iterable
@@ -67,6 +68,7 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
@@ -141,10 +143,12 @@ MAX_PRINCIPALS = 1000
 
 A principal is held while a request of it is in flight or a task of it is
 live in the task store (``submitted``, ``working``, ``input-required``,
-``auth-required``): a task waiting for an answer keeps it until the task
-ends or the store evicts it. One that is idle is released, least recently
-seen first, when a new principal needs its room; its finished tasks then
-answer ``TaskNotFoundError``, as if evicted. When every one is held, a new
+``auth-required``): a task waiting for an answer keeps it for
+:data:`PARKED_TASK_TIMEOUT` at most (since it last asked), so callers that
+leave their confirmations unanswered cannot keep every new one out. One
+that is idle is released, least recently seen first, when a new principal
+needs its room; its tasks then answer ``TaskNotFoundError``, as if evicted
+(an unanswered one included). When every one is held, a new
 principal's request is refused with the SDK's ``UnsupportedOperationError``
 (:data:`PRINCIPALS_AT_CAPACITY`) and nothing runs for it.
 """
@@ -184,6 +188,7 @@ _LIVE = (
     TaskState.TASK_STATE_INPUT_REQUIRED,
     TaskState.TASK_STATE_AUTH_REQUIRED,
 )
+_PARKED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 
 P = TypeVar("P", default=Any)
 
@@ -269,14 +274,17 @@ class _Tenant:
 class _Principals:
     """The principals served, at most ``bound``; an idle one is released when a new one needs its room.
 
-    Idle: no request of it in flight and no live task of it in ``tasks``
-    (a :class:`BoundedTaskStore` counts them; any other store is asked
-    through the ``TaskStore`` interface).
+    Idle: no request of it in flight and no live task of it in ``tasks``, a
+    task waiting for input counting only until it has waited ``parked``
+    seconds (a :class:`BoundedTaskStore` says, for every owner at once; any
+    other store is asked through the ``TaskStore`` interface, by the time
+    of each task's status).
     """
 
-    def __init__(self, bound: int, tasks: TaskStore) -> None:
+    def __init__(self, bound: int, tasks: TaskStore, parked: float) -> None:
         self._bound = bound
         self._tasks = tasks
+        self._parked = parked
         self._tenants: OrderedDict[Hashable, _Tenant] = OrderedDict()  # least recently seen first
         self._admitting = anyio.Lock()
 
@@ -314,8 +322,12 @@ class _Principals:
         tenant.users -= 1
 
     async def _release_an_idle(self) -> bool:
+        live = self._tasks.live_owners(self._parked) if isinstance(self._tasks, BoundedTaskStore) else None
         for key, tenant in list(self._tenants.items()):
-            if tenant.users or await self._live(tenant):
+            if tenant.users:
+                continue
+            held = tenant.owner in live if live is not None else await self._live(tenant)
+            if held:
                 continue
             # Asking the store suspends: the principal may have come back meanwhile.
             if tenant.users == 0 and self._tenants.get(key) is tenant:
@@ -325,12 +337,16 @@ class _Principals:
 
     async def _live(self, tenant: _Tenant) -> bool:
         context = ServerCallContext(user=_Owner(tenant.owner), state={PRINCIPAL_STATE_KEY: tenant.principal})
-        if isinstance(self._tasks, BoundedTaskStore):
-            return self._tasks.has_live(context)
         # Any other store is asked through the SDK's interface: a page of one
-        # per live state (each answer copies the task it finds).
+        # per live state (each answer copies the task it finds); a task
+        # waiting for input only if its status is more recent than ``parked``.
+        asked_since = Timestamp()
+        asked_since.FromNanoseconds(time.time_ns() - int(self._parked * 1e9))
         for state in _LIVE:
-            page = await self._tasks.list(ListTasksRequest(status=state, page_size=1), context)
+            request = ListTasksRequest(status=state, page_size=1)
+            if state in _PARKED:
+                request.status_timestamp_after.CopyFrom(asked_since)
+            page = await self._tasks.list(request, context)
             if page.tasks:
                 return True
         return False
@@ -902,7 +918,7 @@ def a2a_app(
             waiting_timeout=PARKED_TASK_TIMEOUT,
         )
     )
-    principals = _Principals(MAX_PRINCIPALS, tasks)
+    principals = _Principals(MAX_PRINCIPALS, tasks, PARKED_TASK_TIMEOUT)
     app_runtimes = _AppRuntimes(cast("App[Any, Any, Any]", target), principals) if isinstance(target, App) else None
     runtime: AgentRuntime[Any, Any] | RuntimeFor[Any] = (
         app_runtimes if app_runtimes is not None else cast("AgentRuntime[Any, Any] | RuntimeFor[Any]", target)

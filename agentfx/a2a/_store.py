@@ -576,6 +576,26 @@ class BoundedTaskStore(TaskStore):
         """
         return self._owner(context) in self._live
 
+    def live_owners(self, waited_less_than: float | None = None) -> set[str]:
+        """The owners with a task kept here that is working or waiting for input, at once for all of them.
+
+        Args:
+            waited_less_than: If given, a task waiting for input counts only
+                while it has waited less than this many seconds (since it
+                was saved waiting, or last taken an answer).
+
+        >>> BoundedTaskStore(2).live_owners(60.0)
+        set()
+        """
+        owners = {owner for owner, _ in self._working}
+        now = self._timer()
+        # Oldest first: from the newest back, until one has waited too long.
+        for (owner, _), since in reversed(self._waiting.items()):
+            if waited_less_than is not None and now - since >= waited_less_than:
+                break
+            owners.add(owner)
+        return owners
+
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         """The context's owner's task, or ``None`` (unknown, another owner's, evicted, or past ``terminal_ttl``)."""
         owner = self._owner(context)
