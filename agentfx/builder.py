@@ -106,7 +106,7 @@ def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentB
     """
     if principal is not None:
         _check_hashable(principal)
-    return AgentBuilder()
+    return AgentBuilder(principal)
 
 
 def _check_hashable(principal: object) -> None:
