@@ -9,6 +9,7 @@ socket, on asyncio and trio, are ``tests/integration/test_a2a_numbers.py``.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -360,3 +361,51 @@ async def test_a_task_left_waiting_past_the_parked_timeout_no_longer_keeps_new_p
             await user_client(asgi, stack, "u0").get_task(GetTaskRequest(id=forgotten.id))
     assert done.status.state == confirmed.status.state == TaskState.TASK_STATE_COMPLETED
     assert [e.capability for e in audit.entries() if e.decision == "dispatched"] == ["ping", "erase"]
+
+
+# --- 4. An authenticate that raises TimeoutError itself ------------------------------------
+
+
+def times_out_sync(_request: Request) -> str:
+    raise TimeoutError("idp.example:443 read timed out")  # socket.timeout is one
+
+
+async def times_out_async(_request: Request) -> str:
+    raise TimeoutError("idp.example:443 read timed out")
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize("hook", [times_out_sync, times_out_async], ids=["sync", "async"])
+async def test_an_authenticate_raising_timeout_error_is_a_500_logged_with_its_traceback(
+    hook: Callable[[Request], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    audit = agentfx.audit_log()
+    asgi = a2a_app(agentfx.App(CONTRACT, init=Model(), update=update, audit=audit), CARD, authenticate=hook)
+    async with raw_client(asgi) as http:
+        with caplog.at_level(logging.ERROR, logger="agentfx.a2a"):
+            response = await http.post("/a2a", content=send('{"skill":"ping"}').encode(), headers={"A2A-Version": "1.0"})
+    assert response.status_code == 500 and response.json()["error"]["message"] == "Internal error"
+    (record,) = [r for r in caplog.records if r.name == "agentfx.a2a"]
+    assert record.getMessage() == "authenticate raised"
+    assert record.exc_info is not None and record.exc_info[0] is TimeoutError
+    assert audit.entries() == []
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_an_authenticate_past_the_deadline_is_still_a_503(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(a2a_app_module, "AUTHENTICATE_TIMEOUT", 0.05)
+
+    async def hangs(_request: Request) -> str:
+        await anyio.sleep(10)
+        return "ann"
+
+    asgi = a2a_app(agentfx.App(CONTRACT, init=Model(), update=update), CARD, authenticate=hangs)
+    async with raw_client(asgi) as http:
+        with caplog.at_level(logging.ERROR, logger="agentfx.a2a"):
+            response = await http.post("/a2a", content=send('{"skill":"ping"}').encode(), headers={"A2A-Version": "1.0"})
+    assert response.status_code == 503
+    assert [r.getMessage() for r in caplog.records if r.name == "agentfx.a2a"] == ["authenticate took longer than 0.05s"]

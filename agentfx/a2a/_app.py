@@ -664,18 +664,22 @@ class _Guard:
     async def _tenant(self, request: Request) -> tuple[_Tenant | None, object] | JSONResponse:
         """The request's tenant (``None`` if there is no room) and its principal, or the answer refusing it."""
         authenticate = cast("Authenticate[Any]", self._authenticate)
-        principal: object = None
+        outcome: list[object] = []
         try:
-            with anyio.fail_after(AUTHENTICATE_TIMEOUT):
-                principal = authenticate(request)
+            # The deadline is told apart from the hook's own TimeoutError (a
+            # socket timeout is one): only the deadline is a 503.
+            with anyio.move_on_after(AUTHENTICATE_TIMEOUT):
+                principal: object = authenticate(request)
                 if inspect.isawaitable(principal):
                     principal = await cast("Awaitable[object]", principal)
-        except TimeoutError:
-            _logger.error("authenticate took longer than %ss", AUTHENTICATE_TIMEOUT)
-            return _refuse(503, "Service Unavailable: authentication timed out")
+                outcome.append(principal)
         except Exception:
             _logger.exception("authenticate raised")
             return _refuse(500, "Internal error")
+        if not outcome:
+            _logger.error("authenticate took longer than %ss", AUTHENTICATE_TIMEOUT)
+            return _refuse(503, "Service Unavailable: authentication timed out")
+        principal = outcome[0]
         if principal is None:
             return _refuse(401, "Unauthorized", {"WWW-Authenticate": "Bearer"})
         try:
