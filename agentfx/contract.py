@@ -299,6 +299,13 @@ def check_definition(where: str, definition: object) -> Definition[Any, Any]:
     """
     if isinstance(definition, Definition):
         return cast("Definition[Any, Any]", definition)
+    inner: object = getattr(definition, "definition", None)
+    if isinstance(inner, Definition):
+        # An agentfx.App (duck-typed: the app layer sits above this one) holds its contract.
+        kind = type(definition).__name__
+        raise ContractError(
+            f'{where} takes the result of define(...) as "definition", got an {kind}; pass its contract, app.definition'
+        )
     # An Exposed's repr lists every capability's hooks; what it is says more.
     got = "the result of expose(...)" if isinstance(definition, Exposed) else repr(definition)
     raise ContractError(f'{where} takes the result of define(...) as "definition", got {got}; {_WRITE_DEFINE}')

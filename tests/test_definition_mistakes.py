@@ -217,3 +217,19 @@ async def test_contracts_whose_principal_may_be_none_bind_without_one() -> None:
     undeclared = agentfx.define(agentfx.expose(Added, agentfx.variant(Added, "Add")))
     async with agentfx.App(undeclared, init=Model(), update=add).run() as runtime:
         await runtime.messages.call(Added, {"name": "eggs"})
+
+
+# --- a function given an App where it takes its contract -------------------------------------
+
+
+def test_documenting_an_app_points_at_app_definition() -> None:
+    app = agentfx.App(shop, init=Model(), update=add, principal=User("ann"))
+    for where, call in (
+        ("to_manifest()", agentfx.to_manifest),
+        ("to_markdown()", agentfx.to_markdown),
+        ("messages()", agentfx.messages),
+        ("schema()", agentfx.schema),
+    ):
+        with raises(f'{where} takes the result of define(...) as "definition", got an App; pass its contract, app.definition'):
+            call(app)  # pyright: ignore[reportArgumentType]
+    assert agentfx.to_manifest(app.definition) == agentfx.to_manifest(shop)
