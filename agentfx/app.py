@@ -18,7 +18,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
 from .contract import check_definition
-from .errors import ContractError
 from .program import Commands, Program, run_program
 from .runtime import AgentRuntime, bind
 
@@ -66,12 +65,7 @@ class App(Generic[M, Msg, P]):
             ``principal(invocation)`` called once per invocation. Anything
             callable is taken for a resolver, so a principal that is itself
             callable is passed as ``lambda _: principal``. ``None`` (the
-            default) gives every invocation the principal ``None``; for a
-            contract declaring a principal class (``for_model(...,
-            principal=User)``) that ``None`` is not an instance of, binding
-            it then raises ``ContractError`` unless :meth:`run` or
-            :meth:`bind` is given one (servers that authenticate give one
-            per request).
+            default) gives every invocation the principal ``None``.
         audit: Receives one record per dispatch of every runtime the app binds.
         program: Runs the program, ``factory(init, update)``; the in-process
             :func:`agentfx.run_program` by default. :meth:`program`,
@@ -139,13 +133,7 @@ class App(Generic[M, Msg, P]):
                 app's own is kept; ``None`` is an override like any other,
                 giving every invocation the principal ``None``.
             audit: Overrides the app's audit sink for this runtime.
-
-        Raises:
-            ContractError: Neither the app nor this call gives a principal,
-                and the contract declares a principal class that ``None`` is
-                not an instance of: its hooks would be handed ``None``.
         """
-        self._check_principal(principal)
         chosen = self.principal if principal is _KEEP else principal
         host = program.host(principal=_resolver(chosen))
         return bind(self.definition, host=cast("Any", host), audit=self.audit if audit is None else audit)
@@ -168,18 +156,9 @@ class App(Generic[M, Msg, P]):
             audit: Overrides the app's audit sink for this run.
             program: Runs the program for this run, ``factory(init, update)``
                 (see :data:`ProgramFactory`); the app's own by default.
-
-        Raises:
-            ContractError: No principal is given, as for :meth:`bind`.
         """
-        self._check_principal(principal)  # Before the program starts, not after.
         async with self.program(program) as running:
             yield self.bind(running, principal=principal, audit=audit)
-
-    def _check_principal(self, principal: object) -> None:
-        if principal is _KEEP and self.principal is None:
-            # Forgotten, not chosen: an explicit None override is the caller's word.
-            _check_principal_optional(self.definition.principal_type)
 
     def __repr__(self) -> str:
         names = ", ".join(c.name for c in self.definition.capabilities)
@@ -192,31 +171,3 @@ def _resolver(principal: object) -> Callable[[Invocation], Any] | None:
     if callable(principal):
         return cast("Callable[[Invocation], Any]", principal)
     return lambda _invocation: principal
-
-
-def _check_principal_optional(declared: object) -> None:
-    """Refuse to bind without a principal a contract whose declared principal class None is not an instance of.
-
-    Its hooks are typed to receive that class, and would be handed ``None``.
-    A type it cannot judge (a union, a Protocol, ``None``, ``object``) passes.
-
-    >>> class User:
-    ...     pass
-    >>> _check_principal_optional(User)
-    Traceback (most recent call last):
-    ...
-    agentfx.ContractError: Cannot bind the App without a principal: its contract declares the principal User (for_model(..., principal=User)), so every hook would be handed None. Pass App(principal=...): a User, or a resolver principal(invocation) returning one
-    """
-    if not isinstance(declared, type) or getattr(declared, "_is_protocol", False):
-        return
-    try:
-        if isinstance(None, declared):
-            return
-    except TypeError:
-        return  # A class isinstance cannot judge: nothing to say about it.
-    name = declared.__qualname__
-    raise ContractError(
-        f"Cannot bind the App without a principal: its contract declares the principal {name} "
-        f"(for_model(..., principal={name})), so every hook would be handed None. "
-        f"Pass App(principal=...): a {name}, or a resolver principal(invocation) returning one"
-    )

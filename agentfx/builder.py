@@ -106,7 +106,7 @@ def for_model(model: type[Any], *, principal: type[Any] | None = None) -> AgentB
     """
     if principal is not None:
         _check_hashable(principal)
-    return AgentBuilder(principal)
+    return AgentBuilder()
 
 
 def _check_hashable(principal: object) -> None:

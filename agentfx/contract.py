@@ -271,8 +271,6 @@ class Definition(Generic[M, P]):
     capabilities: tuple[Capability[M, P], ...]
     resources: tuple[Resource[M], ...] = ()
     context: Projection[M] | None = None
-    principal_type: object = None
-    """The principal class given to :func:`~agentfx.for_model`, else ``None``: what an App must be given."""
 
 
 _WRITE_DEFINE = "write define(expose(Message, variant(...), ...))"
@@ -602,16 +600,9 @@ class Declarations(Generic[M, P]):
     :func:`~agentfx.for_model` builds an :class:`~agentfx.AgentBuilder`, which
     is these methods plus ``bind``. The module-level :func:`variant`,
     :func:`expose`, ... are the same methods with ``Any`` Model and principal.
-
-    Args:
-        principal: The declared principal class, kept on every contract
-            :meth:`define` makes (``None``: undeclared).
     """
 
-    __slots__ = ("_principal",)
-
-    def __init__(self, principal: object = None) -> None:
-        self._principal = principal
+    __slots__ = ()
 
     @overload
     def variant(
@@ -964,7 +955,7 @@ class Declarations(Generic[M, P]):
             if r.name in names:
                 raise ContractError(f'Duplicate agent resource name "{r.name}"')
             names.add(r.name)
-        return Definition(messages.union, messages.capabilities, copied, context, self._principal)
+        return Definition(messages.union, messages.capabilities, copied, context)
 
 
 # The module-level twins are real functions rather than bound methods of an untyped

@@ -12,9 +12,6 @@ import pytest
 import agentfx
 from agentfx import ContractError
 
-# The async tests run on asyncio and trio; the others are plain functions.
-pytestmark = pytest.mark.anyio
-
 
 def raises(message: str) -> pytest.RaisesExc[ContractError]:
     """Expect a ContractError whose message is exactly ``message``."""
@@ -156,9 +153,6 @@ def test_principals_it_cannot_judge_or_that_hash_are_accepted() -> None:
         assert isinstance(agentfx.for_model(Model, principal=principal), agentfx.AgentBuilder)
 
 
-# --- an App of a contract with a principal class, given none ---------------------------------
-
-
 class User(msgspec.Struct, frozen=True):
     id: str
     admin: bool = False
@@ -174,50 +168,6 @@ def add(model: Model, message: Added) -> Model:
 
 Shop = agentfx.for_model(Model, principal=User)
 shop = Shop.define(Shop.expose(Added, Shop.variant(Added, "Add", authorize=lambda req: req.principal.admin)))
-
-NO_PRINCIPAL = (
-    "Cannot bind the App without a principal: its contract declares the principal User "
-    "(for_model(..., principal=User)), so every hook would be handed None. "
-    "Pass App(principal=...): a User, or a resolver principal(invocation) returning one"
-)
-
-
-async def test_running_an_app_given_no_principal_is_refused_before_the_program_starts() -> None:
-    app = agentfx.App(shop, init=Model(), update=add)
-    assert agentfx.to_manifest(app.definition)["capabilities"][0]["name"] == "added", "its contract is still readable"
-    with raises(NO_PRINCIPAL):
-        async with app.run():
-            pytest.fail("the program started")
-    async with app.program() as program:
-        with raises(NO_PRINCIPAL):
-            app.bind(program)
-
-
-async def test_a_principal_given_by_the_app_a_run_or_per_request_is_served() -> None:
-    ann = User("ann", admin=True)
-    async with agentfx.App(shop, init=Model(), update=add, principal=ann).run() as runtime:
-        await runtime.messages.call(Added, {"name": "eggs"})
-    app = agentfx.App(shop, init=Model(), update=add)
-    async with app.run(principal=lambda _invocation: ann) as runtime:
-        await runtime.messages.call(Added, {"name": "eggs"})
-    async with app.program() as program:
-        # What the HTTP and A2A servers do with the principal a request proved.
-        await app.bind(program, principal=lambda _invocation: ann).messages.call(Added, {"name": "milk"})
-        assert program.model.items == ("milk",)
-        app.bind(program, principal=None)  # Chosen, not forgotten.
-
-
-async def test_contracts_whose_principal_may_be_none_bind_without_one() -> None:
-    untyped: Any = User | None
-    for principal in (untyped, object, type(None)):
-        agents = agentfx.for_model(Model, principal=principal)
-        contract = agents.define(agents.expose(Added, agents.variant(Added, "Add")))
-        async with agentfx.App(contract, init=Model(), update=add).run() as runtime:
-            await runtime.messages.call(Added, {"name": "eggs"})
-    undeclared = agentfx.define(agentfx.expose(Added, agentfx.variant(Added, "Add")))
-    async with agentfx.App(undeclared, init=Model(), update=add).run() as runtime:
-        await runtime.messages.call(Added, {"name": "eggs"})
-
 
 # --- a function given an App where it takes its contract -------------------------------------
 
