@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -409,3 +411,80 @@ async def test_an_authenticate_past_the_deadline_is_still_a_503(
             response = await http.post("/a2a", content=send('{"skill":"ping"}').encode(), headers={"A2A-Version": "1.0"})
     assert response.status_code == 503
     assert [r.getMessage() for r in caplog.records if r.name == "agentfx.a2a"] == ["authenticate took longer than 0.05s"]
+
+
+# --- 5. A synchronous authenticate is bounded, and holds up nothing else --------------------
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_sync_authenticate_that_blocks_is_a_503_at_the_deadline_and_others_are_served_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(a2a_app_module, "AUTHENTICATE_TIMEOUT", 0.3)
+    release = threading.Event()
+
+    def blocking(request: Request) -> str | None:
+        user = request.headers.get("x-user")
+        if user == "slow":
+            release.wait(10)  # a blocking call to an identity provider
+        return user
+
+    audit = agentfx.audit_log()
+    asgi = a2a_app(agentfx.App(CONTRACT, init=Model(), update=update, audit=audit), CARD, authenticate=blocking)
+    answered: dict[str, tuple[int, float]] = {}
+    async with raw_client(asgi) as http:
+        started = time.monotonic()
+
+        async def ask(user: str, delay: float) -> None:
+            await anyio.sleep(delay)
+            headers = {"A2A-Version": "1.0", "x-user": user}
+            response = await http.post("/a2a", content=send('{"skill":"ping"}').encode(), headers=headers)
+            answered[user] = (response.status_code, time.monotonic() - started)
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask, "slow", 0)
+                group.start_soon(ask, "fast", 0.05)
+        finally:
+            release.set()
+    assert answered["slow"][0] == 503 and 0.3 <= answered["slow"][1] < 2
+    assert answered["fast"][0] == 200 and answered["fast"][1] < 0.3  # not held up behind the blocked hook
+    assert [e.decision for e in audit.entries()] == ["dispatched"]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_sync_authenticate_calls_left_running_are_bounded(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(a2a_app_module, "AUTHENTICATE_TIMEOUT", 0.1)
+    monkeypatch.setattr(a2a_app_module, "_AUTHENTICATE_THREADS", 1)
+    release = threading.Event()
+    calls: list[str | None] = []
+
+    def blocking(request: Request) -> str | None:
+        calls.append(request.headers.get("x-user"))
+        if request.headers.get("x-user") == "slow":
+            release.wait(10)
+        return request.headers.get("x-user")
+
+    asgi = a2a_app(agentfx.App(CONTRACT, init=Model(), update=update), CARD, authenticate=blocking)
+    async with raw_client(asgi) as http:
+
+        async def status(user: str) -> int:
+            headers = {"A2A-Version": "1.0", "x-user": user}
+            return (await http.post("/a2a", content=send('{"skill":"ping"}').encode(), headers=headers)).status_code
+
+        try:
+            assert await status("slow") == 503  # its thread still blocked
+            with caplog.at_level(logging.ERROR, logger="agentfx.a2a"):
+                assert await status("fast") == 503  # no thread for it: refused at once
+            assert calls == ["slow"]  # the hook was not called for it
+        finally:
+            release.set()
+        with anyio.fail_after(5):
+            while await status("fast") != 200:  # once the abandoned thread has returned
+                await anyio.sleep(0.01)
+    assert calls[0] == "slow" and set(calls[1:]) == {"fast"}
+    assert "1 authenticate calls are still running; refusing a request" in [r.getMessage() for r in caplog.records]

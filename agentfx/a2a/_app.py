@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -127,7 +128,17 @@ MAX_REQUEST_BODY = 4 * 1024 * 1024
 """Bytes a request body may carry; a larger one is answered 413 unread."""
 
 AUTHENTICATE_TIMEOUT = 10.0
-"""Seconds ``authenticate`` may take before the request is answered 503."""
+"""Seconds ``authenticate`` may take before the request is answered 503.
+
+A synchronous hook runs in a worker thread, so it is bounded too and never
+holds up the event loop; past the deadline its request is answered and the
+thread is left to finish on its own. At most :data:`_AUTHENTICATE_THREADS`
+such threads run at once (those left behind included): past that a request
+is answered 503 at once, so a hook that hangs cannot pile up threads.
+"""
+
+_AUTHENTICATE_THREADS = 40
+"""Synchronous ``authenticate`` calls running at once at most, in worker threads (as many as anyio's default limiter)."""
 
 PARKED_TASK_TIMEOUT = 30 * 60.0
 """Seconds a task waiting in ``input-required`` keeps its running machinery; an answer after that still works.
@@ -600,6 +611,9 @@ class _Guard:
         self._allowed_hosts = allowed_hosts
         self._authenticate = authenticate
         self._principals = principals
+        # Synchronous hooks running in threads, those past their deadline included.
+        self._hook_threads = 0
+        self._hook_lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -661,6 +675,35 @@ class _Guard:
         exchange = Exchange(envelope)
         await self._app({**scope, EXCHANGE_KEY: exchange}, receive, Answers(send, exchange, _OWN_WORDS))
 
+    async def _in_thread(self, authenticate: Authenticate[Any], request: Request) -> tuple[object] | None:
+        """``authenticate(request)`` in a worker thread, abandoned if cancelled; ``None`` if too many are running."""
+        with self._hook_lock:
+            if self._hook_threads >= _AUTHENTICATE_THREADS:
+                return None
+            self._hook_threads += 1
+        # The thread gives its count back when the hook returns; if it never
+        # started (cancelled while waiting for a worker), the caller does.
+        state = {"started": False, "abandoned": False}
+
+        def call() -> tuple[object]:
+            with self._hook_lock:
+                if state["abandoned"]:
+                    return (None,)
+                state["started"] = True
+            try:
+                return (authenticate(request),)
+            finally:
+                with self._hook_lock:
+                    self._hook_threads -= 1
+
+        try:
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        finally:
+            with self._hook_lock:
+                if not state["started"]:
+                    state["abandoned"] = True
+                    self._hook_threads -= 1
+
     async def _tenant(self, request: Request) -> tuple[_Tenant | None, object] | JSONResponse:
         """The request's tenant (``None`` if there is no room) and its principal, or the answer refusing it."""
         authenticate = cast("Authenticate[Any]", self._authenticate)
@@ -669,7 +712,14 @@ class _Guard:
             # The deadline is told apart from the hook's own TimeoutError (a
             # socket timeout is one): only the deadline is a 503.
             with anyio.move_on_after(AUTHENTICATE_TIMEOUT):
-                principal: object = authenticate(request)
+                if inspect.iscoroutinefunction(authenticate):
+                    principal: object = authenticate(request)
+                else:
+                    called = await self._in_thread(authenticate, request)
+                    if called is None:
+                        _logger.error("%d authenticate calls are still running; refusing a request", _AUTHENTICATE_THREADS)
+                        return _refuse(503, "Service Unavailable: authentication timed out")
+                    (principal,) = called
                 if inspect.isawaitable(principal):
                     principal = await cast("Awaitable[object]", principal)
                 outcome.append(principal)
