@@ -38,6 +38,7 @@ from agentfx.a2a import _executor as a2a_executor  # pyright: ignore[reportPriva
 from agentfx.a2a._app import NOT_FINITE
 from agentfx.runtime import AgentRuntime
 from agentfx.testing import RecordingHost
+from tests.test_exports import _run  # pyright: ignore[reportPrivateUsage]
 
 ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])
 
@@ -488,3 +489,42 @@ async def test_sync_authenticate_calls_left_running_are_bounded(
                 await anyio.sleep(0.01)
     assert calls[0] == "slow" and set(calls[1:]) == {"fast"}
     assert "1 authenticate calls are still running; refusing a request" in [r.getMessage() for r in caplog.records]
+
+
+# --- 6. Every SDK server logger is withheld, the ones made late included --------------------
+
+
+def test_a_logger_the_sdk_makes_only_when_it_first_logs_is_withheld_too() -> None:
+    # A fresh interpreter: in this one another test may have made the logger already.
+    out = _run(
+        """
+        import asyncio, io, json, logging
+        import httpx
+        from tests.test_a2a_hardening import CARD, CONTRACT, Model, update
+        import agentfx
+        from agentfx.a2a import a2a_app
+
+        LATE = "a2a.server.request_handlers.request_handler"
+        stream = io.StringIO()
+        logging.basicConfig(level=logging.DEBUG, stream=stream, format="%(name)s|%(message)s")
+        asgi = a2a_app(agentfx.App(CONTRACT, init=Model(), update=update), CARD)
+        made_before = LATE in logging.Logger.manager.loggerDict
+
+        async def main():
+            async with asgi.router.lifespan_context(asgi):
+                transport = httpx.ASGITransport(app=asgi)
+                async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                    for request_id in ("SECRET-1", "SECRET-2"):
+                        body = {"jsonrpc": "2.0", "id": request_id, "method": "GetTaskPushNotificationConfig",
+                                "params": {"taskId": "SECRET-TASK", "id": "SECRET-CONFIG"}}
+                        await http.post("/a2a", json=body, headers={"A2A-Version": "1.0"})
+
+        asyncio.run(main())
+        lines = [line for line in stream.getvalue().splitlines() if line.startswith("a2a")]
+        print(json.dumps({"made_before": made_before, "lines": lines}))
+        """
+    )
+    seen = json.loads(out.splitlines()[-1])
+    assert seen["made_before"]  # the app made it, so the filter is on it
+    assert "a2a.server.request_handlers.request_handler|a2a.server.request_handlers.request_handler logged at ERROR; its text is withheld" in seen["lines"]
+    assert all(line.endswith("its text is withheld") for line in seen["lines"]), seen["lines"]

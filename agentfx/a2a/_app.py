@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -743,6 +744,13 @@ class _Guard:
 
 
 def _withhold_sdk_logs() -> None:
+    # Some SDK modules make their logger only when they first log
+    # (``logging.getLogger(__name__)`` inside a function: the request
+    # handler's validation failures, which a client triggers at will), after
+    # the filter was installed: each imported module's logger is made here
+    # first, so it is there to be given the filter.
+    for name in [name for name in sys.modules if name.startswith("a2a.") and not name.startswith("a2a.client")]:
+        logging.getLogger(name)
     # The SDK's client logs only what a server sent it: left as it is.
     withhold("a2a", client="a2a.client")
 
@@ -946,6 +954,8 @@ def a2a_app(
     them. (``agentfx serve --transport a2a`` runs the lifespan around a server
     with its own off, so every open request is answered as it stops.)
     """
+    # Before the SDK's pieces are made: the task store's logs from its first line.
+    _withhold_sdk_logs()
     if authenticate is not None and isinstance(target, AgentRuntime):
         raise ContractError(
             "a2a_app(authenticate=...) needs an App or runtime_for(principal): "
