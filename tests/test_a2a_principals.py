@@ -23,7 +23,7 @@ import pytest
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers.proto_helpers import new_data_part
 from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, Message, Role, SendMessageRequest, Task, TaskState
-from a2a.utils.errors import UnsupportedOperationError
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
@@ -256,25 +256,26 @@ async def test_concurrent_new_principals_never_pass_the_bound(monkeypatch: pytes
 
 @ASYNCIO
 @pytest.mark.anyio
-async def test_a_waiting_task_evicted_by_the_store_no_longer_holds_its_principal(
+async def test_a_waiting_task_parked_past_the_timeout_holds_no_principal_and_the_store_evicts_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(a2a_app_module, "MAX_PRINCIPALS", 2)
     monkeypatch.setattr(a2a_app_module, "PARKED_TASK_TIMEOUT", 0.05)
     asgi = a2a_app(app_on(agentfx.audit_log()), CARD, authenticate=by_header, max_tasks=2)
     async with clients(asgi) as client:
-        await sent(client("u0"), {"skill": "erase"})
+        first = await sent(client("u0"), {"skill": "erase"})
         await sent(client("u1"), {"skill": "erase"})
         with pytest.raises(UnsupportedOperationError, match="too many callers"):
             await sent(client("u2"), {"skill": "ping"})
         await anyio.sleep(0.1)
-        # Parked past the timeout, u0's task is the store's to evict; evicted, u0 is idle.
-        with pytest.raises(UnsupportedOperationError, match="too many callers"):
-            await sent(client("u2"), {"skill": "ping"})  # no task of u0's evicted yet
-        await sent(client("u1"), {"skill": "ping"})  # takes u0's task's room
+        # Parked past the timeout, neither waiting task holds its principal; u2's
+        # task takes the room of the oldest, which the store evicts.
         done = await sent(client("u2"), {"skill": "ping"})
-    assert done.status.state == TaskState.TASK_STATE_COMPLETED
-    assert held(asgi) == {"u1", "u2"}
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        assert "u2" in held(asgi) and "u0" not in held(asgi)
+        # u0's evicted task can no longer be answered.
+        with pytest.raises(TaskNotFoundError):
+            await sent(client("u0"), {"confirm": True}, first.id)
 
 
 @ASYNCIO
