@@ -1152,7 +1152,7 @@ async def _dispatch(
     name: str,
     payload: object,
     invocation: Invocation,
-    refusal: Callable[[DispatchError], DispatchError | types.InputRequiredResult] | None = None,
+    refusal: Callable[[DispatchError], DispatchError | types.InputRequiredResult],
     on_dispatched: Callable[[], None] | None = None,
     declined: str | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult | MCPError:
@@ -1170,7 +1170,7 @@ async def _dispatch(
         outcome = await runtime.messages.attempt(name, payload, invocation, on_dispatched=on_dispatched, declined=declined)
         if not is_failure(outcome):
             return _wire.success(outcome)
-        failure = outcome if refusal is None else refusal(outcome)
+        failure = refusal(outcome)
         if isinstance(failure, types.InputRequiredResult):
             return failure
         try:
