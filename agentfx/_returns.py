@@ -12,12 +12,12 @@ dispatch itself.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar, cast
 
 from returns.context import RequiresContextFutureResult
 from returns.future import FutureResult
-from returns.io import IO, IOResult, IOSuccess
+from returns.io import IO, IOFailure, IOResult, IOSuccess
 from returns.primitives.container import BaseContainer
 from returns.primitives.reawaitable import ReAwaitable
 from returns.result import Failure, Result, Success
@@ -88,9 +88,44 @@ def _fast_failure(error: E) -> Failure[E]:
     return made
 
 
+class _FutureResult(FutureResult[T, E]):  # pyright: ignore[reportGeneralTypeIssues]
+    """A ``FutureResult`` whose ``await`` wraps the ``Result`` it ends with for less.
+
+    Awaiting a ``FutureResult`` runs ``awaitable()``, a coroutine of its own,
+    then ``IOResult.from_result``: an ``isinstance`` against the ABC
+    ``Success`` (which costs a refusal 0.16 µs when it fails) and a fresh
+    ``IOSuccess`` or ``IOFailure`` through three constructors, rebuilding the
+    ``Result`` it was handed (``Failure`` recording its trace again). Together
+    they cost more than the dispatch they wrap. This subclass, which returns
+    marks final for its type checker only, wraps that same ``Result`` in the
+    ``IOResult`` slot directly (containers are immutable, so sharing it changes
+    nothing a caller can see). Everything else is inherited: ``map``, ``bind``
+    and the rest build plain ``FutureResult`` values from the same re-awaitable
+    inner value, and its ``repr`` is a ``FutureResult``'s (returns strips the
+    underscore). Its behaviour is checked against returns' own at import.
+    """
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, Any, IOResult[T, E]]:
+        return _wrapped(self._inner_value).__await__()
+
+    def awaitable(self) -> Coroutine[Any, Any, IOResult[T, E]]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return _wrapped(self._inner_value)
+
+
+async def _wrapped(inner: Awaitable[Result[T, E]]) -> IOResult[T, E]:
+    result = await inner
+    # The exact class: a Success never subclasses, and an isinstance against the ABC that fails is slow.
+    succeeded: bool = type(result) is Success
+    made: IOResult[T, E] = _new(IOSuccess if succeeded else IOFailure)
+    _set_inner(made, result)
+    return made
+
+
 def _fast_future_result(awaitable: Awaitable[Result[T, E]]) -> FutureResult[T, E]:
     """``FutureResult(awaitable)``, built as its constructor builds it: nothing runs until it is awaited."""
-    made: FutureResult[T, E] = _new(FutureResult)
+    made: FutureResult[T, E] = _new(_FutureResult)
     _set_inner(made, ReAwaitable(awaitable))
     return made
 
@@ -107,8 +142,18 @@ def _plain_future_result(awaitable: Awaitable[Result[T, E]]) -> FutureResult[T, 
     return FutureResult(awaitable)
 
 
-async def _one() -> Result[int, object]:
-    return Success(1)
+async def _returned(result: Result[int, int]) -> Result[int, int]:
+    return result
+
+
+def _ran(running: Coroutine[Any, Any, T]) -> T | None:
+    # Run to its end by hand: nothing in it suspends, and no event loop runs at import.
+    try:
+        running.send(None)
+    except StopIteration as done:
+        return cast("T", done.value)
+    running.close()  # pragma: no cover - it never suspends
+    return None  # pragma: no cover
 
 
 def _builds_containers() -> bool:
@@ -121,15 +166,13 @@ def _builds_containers() -> bool:
         failed = _fast_failure(3)
         if not (type(failed) is Failure and failed == Failure(3) and failed.trace == Failure(3).trace):
             return False
-        future = _fast_future_result(_one())
-        # Run to its end by hand: nothing in it suspends, and no event loop runs at import.
-        running = future.awaitable()
-        try:
-            running.send(None)
-        except StopIteration as done:
-            return bool(done.value == IOSuccess(1))
-        running.close()  # pragma: no cover - it never suspends
-        return False  # pragma: no cover
+        # The awaited value, wrapped here and by returns itself, for a success and a failure.
+        for result in (Success(1), Failure(1)):
+            wrapped = _ran(_fast_future_result(_returned(result)).awaitable())
+            expected = _ran(FutureResult(_returned(result)).awaitable())
+            if not (type(wrapped) is type(expected) and wrapped == expected and repr(wrapped) == repr(expected)):
+                return False
+        return True
     except Exception:  # pragma: no cover - only with a returns release that differs
         return False
 

@@ -120,12 +120,31 @@ async def test_a_future_result_runs_nothing_until_awaited_and_can_be_awaited_aga
         return Success(len(ran))
 
     future = _returns.future_result(work())
-    assert type(future) is FutureResult
+    assert isinstance(future, FutureResult)
+    assert repr(future).startswith("<FutureResult: <coroutine object ")
     assert ran == []
     assert await future == IOSuccess(1)
     assert await future == IOSuccess(1)
+    assert await future.awaitable() == IOSuccess(1)
     assert await future.map(lambda n: n + 1) == IOSuccess(2)
+    assert await future.bind(lambda n: FutureResult.from_failure(n)) == IOFailure(1)
     assert ran == [1]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("result", [Success(1), Failure("no")], ids=["success", "failure"])
+async def test_an_awaited_future_result_is_the_io_container_returns_itself_would_give(result: Result[int, str]) -> None:
+    async def work() -> Result[int, str]:
+        return result
+
+    ours = await _returns.future_result(work())
+    theirs = await FutureResult(work())
+    assert type(ours) is type(theirs)
+    assert ours == theirs
+    assert repr(ours) == repr(theirs)
+    assert hash(ours) == hash(theirs)
+    assert type(agentfx.as_result(ours)) is type(result)
+    assert agentfx.as_result(ours) == result
 
 
 def test_the_import_time_check_refuses_containers_built_otherwise_than_by_their_constructors(monkeypatch: pytest.MonkeyPatch) -> None:
