@@ -127,7 +127,7 @@ async def test_a_future_result_runs_nothing_until_awaited_and_can_be_awaited_aga
     assert await future == IOSuccess(1)
     assert await future.awaitable() == IOSuccess(1)
     assert await future.map(lambda n: n + 1) == IOSuccess(2)
-    assert await future.bind(lambda n: FutureResult.from_failure(n)) == IOFailure(1)
+    assert await future.alt(lambda error: error + "!") == IOSuccess(1)
     assert ran == [1]
 
 
