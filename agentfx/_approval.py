@@ -13,8 +13,9 @@ prompt comes from and how to ask again.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from .confirm import ConfirmationRequest
 from .errors import AgentAuthorizationError, AgentConfirmationRequiredError
@@ -77,19 +78,45 @@ class Remembered(Generic[K, V]):
     ...     kept.remember(call, len(call))
     >>> kept.pop("a"), kept.pop("c"), kept.pop("c")
     (None, 1, None)
+    Bounded in bytes too: a long text in a key is kept as its digest.
     """
 
     __slots__ = ("_entries", "_limit")
 
     def __init__(self, limit: int) -> None:
-        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._entries: OrderedDict[object, V] = OrderedDict()
         self._limit = limit
 
     def remember(self, key: K, value: V) -> None:
-        self._entries.pop(key, None)
-        self._entries[key] = value
+        kept = _compact(key)
+        self._entries.pop(kept, None)
+        self._entries[kept] = value
         while len(self._entries) > self._limit:
             self._entries.popitem(last=False)
 
     def pop(self, key: K) -> V | None:
-        return self._entries.pop(key, None)
+        return self._entries.pop(_compact(key), None)
+
+
+_KEY_TEXT_MAX = 128
+"""The longest text a table keeps as it is in a key; a longer one is kept as its digest."""
+
+
+def _compact(key: object) -> object:
+    """``key`` with every long text in it (a model's call id) replaced by its digest.
+
+    The table is bounded in entries; a call id is the model's text, of any
+    length, so without this one entry could hold megabytes. The digest is
+    ``bytes``, never equal to any text, so no id the model writes can name
+    another call's entry.
+
+    >>> _compact(("conversation", "call_1")), type(_compact("x" * 200)).__name__
+    (('conversation', 'call_1'), 'bytes')
+    """
+    if isinstance(key, str):
+        if len(key) <= _KEY_TEXT_MAX:
+            return key
+        return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+    if type(key) is tuple:
+        return tuple(_compact(part) for part in cast("tuple[object, ...]", key))
+    return key

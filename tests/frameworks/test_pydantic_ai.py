@@ -396,6 +396,27 @@ async def test_a_confirmation_defers_the_call_and_an_approval_dispatches_it_conf
     assert script.tools[1] == TOOLS_WITHOUT_SELECTION
 
 
+async def test_a_deferred_call_with_a_huge_call_id_is_remembered_in_little_and_approved_as_shown() -> None:
+    # The call id is the model's text: the table of deferred calls must not keep megabytes per entry.
+    call_id = "c" * 1_000_000
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, call_id)], "deleted")
+    toolset = AgentfxToolset(h.runtime)
+    agent = Agent(FunctionModel(script), toolsets=[toolset], output_type=[str, DeferredToolRequests])
+    first = await agent.run("Delete the milk")
+    assert isinstance(first.output, DeferredToolRequests)
+    kept = list(toolset._asked._entries)  # pyright: ignore[reportPrivateUsage]
+    assert len(kept) == 1 and len(repr(kept[0])) < 400
+    # Without the metadata, only the remembered prompt says what the person was shown.
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={call_id: True})
+    )
+    assert second.output == "deleted"
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    assert [e.confirmed for e in h.audit.entries()] == [msgspec.UNSET, True]
+    assert list(toolset._asked._entries) == []  # pyright: ignore[reportPrivateUsage]
+
+
 async def test_a_denied_confirmation_sends_nothing() -> None:
     h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
     script = Script([_call("delete_selected_todo", {}, "c1")], "kept")
