@@ -73,12 +73,13 @@ def asked_again(changed: str | None, outcome: T) -> T | AgentConfirmationRequire
 class Remembered(Generic[K, V]):
     """What an adapter asked about, by call: at most ``limit`` entries, the oldest forgotten first.
 
+    Bounded in bytes too: a long text in a key is kept as its digest.
+
     >>> kept = Remembered[str, int](2)
     >>> for call in ("a", "b", "c"):
     ...     kept.remember(call, len(call))
     >>> kept.pop("a"), kept.pop("c"), kept.pop("c")
     (None, 1, None)
-    Bounded in bytes too: a long text in a key is kept as its digest.
     """
 
     __slots__ = ("_entries", "_limit")
