@@ -13,6 +13,7 @@ import decimal
 import inspect
 import math
 import numbers
+import sys
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -430,8 +431,21 @@ class Pending:
 
 
 def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    # No exception on trio, where no asyncio loop runs in this thread.
-    return asyncio.events._get_running_loop()
+    """The asyncio loop the current task runs on, or ``None`` (then an anyio.Event is waited on).
+
+    No exception on trio, where no asyncio loop runs in this thread. Trio in
+    guest mode (``trio.lowlevel.start_guest_run``) runs its tasks on top of a
+    running asyncio loop, which ``_get_running_loop`` finds all the same: a
+    future made there would be yielded to trio, which refuses it. Trio is
+    asked only when it is already imported, so asyncio never pays to import it.
+    """
+    loop = asyncio.events._get_running_loop()
+    if loop is None:
+        return None
+    trio: Any = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_task():
+        return None
+    return loop
 
 
 class _Group:
