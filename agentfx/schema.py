@@ -99,7 +99,7 @@ def json_schema(tp: object) -> dict[str, Any]:
     Raises:
         TypeError: when msgspec cannot describe ``tp``.
     """
-    return _inline_root(msgspec.json.schema(tp))
+    return _inline_root(msgspec.json.schema(tp), tp)
 
 
 def json_schema_components(types: tuple[object, ...]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -120,7 +120,8 @@ def json_schema_components(types: tuple[object, ...]) -> tuple[list[dict[str, An
         TypeError: when msgspec cannot describe one of ``types``.
     """
     refs, defs = msgspec.json.schema_components(types, ref_template=_REF_PREFIX + "{name}")
-    out = msgspec.json.decode(msgspec.json.encode({"refs": refs, "$defs": defs}), type=dict[str, Any])
+    raw = _without_sets({"refs": refs, "$defs": defs}, types)
+    out = msgspec.json.decode(msgspec.json.encode(raw), type=dict[str, Any])
     _sort_set_defaults(out)
     return cast("list[dict[str, Any]]", out["refs"]), cast("dict[str, Any]", out["$defs"])
 
@@ -185,7 +186,7 @@ class InputCodec(Generic[T]):
             fields = msgspec.structs.fields(struct)
             # Only a tagged root differs from the mirror the type gets when nested.
             mirror = _mirror(struct, root=config.tag is not None)
-            schema = _inline_root(msgspec.json.schema(mirror))
+            schema = _inline_root(msgspec.json.schema(mirror), mirror)
         except NameError as exc:
             raise TypeError(f"{struct.__name__} has an annotation that cannot be resolved: {exc}") from exc
         except ValueError as exc:
@@ -714,10 +715,10 @@ def _error_path(text: str) -> str:
     return path if path.startswith("$") else "$"
 
 
-def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
+def _inline_root(raw: dict[str, Any], tp: object) -> dict[str, Any]:
     # A JSON round trip leaves only JSON types (a tuple default becomes a
     # list) and fresh containers the caller may own.
-    schema = msgspec.json.decode(msgspec.json.encode(raw), type=dict[str, Any])
+    schema = msgspec.json.decode(msgspec.json.encode(_without_sets(raw, (tp,))), type=dict[str, Any])
     _sort_set_defaults(schema)
     ref = schema.get("$ref")
     defs = schema.get("$defs")
@@ -738,6 +739,116 @@ def _inline_root(raw: dict[str, Any]) -> dict[str, Any]:
 
 _VALUES = ("default", "const", "examples")
 """The keywords whose contents are values of the schema beside them, not schemas."""
+
+
+def _without_sets(raw: dict[str, Any], types: tuple[object, ...]) -> dict[str, Any]:
+    """The raw schema msgspec made of ``types`` with every set in a value it carries (a default, a const, an example) a sorted list.
+
+    msgspec writes a set in hash order, which differs between processes, and
+    where the schema says nothing of a value (an ``Any`` field's default, an
+    example) nothing after encoding can tell that a list was a set. So sets
+    are put in order while they are still sets: by each item's JSON
+    encoding, an order that exists for items of mixed types too. An example
+    reaches the raw schema as the object itself; a default arrives already
+    turned into a list, so the defaults of the records inside ``types`` say
+    which lists were sets, and what they become.
+    """
+    renderings: dict[tuple[str, bytes], Any] = {}
+    seen: set[int] = set()
+    pending = list(types)
+    while pending:
+        tp = pending.pop()
+        if id(tp) in seen:
+            continue
+        seen.add(id(tp))
+        record = _record(tp)
+        for position, field in enumerate(record.fields if record is not None else ()):
+            if field.default is msgspec.NODEFAULT:
+                continue
+            ordered = _set_free(field.default)
+            if ordered is not field.default:
+                # In this process msgspec renders the set in this very order.
+                as_written = msgspec.json.encode(msgspec.to_builtins(field.default, str_keys=True))
+                name = f"#{position}" if record is not None and record.array_like else field.encode_name
+                renderings[(name, as_written)] = ordered
+        pending.extend(_components(tp))
+    return cast("dict[str, Any]", _values_without_sets(raw, renderings, None))
+
+
+def _values_without_sets(node: Any, renderings: dict[tuple[str, bytes], Any], name: str | None) -> Any:
+    """``node`` with sets in its values ordered; ``name``: the property (or ``#position``) ``node`` describes."""
+    if isinstance(node, dict):
+        mapping = cast("dict[str, Any]", node)
+        out: dict[str, Any] = {}
+        for key, value in mapping.items():
+            if key == "examples" and isinstance(value, list):
+                out[key] = [_set_free(example) for example in cast("list[Any]", value)]
+            elif key == "default" and name is not None and renderings:
+                value = _set_free(value)
+                try:
+                    written = msgspec.json.encode(value)
+                except (TypeError, ValueError, OverflowError):
+                    written = b""
+                out[key] = renderings.get((name, written), value)
+            elif key in _VALUES:
+                out[key] = _set_free(value)
+            elif key == "properties" and isinstance(value, dict):
+                properties = cast("dict[str, Any]", value)
+                out[key] = {prop: _values_without_sets(shape, renderings, prop) for prop, shape in properties.items()}
+            elif key == "prefixItems" and isinstance(value, list):
+                shapes = cast("list[Any]", value)
+                out[key] = [_values_without_sets(shape, renderings, f"#{i}") for i, shape in enumerate(shapes)]
+            else:
+                out[key] = _values_without_sets(value, renderings, None)
+        return out
+    if isinstance(node, list):
+        return [_values_without_sets(item, renderings, None) for item in cast("list[Any]", node)]
+    return node
+
+
+def _set_free(value: Any, depth: int = 0) -> Any:
+    """``value`` with every set inside it a list in a stable order; ``value`` itself when it holds none."""
+    if depth > 64:
+        return value
+    if isinstance(value, (set, frozenset)):
+        items = [_set_free(item, depth + 1) for item in cast("frozenset[Any]", value)]
+        items.sort(key=_json_order)
+        return items
+    if isinstance(value, (list, tuple)):
+        sequence = cast("list[Any] | tuple[Any, ...]", value)
+        items = [_set_free(item, depth + 1) for item in sequence]
+        return sequence if all(new is old for new, old in zip(items, sequence, strict=True)) else items
+    if isinstance(value, dict):
+        mapping = cast("dict[Any, Any]", value)
+        entries = {key: _set_free(item, depth + 1) for key, item in mapping.items()}
+        return mapping if all(entries[key] is item for key, item in mapping.items()) else entries
+    if isinstance(value, msgspec.Struct) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        # Only the fields that hold a set are replaced in the record's own
+        # encoding, which keeps its field names, tag and omitted defaults.
+        record = _record(type(value))
+        if record is None:
+            return value
+        changed = [(i, f, _set_free(getattr(value, f.name), depth + 1)) for i, f in enumerate(record.fields)]
+        changed = [(i, f, new) for i, f, new in changed if new is not getattr(value, f.name)]
+        if not changed:
+            return value
+        encoded = cast("object", msgspec.to_builtins(value))
+        offset = 1 if record.array_like and record.tag_field is not None else 0
+        for i, f, new in changed:
+            # A default the record omits (omit_defaults) stays omitted.
+            if isinstance(encoded, list) and i + offset < len(cast("list[Any]", encoded)):
+                cast("list[Any]", encoded)[i + offset] = new
+            elif isinstance(encoded, dict) and f.encode_name in cast("dict[str, Any]", encoded):
+                cast("dict[str, Any]", encoded)[f.encode_name] = new
+        return cast("Any", encoded)
+    return value
+
+
+def _json_order(item: Any) -> bytes:
+    try:
+        return msgspec.json.encode(item)
+    except (TypeError, ValueError, OverflowError):
+        return repr(item).encode()
 
 
 def _sort_set_defaults(node: object, defs: dict[str, Any] | None = None) -> None:

@@ -540,6 +540,66 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
     assert '"examples":[["p1","p2","p3","p4"]]' in schema
 
 
+def test_a_set_the_schema_says_nothing_of_is_listed_in_the_same_order_in_every_process() -> None:
+    # An Any field's default, an example, a record's default in a resource
+    # schema: no uniqueItems says these lists were sets.
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import msgspec\n"
+        "from typing import Annotated, Any, NamedTuple\n"
+        "from agentfx.schema import InputCodec, json_schema, json_schema_components\n"
+        "class Pair(NamedTuple):\n"
+        "    left: int = 0\n"
+        "    right: Any = frozenset({'r1', 'r2', 'r3', 'r4', 'r5'})\n"
+        "class Inner(msgspec.Struct, frozen=True):\n"
+        "    marks: Any = frozenset({'m1', 'm2', 'm3', 'm4', 'm5'})\n"
+        "class T(msgspec.Struct, tag=True):\n"
+        "    anything: Any = frozenset({'alpha', 'beta', 'gamma', 'delta', 'epsilon'})\n"
+        "    mixed: Any = frozenset({'x', 'y', 3, 1, 2.5, None})\n"
+        "    nested: Any = ({'k': {'v1', 'v2', 'v3', 'v4'}},)\n"
+        "    inner: Any = Inner()\n"
+        "    pair: Pair = Pair()\n"
+        "    shown: Annotated[Any, msgspec.Meta(examples=[frozenset({'p1', 'p2', 'p3', 'p4', 'p5'})])] = None\n"
+        "print(msgspec.json.encode(InputCodec(T).schema).decode())\n"
+        "print(msgspec.json.encode(json_schema(list[T])).decode())\n"
+        "print(msgspec.json.encode(json_schema_components((T,))).decode())\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in (1, 2, 3, 4, 5)
+    }
+    assert len(outputs) == 1
+    schemas = outputs.pop().splitlines()
+    assert len(schemas) == 3
+    for schema in schemas:
+        assert '"default":["alpha","beta","delta","epsilon","gamma"]' in schema
+        # Mixed kinds are ordered by their JSON encoding.
+        assert '"default":["x","y",1,2.5,3,null]' in schema
+        assert '"default":[{"k":["v1","v2","v3","v4"]}]' in schema
+        assert '"default":{"marks":["m1","m2","m3","m4","m5"]}' in schema
+        assert '"default":["r1","r2","r3","r4","r5"]' in schema
+        assert '"examples":[["p1","p2","p3","p4","p5"]]' in schema
+
+
+def test_a_list_default_keeps_its_own_order() -> None:
+    class Listed(msgspec.Struct):
+        order: Any = ("b", "a")
+        chosen: Any = frozenset({"b"})
+
+    properties = InputCodec(Listed).schema["properties"]
+    assert properties["order"]["default"] == ["b", "a"]
+    assert properties["chosen"]["default"] == ["b"]
+
+
 def test_payload_free_schemas_share_no_containers() -> None:
     class First(msgspec.Struct):
         pass
