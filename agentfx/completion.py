@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from inspect import isawaitable
 from types import NoneType
-from typing import Any, Generic, Literal, NoReturn, cast
+from typing import Any, Generic, Literal, NoReturn, TypeAlias, cast
 
 import anyio
 import msgspec
@@ -367,8 +367,9 @@ class Pending:
         self.defect: BaseException | None = None
         self.key: Hashable = None
         # Created only if the wait actually has to suspend: a completion that update
-        # answers synchronously inside dispatch never allocates a waiter.
-        self._event: asyncio.Future[None] | anyio.Event | None = None
+        # answers synchronously inside dispatch never allocates a waiter. A list
+        # only once a second wait joins the first (see :meth:`waiter`).
+        self._event: _Waiter | list[_Waiter] | None = None
 
     @property
     def settled(self) -> bool:
@@ -388,31 +389,40 @@ class Pending:
         waiter = self._event
         if waiter is None:
             return
-        if isinstance(waiter, anyio.Event):
-            waiter.set()
-        elif not waiter.done():  # a wait cancelled meanwhile cancelled its future
-            waiter.set_result(None)
+        if isinstance(waiter, list):
+            for one in waiter:
+                _wake(one)
+        else:
+            _wake(waiter)
 
     def waiter(self) -> Awaitable[object] | None:
         """What to await until this is settled; ``None`` once it is.
 
         Awaited by the caller itself, not inside a coroutine of this class:
         thousands of invocations may be pending, each holding its frames.
+        Every wait begun before the settlement is woken by it, however many
+        there are.
         """
         if self.settled:
             return None
+        current = self._event
         loop = _running_asyncio_loop()
         if loop is not None:
             # On asyncio, one bare future: what anyio.Event would wrap in an
             # asyncio.Event, a waiter deque and that same future, a third of
             # a pending invocation's memory. Cancelling the waiting task (the
             # deadline's or the signal's scope) cancels the future, as it
-            # would cancel the Event's.
+            # would cancel the Event's; so a second wait gets a future of its
+            # own, never the first one's, which one wait's cancellation would
+            # cancel for both.
             future: asyncio.Future[None] = loop.create_future()
-            self._event = future
+            self._event = future if current is None else _joined(current, future)
             return future
+        if isinstance(current, anyio.Event):
+            # An Event wakes every wait on it, and a cancelled wait leaves the others waiting.
+            return current.wait()
         event = anyio.Event()
-        self._event = event
+        self._event = event if current is None else _joined(current, event)
         return event.wait()
 
     def result(self) -> CompletionOutcome:
@@ -428,6 +438,32 @@ class Pending:
         if waiter is not None:
             await waiter
         return self.result()
+
+
+_Waiter: TypeAlias = "asyncio.Future[None] | anyio.Event"
+"""What one suspended wait of a :class:`Pending` is woken by."""
+
+
+def _wake(waiter: _Waiter) -> None:
+    if isinstance(waiter, anyio.Event):
+        waiter.set()
+    elif not waiter.done():  # a wait cancelled meanwhile cancelled its future
+        waiter.set_result(None)
+
+
+def _joined(current: _Waiter | list[_Waiter], waiter: _Waiter) -> _Waiter | list[_Waiter]:
+    """``waiter`` beside the waits of ``current`` that still wait.
+
+    A future that is done belongs to a wait that was cancelled (its task is
+    gone): it is dropped, so waiting again and again after a cancellation
+    does not grow the list.
+    """
+    waiting = current if isinstance(current, list) else (current,)
+    kept = [one for one in waiting if isinstance(one, anyio.Event) or not one.done()]
+    if not kept:
+        return waiter
+    kept.append(waiter)
+    return kept
 
 
 def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:

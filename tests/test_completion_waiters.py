@@ -5,6 +5,8 @@ anyio.Event elsewhere; which one is decided by the task that waits, not by
 whichever event loop happens to run in the thread (trio in guest mode runs
 on top of a running asyncio loop).
 """
+# pyright: reportPrivateUsage=false
+# (the last test looks at what a pending invocation holds, on purpose)
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import trio.lowlevel
 from returns.result import Success
 
 import agentfx
-from agentfx import Completion, when
+from agentfx import CallInfo, Completion, CompletionOutcome, when
+from agentfx.completion import Pending
 from agentfx.testing.recording import RecordingHost
 from tests.completion_support import (
     A,
@@ -124,3 +127,87 @@ async def test_a_waiting_completion_is_met_on_each_backend(anyio_backend: str) -
     assert await _waiting_calls(_runtime(recorder, log), recorder) == _MET
     assert [(e.decision, e.outcome) for e in log.entries()] == [("dispatched", "completed")] * 2
 
+
+
+
+# --- several waits on one pending invocation ------------------------------------------------------
+
+
+def _pending() -> Pending:
+    return Pending(None, CallInfo(agentfx.Invocation("p1"), None))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("ending", ["settle", "fail"])
+async def test_every_wait_on_a_pending_invocation_is_woken(anyio_backend: str, ending: str) -> None:
+    # Each waiter() used to replace the one before: only the last wait heard the
+    # settlement, and every earlier one hung until its own deadline.
+    pending = _pending()
+    defect = LookupError("a hook failed while matching")
+    got: dict[int, object] = {}
+
+    async def wait(index: int) -> None:
+        try:
+            got[index] = await pending.wait()
+        except LookupError as raised:
+            got[index] = raised
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            for index in range(3):
+                tasks.start_soon(wait, index)
+            await anyio.wait_all_tasks_blocked()
+            assert got == {}
+            if ending == "settle":
+                pending.settle(CompletionOutcome("completed"))
+            else:
+                pending.fail(defect)
+    expected = CompletionOutcome("completed") if ending == "settle" else defect
+    assert got == {0: expected, 1: expected, 2: expected}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cancelled", [0, 1], ids=["first-cancelled", "second-cancelled"])
+async def test_one_cancelled_wait_leaves_the_other_waiting(anyio_backend: str, cancelled: int) -> None:
+    # A future two tasks await is cancelled for both when one of them is:
+    # each wait needs its own, or one caller's deadline would end the other's.
+    pending = _pending()
+    got: dict[int, object] = {}
+    scopes = [anyio.CancelScope(), anyio.CancelScope()]
+
+    async def wait(index: int) -> None:
+        with scopes[index]:
+            got[index] = await pending.wait()
+        if scopes[index].cancelled_caught:
+            got[index] = "cancelled"
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(wait, 0)
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(wait, 1)
+            await anyio.wait_all_tasks_blocked()
+            scopes[cancelled].cancel()
+            await anyio.wait_all_tasks_blocked()
+            assert got == {cancelled: "cancelled"}
+            pending.settle(CompletionOutcome("completed"))
+    assert got == {cancelled: "cancelled", 1 - cancelled: CompletionOutcome("completed")}
+
+
+@pytest.mark.anyio
+async def test_waiting_again_after_a_cancelled_wait_keeps_one_waiter(anyio_backend: str) -> None:
+    # The first wait of a pending invocation is one bare future on asyncio
+    # (its memory is measured); a wait that was cancelled leaves nothing
+    # behind for the next one to carry.
+    pending = _pending()
+    for _ in range(3):
+        with anyio.move_on_after(0.01):
+            await pending.wait()
+    assert not isinstance(pending._event, list)
+    if anyio_backend == "asyncio":
+        assert type(pending._event) is asyncio.Future
+    waiting = pending.waiter()
+    assert waiting is not None and not isinstance(pending._event, list)
+    pending.settle(CompletionOutcome("completed"))
+    await waiting
+    assert pending.waiter() is None
