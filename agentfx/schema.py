@@ -187,6 +187,17 @@ class InputCodec(Generic[T]):
             # Only a tagged root differs from the mirror the type gets when nested.
             mirror = _mirror(struct, root=config.tag is not None)
             schema = _inline_root(msgspec.json.schema(mirror), mirror)
+            # A second, validating pass is needed only where msgspec would
+            # accept what the schema refuses: an undeclared key below the
+            # root (checked first), or a value only the decoding mirror
+            # refuses (checked after the application's own type, whose
+            # refusals say more: "a decimal number", not "a string").
+            strict: object = None
+            after: object = None
+            if _needs_decoding_mirror(struct):
+                after = _mirror(struct, root=config.tag is not None, decoding=True)
+            elif _has_open_record(struct):
+                strict = mirror
         except NameError as exc:
             raise TypeError(f"{struct.__name__} has an annotation that cannot be resolved: {exc}") from exc
         except ValueError as exc:
@@ -204,15 +215,14 @@ class InputCodec(Generic[T]):
         # the problem can name it exactly (the tag key included: it is not an
         # input field), whatever the Struct's own configuration.
         fits: Callable[[Any], bool] = allowed.issuperset
-        # A second, validating pass is needed only where msgspec would accept
-        # an undeclared key below the root.
         self.attempt, self.decode, self.remembers = _decoder(
             tp,
             fits,
-            mirror if _has_open_record(struct) else None,
+            strict,
             allowed,
             self.schema,
             str_keys=_has_non_str_keys(struct),
+            after=after,
         )
 
     def __repr__(self) -> str:
@@ -234,6 +244,7 @@ def _decoder(
     schema: dict[str, Any],
     *,
     str_keys: bool = True,
+    after: object = None,
 ) -> tuple[Callable[[object], T | InvalidPayload], Callable[[object], T], Callable[[InvalidPayload], bool]]:
     # Closures over locals: decoding sits on the dispatch path, where every
     # attribute lookup shows next to a single msgspec.convert. ``str_keys``:
@@ -276,6 +287,25 @@ def _decoder(
             return refused(exc) if invalid is None else invalid
         except RecursionError as exc:
             return InvalidPayload("$", exc, _TOO_DEEP)
+
+    def attempt_checked(payload: object) -> T | InvalidPayload:
+        # For the types that need it only, so the common path above stays as short as it is.
+        if type(payload) is not dict:
+            return InvalidPayload("$", None, _NOT_AN_OBJECT)
+        if not fits(payload):
+            return InvalidPayload("$", None, _undeclared_key(cast("dict[object, object]", payload), allowed))
+        try:
+            decoded = convert(payload, tp)
+            convert(payload, after)
+            return decoded
+        except validation_error as exc:
+            invalid = remembered.get(str(exc))
+            return refused(exc) if invalid is None else invalid
+        except RecursionError as exc:
+            return InvalidPayload("$", exc, _TOO_DEEP)
+
+    if after is not None:
+        attempt = attempt_checked
 
     def decode(payload: object) -> T:
         decoded = attempt(payload)
@@ -1124,20 +1154,25 @@ def _any_type(pending: list[Any], test: Callable[[Any], bool]) -> bool:
 
 # --- strict mirrors -------------------------------------------------------------
 
-_Key = tuple[object, bool]
+_Key = tuple[object, bool, bool]
 
-# Completed mirrors, keyed by (type, is-root). A mirror is a pure function of
-# its type, so sharing one across codecs keeps schemas and msgspec's decoder
-# caches small.
+# Completed mirrors, keyed by (type, is-root, is-decoding). A mirror is a pure
+# function of its type, so sharing one across codecs keeps schemas and
+# msgspec's decoder caches small.
 _MIRRORS: dict[_Key, Any] = {}
 
 
-def _mirror(tp: type, *, root: bool) -> Any:
-    """The closed Struct mirroring record type ``tp`` (tagless when ``root``)."""
-    key: _Key = (tp, root)
+def _mirror(tp: type, *, root: bool, decoding: bool = False) -> Any:
+    """The closed Struct mirroring record type ``tp`` (tagless when ``root``).
+
+    A *decoding* mirror is never described, only decoded through, before the
+    application's own type: it refuses what msgspec's reading of ``tp`` takes
+    yet its schema does not admit (see :meth:`_MirrorBuilder.type`).
+    """
+    key: _Key = (tp, root, decoding)
     mirror = _MIRRORS.get(key)
     if mirror is None:
-        builder = _MirrorBuilder()
+        builder = _MirrorBuilder(decoding=decoding)
         mirror = builder.record(tp, root=root)
         builder.finish()
     return mirror
@@ -1146,7 +1181,8 @@ def _mirror(tp: type, *, root: bool) -> Any:
 class _MirrorBuilder:
     """One walk over a type tree; recursive types are tied up with forward refs."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, decoding: bool = False) -> None:
+        self.decoding = decoding
         self.built: dict[_Key, Any] = {}
         self.frames: list[_Key] = []
         # (mirror that holds the reference, attribute name, mirror it names)
@@ -1160,7 +1196,7 @@ class _MirrorBuilder:
         _MIRRORS.update(self.built)
 
     def record(self, tp: Any, *, root: bool = False) -> Any:
-        key: _Key = (tp, root)
+        key: _Key = (tp, root, self.decoding)
         done = _MIRRORS.get(key) or self.built.get(key)
         if done is not None:
             return done
@@ -1195,9 +1231,17 @@ class _MirrorBuilder:
         return mirror
 
     def type(self, tp: Any) -> Any:
-        """``tp`` with every record inside replaced by its mirror (``tp`` itself if none)."""
+        """``tp`` with every record inside replaced by its mirror (``tp`` itself if none).
+
+        In a decoding mirror a ``Decimal`` is a ``str`` too: its schema is a
+        string, yet msgspec reads a JSON number into one as well. Its own
+        rules (bounds, the decimal syntax) stay with the application's type,
+        decoded next.
+        """
         if _record(tp) is not None:
             return self.record(tp)
+        if self.decoding and _unwrapped(tp) is decimal.Decimal:
+            return str
         origin = typing.get_origin(tp)
         if origin is Literal or origin is None:
             if _is_flag(tp):
@@ -1232,6 +1276,23 @@ class _MirrorBuilder:
         if origin is Union or origin is types.UnionType:
             return Union[mirrored_args]  # noqa: UP007
         return origin[mirrored_args]
+
+
+def _needs_decoding_mirror(root: type) -> bool:
+    """Whether msgspec would read, below ``root``, a value its schema refuses that a decoding mirror refuses.
+
+    >>> class Price(msgspec.Struct):
+    ...     amount: decimal.Decimal
+    >>> class Name(msgspec.Struct):
+    ...     title: str
+    >>> _needs_decoding_mirror(Price), _needs_decoding_mirror(Name)
+    (True, False)
+    """
+    return _any_type(list(_components(root)), _decodes_more_than_described)
+
+
+def _decodes_more_than_described(tp: Any) -> bool:
+    return tp is decimal.Decimal
 
 
 def _check_multiple_of(metadata: list[Any]) -> None:
