@@ -635,7 +635,7 @@ def _on_redis(served: _Served, target: str, url: str, namespace: str | None) -> 
         raise UsageError(f'--redis: "{_redacted(url)}" is not a URL redis-py accepts ({exc})') from None
     app = cast("App[Any, Any, Any]", served)
     try:
-        factory = adapter.program(url, namespace=namespace or target, message_type=app.definition.union)
+        factory = adapter.program(url, namespace=target if namespace is None else namespace, message_type=app.definition.union)
     except ValueError as exc:
         raise UsageError(_without(str(exc), _secrets(parts))) from None
     return App(

@@ -49,8 +49,10 @@ def test_a_namespace_without_redis_is_a_usage_error() -> None:
     assert (code, err) == (2, "agentfx: --namespace names the keys of --redis; give --redis URL too\n")
 
 
-def test_a_malformed_namespace_is_a_usage_error() -> None:
-    code, err = run("serve", TARGET, "--redis", "redis://127.0.0.1:1/0", "--namespace", "has space")
+@pytest.mark.parametrize("namespace", ["has space", ""])
+def test_a_malformed_namespace_is_a_usage_error(namespace: str) -> None:
+    # The empty one too: it is not a namespace left out, so it is not the default's.
+    code, err = run("serve", TARGET, "--redis", "redis://127.0.0.1:1/0", "--namespace", namespace)
     assert code == 2 and err.startswith("agentfx: The Redis namespace must be a non-empty string without spaces")
 
 
