@@ -625,14 +625,11 @@ def _on_redis(served: _Served, target: str, url: str, namespace: str | None) -> 
         adapter: Any = importlib.import_module("agentfx.redis")
     except ImportError:
         raise UsageError(f"--redis needs the Redis extra: {_REDIS_EXTRA}") from None
-    from redis.asyncio.connection import parse_url
-
-    try:
-        # redis-py's own reading of the URL (its query options too), so a URL it
-        # would refuse when the program starts is a usage error before anything runs.
-        parse_url(url)
-    except ValueError as exc:
-        raise UsageError(f'--redis: "{_redacted(url)}" is not a URL redis-py accepts ({exc})') from None
+    refused = _redis_refuses(url)
+    if refused is not None:
+        raise UsageError(
+            f'--redis: "{_redacted(url)}" is not a URL redis-py accepts ({_without(refused, _secrets(parts))})'
+        )
     app = cast("App[Any, Any, Any]", served)
     try:
         factory = adapter.program(url, namespace=target if namespace is None else namespace, message_type=app.definition.union)
@@ -641,6 +638,29 @@ def _on_redis(served: _Served, target: str, url: str, namespace: str | None) -> 
     return App(
         app.definition, app.init, app.update, app.principal, audit=app.audit, program=_FirstLoad(factory, parts)
     )
+
+
+def _redis_refuses(url: str) -> str | None:
+    """Why redis-py would refuse ``url`` when the program starts, else ``None``; nothing is connected.
+
+    Its own reading of the URL, query options included, down to the connection
+    it would open: an option no connection takes (a misspelt one, an SSL one on
+    ``redis://``) is passed through as a keyword, and only refused there.
+    """
+    from redis.asyncio import BlockingConnectionPool
+    from redis.exceptions import RedisError
+
+    from_url = cast("Callable[[str], BlockingConnectionPool]", getattr(BlockingConnectionPool, "from_url"))
+    try:
+        from_url(url).make_connection()
+    except TypeError as exc:
+        unknown = re.search(r"unexpected keyword argument '([^']*)'", str(exc))
+        if unknown is None:
+            return str(exc)
+        return f'a {urllib.parse.urlsplit(url).scheme}:// URL takes no option "{unknown[1]}"'
+    except (ValueError, RedisError) as exc:
+        return str(exc)
+    return None
 
 
 _CREDENTIALS = ("password", "username")

@@ -190,6 +190,30 @@ def test_a_namespace_holding_a_key_of_the_wrong_kind_cannot_start_in_one_line_na
             "redis-py accepts (Invalid value for 'socket_timeout' in connection URL.)\n",
         ),
         (
+            "redis://:secret@h/0?sockettimeout=5",
+            'agentfx: --redis: "redis://:***@h/0?sockettimeout=5" is not a URL redis-py accepts '
+            '(a redis:// URL takes no option "sockettimeout")\n',
+        ),
+        (
+            "redis://h/0?password=secret&ssl_cert_reqs=none",
+            'agentfx: --redis: "redis://h/0?password=***&ssl_cert_reqs=none" is not a URL redis-py accepts '
+            '(a redis:// URL takes no option "ssl_cert_reqs")\n',
+        ),
+        (
+            "unix://:secret@/tmp/redis.sock?db=0&ssl=true",
+            'agentfx: --redis: "unix://:***@/tmp/redis.sock?db=0&ssl=true" is not a URL redis-py accepts '
+            '(a unix:// URL takes no option "ssl")\n',
+        ),
+        (
+            "rediss://h/0?ssl_cert_reqs=maybe",
+            'agentfx: --redis: "rediss://h/0?ssl_cert_reqs=maybe" is not a URL redis-py accepts '
+            "(Invalid SSL Certificate Requirements Flag: maybe)\n",
+        ),
+        (
+            "redis://h/0?protocol=9",
+            'agentfx: --redis: "redis://h/0?protocol=9" is not a URL redis-py accepts (protocol must be either 2 or 3)\n',
+        ),
+        (
             "redis://[::1/0?password=secret",
             'agentfx: --redis takes a redis://, rediss:// or unix:// URL; "redis://[::1/0?password=***" is not one '
             "(Invalid IPv6 URL)\n",
@@ -205,6 +229,24 @@ def test_a_redis_path_that_is_not_a_database_number_is_a_usage_error(path: str) 
     url = f"redis://:secret@127.0.0.1:1{path}"
     said = f'agentfx: --redis: the path of "redis://:***@127.0.0.1:1{path}" names no database; write none, or a number: redis://HOST:PORT/0\n'
     assert run("serve", TARGET, "--redis", url) == (2, said)
+
+
+def test_an_option_no_connection_takes_is_a_usage_error_over_http_too() -> None:
+    # Refused before the port is bound or the program started, not as the application's error.
+    url = "redis://127.0.0.1:1/0?sockettimeout=5"
+    code, err = run("serve", TARGET, "--transport", "http", "--port", "0", "--redis", url)
+    assert (code, err) == (
+        2,
+        f'agentfx: --redis: "{url}" is not a URL redis-py accepts (a redis:// URL takes no option "sockettimeout")\n',
+    )
+
+
+@pytest.mark.parametrize("scheme", ["redis", "rediss"])
+def test_the_options_of_a_redis_url_get_past_the_check(scheme: str) -> None:
+    port = free_port()
+    options = "socket_timeout=5&health_check_interval=10" + ("&ssl_cert_reqs=none" if scheme == "rediss" else "")
+    code, err = run("serve", TARGET, "--redis", f"{scheme}://127.0.0.1:{port}/0?{options}")
+    assert (code, err) == (3, f"agentfx: cannot start: the Redis at 127.0.0.1:{port} cannot be reached (Connection refused)\n")
 
 
 @pytest.mark.parametrize("path", ["", "/", "/0", "/15"])
