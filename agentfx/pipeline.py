@@ -31,7 +31,7 @@ is partially unknown to pyright in strict mode). :func:`dispatch` is::
 
 from __future__ import annotations
 
-from asyncio import isfuture, shield
+from asyncio import Future, isfuture
 from inspect import isawaitable
 from collections.abc import Awaitable, Callable, Coroutine
 from types import CoroutineType
@@ -398,7 +398,7 @@ _Unsettled = object()
 """What a raced await gives when the invocation's signal cut it short."""
 
 
-def waited(pending: Awaitable[T]) -> Awaitable[T]:
+def waited(pending: Awaitable[T], role: str = "the host or a hook") -> Awaitable[T]:
     """What to await for a hook's or the host's awaitable: a future shielded, anything else itself.
 
     On asyncio a task cancelled while it awaits a future cancels that future
@@ -407,21 +407,81 @@ def waited(pending: Awaitable[T]) -> Awaitable[T]:
     deadline would cancel it for every other invocation waiting on it: the
     wait alone is cancelled instead. A coroutine is this call's own, and
     awaited as it is.
+
+    The other way round, such a future that ``role`` (``"host.dispatch"``,
+    ``"authorize"``, ``"confirm"``) cancels itself, while nothing cancelled
+    the invocation, is a defect of ``role``: it raises :class:`RuntimeError`,
+    never the future's ``CancelledError``, which would pass for the caller's
+    own cancellation (audited ``interrupted``, and silently ending a task
+    group's child that nobody cancelled).
     """
     if type(pending) is not COROUTINE and isfuture(pending):
-        return shield(pending)
+        return _shielded(pending, role)
     return pending
 
 
-def _raced(env: Env, pending: Awaitable[Any]) -> Awaitable[Any]:
+def _shielded(inner: Future[T], role: str) -> Future[T]:
+    """``inner``'s outcome in a future of this wait's own; ``inner`` cancelled is ``role``'s defect.
+
+    ``asyncio.shield``, but for cancellation: the shield's outer future is
+    cancelled when its inner one is, and so the two cancellations could not be
+    told apart. Here the outer future is cancelled only by the task awaiting
+    it, which leaves ``inner`` alone.
+    """
+    if inner.done() and not inner.cancelled():
+        return inner
+    outer: Future[T] = inner.get_loop().create_future()
+
+    def relay(_: object) -> None:
+        if outer.cancelled():
+            # This wait was cancelled first; the outcome belongs to the future's other
+            # waiters, and an exception in it is marked retrieved, as the shield does.
+            if not inner.cancelled():
+                inner.exception()
+            return
+        if inner.cancelled():
+            outer.set_exception(RuntimeError(_cancelled_by(role)))
+            return
+        exc = inner.exception()
+        if exc is not None:
+            outer.set_exception(exc)
+        else:
+            outer.set_result(inner.result())
+
+    def forget(_: object) -> None:
+        # Outer done first (this wait cancelled): a long-lived shared future keeps no callback per wait.
+        if not inner.done():
+            inner.remove_done_callback(relay)
+
+    if inner.done():
+        relay(inner)
+    else:
+        inner.add_done_callback(relay)
+        outer.add_done_callback(forget)
+    return outer
+
+
+def _cancelled_by(role: str) -> str:
+    """The defect of a future ``role`` handed out and then cancelled itself.
+
+    >>> _cancelled_by("host.dispatch")
+    'A future that "host.dispatch" handed out was cancelled while an invocation awaited it, though nothing cancelled the invocation: such a future must end with a result or an exception'
+    """
+    return (
+        f'A future that "{role}" handed out was cancelled while an invocation awaited it, '
+        "though nothing cancelled the invocation: such a future must end with a result or an exception"
+    )
+
+
+def _raced(env: Env, pending: Awaitable[Any], role: str) -> Awaitable[Any]:
     """What to await for ``pending``, cut short by the invocation's signal (then :data:`_Unsettled`).
 
     Without a signal there is nothing to race: ``pending`` itself (shielded
-    if it is a future, see :func:`waited`), so the wait costs no coroutine
-    frame of its own.
+    if it is a future, see :func:`waited`, which names ``role`` if it ends
+    cancelled), so the wait costs no coroutine frame of its own.
     """
     signal = env.invocation.signal
-    pending = waited(pending)
+    pending = waited(pending, role)
     return pending if signal is None else _race(pending, signal)
 
 
@@ -478,7 +538,7 @@ def authorize_finish(
 async def _verdict_later(
     env: Env, capability: Capability[Any, Any], pending: Awaitable[object]
 ) -> AgentAuthorizationError | AgentCancelledError | AgentConfirmationRequiredError | None:
-    verdict = await _raced(env, pending)
+    verdict = await _raced(env, pending, "authorize")
     if verdict is _Unsettled:
         return AgentCancelledError.before_dispatch(capability.name)
     if isinstance(verdict, Confirm):
@@ -518,7 +578,7 @@ async def confirm_step(
     begun = confirm_begin(env, capability, request)
     if begun is None or type(begun) is AgentAuthorizationError or type(begun) is AgentConfirmationRequiredError:
         return begun
-    return confirm_settle(env, capability, request, await _raced(env, cast("Awaitable[object]", begun)))
+    return confirm_settle(env, capability, request, await _raced(env, cast("Awaitable[object]", begun), "confirm"))
 
 
 def confirm_begin(
@@ -608,7 +668,7 @@ async def send_wait(
     env: Env, capability: Capability[Any, Any], message: Any, sent: Awaitable[object]
 ) -> DispatchResult | DispatchError:
     """Await an async host's dispatch (no completion), raced against the invocation's signal."""
-    if await _raced(env, sent) is _Unsettled:
+    if await _raced(env, sent, "host.dispatch") is _Unsettled:
         return AgentCancelledError.while_sending(capability.name)
     env.stage = SENT
     return DispatchResult(capability.name, capability.tag, message, env.invocation)
@@ -648,7 +708,7 @@ async def send_step(env: Env, prepared: Prepared) -> DispatchResult | DispatchEr
                 env.stage = SENDING
                 sent = host.dispatch(prepared.message)
                 if sent is not None and isawaitable(sent):
-                    await waited(sent)
+                    await waited(sent, "host.dispatch")
                 env.stage = SENT
                 if state is not None:
                     state.check()
@@ -879,7 +939,7 @@ async def _authorized_later(
     if request is None:
         refusal = await _verdict_later(env, capability, waiting)
     else:
-        refusal = confirm_settle(env, capability, request, await _raced(env, waiting))
+        refusal = confirm_settle(env, capability, request, await _raced(env, waiting, "confirm"))
     if refusal is not None:
         return refusal
     # Any, not the union: cast() is a call, and the answer to a person's yes is timed.

@@ -601,7 +601,7 @@ def _watched(bound: Bound[Any, Any], on_dispatched: Callable[[], None]) -> Bound
             _logger.exception("an on_dispatched callback raised; the dispatch is unaffected")
 
     async def then(sent: Awaitable[object]) -> None:
-        await waited(sent)
+        await waited(sent, "host.dispatch")
         told()
 
     def dispatch(message: Any) -> Any:
