@@ -24,6 +24,8 @@ _claimed = threading.Lock()
 def claim_stdio() -> Generator[tuple[int, int]]:
     """Private copies of fds 0 and 1 for the wire; fd 0 reads the null device and fd 1 writes to stderr meanwhile.
 
+    With stderr closed, fd 1 writes to the null device instead.
+
     Raises:
         RuntimeError: This process's stdio is already claimed.
     """
@@ -42,10 +44,17 @@ def claim_stdio() -> Generator[tuple[int, int]]:
         except OSError:
             os.close(wire_in)
             raise
-        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.fstat(2)
+            stderr = 2
+        except OSError:
+            stderr = None
+        # Opened after the check: with stderr closed, the null device takes fd 2
+        # (until it is closed below), and fd 1 writes to it instead.
+        null = os.open(os.devnull, os.O_RDWR)
         try:
             os.dup2(null, 0)
-            os.dup2(2, 1)
+            os.dup2(null if stderr is None else stderr, 1)
         finally:
             os.close(null)
         try:

@@ -34,7 +34,14 @@ import sys
 import traceback
 import urllib.parse
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    ExitStack,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+    redirect_stderr,
+)
 from pathlib import Path, PurePath
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TextIO, cast
@@ -94,7 +101,7 @@ _MEANINGS = {
     ExitCode.USAGE: (
         "usage error: bad arguments or flags, a MODULE:ATTR that cannot be imported or found,\n"
         "     a target of the wrong kind, a --check FILE that is not a manifest, a missing extra,\n"
-        "     or a stdin or stdout that is closed (or stdout cannot be written)"
+        "     a stdin or stdout that is closed (or stdout cannot be written), or a stderr closed for serve"
     ),
     ExitCode.CANNOT_START: (
         "serve: the server cannot start (its address is busy or unknown,\n"
@@ -851,14 +858,33 @@ def _stdio_claimed() -> Generator[tuple[int, int]]:
         UsageError: fd 0 or fd 1 is not open.
     """
     for fd, stream, name in ((0, sys.__stdin__, "stdin"), (1, sys.__stdout__, "stdout")):
-        try:
-            os.fstat(fd)
-        except OSError:
-            stream = None
-        if stream is None:
+        if _closed(fd, stream):
             raise UsageError(f"--transport stdio serves over stdin and stdout, and {name} is closed")
     with claim_stdio() as wire:
         yield wire
+
+
+def _closed(fd: int, stream: object) -> bool:
+    """Whether this process started with ``fd`` closed (``stream`` is its ``sys.__std*__``), or it is closed now."""
+    if stream is None:
+        return True
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+class _Unsaid:
+    """Where what is said for a person goes when stderr is closed: nowhere, without raising."""
+
+    __slots__ = ()
+
+    def write(self, text: str, /) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 @contextmanager
@@ -1427,8 +1453,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     Returns:
         An :class:`ExitCode`: 0 on success, 1 when ``manifest --check`` found
         drift, 2 for a usage error (including a module that raised on import,
-        a missing MCP extra, and a standard output that is closed or cannot be
-        written), 3 when ``serve`` cannot start (its address, or its Redis), 4
+        a missing MCP extra, a standard output that is closed or cannot be
+        written, and ``serve`` with a standard error that is closed), 3 when ``serve`` cannot start (its address, or its Redis), 4
         when the application ``serve`` was serving stopped with an error, 130
         when Ctrl-C interrupted any other command. Errors argparse finds exit 2
         through ``SystemExit``, as ``--help`` and ``--version`` exit 0.
@@ -1439,9 +1465,20 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         stdout = standard = _StandardOutput()
     else:
         stdout = out
-    stderr = sys.stderr if err is None else err
-    args = _parser().parse_args(argv)
+    stderr: TextIO | None = sys.stderr if err is None else err
+    unsaid = stderr is None or (err is None and _closed(2, sys.__stderr__))
+    if stderr is None or unsaid:
+        stderr = cast("TextIO", _Unsaid())
+    # argparse prints its usage to stdout when sys.stderr is None: to no one, as the rest.
+    with redirect_stderr(stderr) if unsaid else nullcontext():
+        args = _parser().parse_args(argv)
     command: Callable[[argparse.Namespace, _Output, TextIO], int] = args.run
+    if unsaid and args.command == "serve":
+        # Refused, as a closed stdin or stdout is: fd 2 is free for whatever
+        # opens next (the event loop's own, a Redis connection), which what the
+        # target prints over stdio would then overwrite; and why serving stopped
+        # or could not start would be said to no one. The code is all there is.
+        return ExitCode.USAGE
     try:
         code = int(command(args, stdout, stderr))
     except _ImportFailed as exc:

@@ -103,3 +103,51 @@ def test_a_closed_stdin_or_stdout_is_refused_before_serving(redirect: str, name:
         2,
         f"agentfx: --transport stdio serves over stdin and stdout, and {name} is closed\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        # serve says what it serves, why it stopped and why it cannot start on
+        # stderr, and over stdio the target's prints go there: refused, as a
+        # closed stdin or stdout is, with nowhere to say why.
+        ("serve tests.mcp_app:app", 2),
+        ("serve tests.mcp_app:app --transport http --port 0", 2),
+        ("serve no_such_module:app", 2),
+        ("manifest no_such_module:app", 2),
+        ("serve --no-such-flag", 2),
+        # The other commands need no stderr to do their work.
+        ("manifest tests.mcp_app:app --check no-such-manifest.json", 1),
+    ],
+)
+def test_with_stderr_closed_the_exit_code_keeps_its_meaning(argv: str, code: int) -> None:
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        ["bash", "-c", f'exec "$0" {argv} 2>&-', AGENTFX],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == code
+    # Nothing meant for stderr reaches stdout instead (argparse's usage would).
+    drifted = "no-such-manifest.json does not exist; write it with: agentfx manifest tests.mcp_app:app > no-such-manifest.json\n"
+    assert done.stdout == ("" if code == 2 else drifted)
+
+
+def test_with_stderr_closed_a_claimed_stdout_writes_to_the_null_device() -> None:
+    # Not to a null device opened read-only in fd 2's place, which fails every write.
+    code = (
+        "import os\n"
+        "os.close(2)\n"
+        "from agentfx._fds import claim_stdio\n"
+        "with claim_stdio():\n"
+        "    os.write(1, b'printed while claimed')\n"
+        "os.write(1, b'given back')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "given back")
