@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import decimal
-from typing import Any, NewType
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Annotated, Any, NewType, cast
 
 import msgspec
 import pytest
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
 from agentfx.schema import InputCodec, InvalidPayload
 
@@ -68,3 +73,147 @@ def test_a_decimal_sent_as_a_number_is_told_to_be_a_string() -> None:
     assert isinstance(refused, InvalidPayload)
     assert refused.problem == '"amount" must be a decimal number'
     assert codec.decode({"amount": "12.5"}) == _Priced(decimal.Decimal("12.5"))
+
+
+# --- patterns: matched as the schema's ECMA-262 reader matches them ------------------
+
+_Sku = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}-[0-9]{2}$")]
+_Digits = Annotated[str, msgspec.Meta(pattern=r"^\d{3}$")]
+
+
+class _Node(msgspec.Struct):
+    sku: _Sku
+    below: list[_Node] = []
+
+
+class _Patterned(msgspec.Struct, tag=True):
+    sku: _Sku = "ABC-12"
+    code: _Digits = "123"
+    word: Annotated[str, msgspec.Meta(pattern=r"^\w+$", max_length=8)] = "w"
+    line: Annotated[str, msgspec.Meta(pattern=r"^a.b$")] = "a-b"
+    codes: list[_Digits] = []
+    by_code: dict[Annotated[str, msgspec.Meta(pattern=r"^k\d$")], _Digits] = {}
+    maybe: _Digits | None = None
+    deep: list[dict[str, _Node]] = []
+
+
+_PATTERN_CASES: list[tuple[dict[str, Any], bool]] = [
+    ({"sku": "ABC-12"}, True),
+    ({"sku": "ABC-12\n"}, False),
+    ({"code": "123"}, True),
+    ({"code": "\u0661\u0662\u0663"}, False),
+    ({"code": "123\n"}, False),
+    ({"word": "snake_1"}, True),
+    ({"word": "caf\u00e9"}, False),
+    ({"line": "a\rb"}, False),
+    ({"line": "a\u2028b"}, False),
+    ({"codes": ["123", "12\u0663"]}, False),
+    ({"by_code": {"k1": "123"}}, True),
+    ({"by_code": {"k\u0661": "123"}}, False),
+    ({"by_code": {"k1": "123\n"}}, False),
+    ({"maybe": "\u0661\u0662\u0663"}, False),
+    ({"maybe": None}, True),
+    ({"deep": [{"x": {"sku": "ABC-12", "below": [{"sku": "ABC-12\n"}]}}]}, False),
+    ({"deep": [{"x": {"sku": "ABC-12", "below": [{"sku": "ABC-12"}]}}]}, True),
+]
+
+
+def _ecma_accepts(pattern: str, values: list[str]) -> list[bool]:
+    program = f"console.log(JSON.stringify({json.dumps(values)}.map(v => new RegExp({json.dumps(pattern)}, 'u').test(v))))"
+    out = subprocess.run(["node", "-e", program], capture_output=True, text=True, check=True).stdout
+    return cast("list[bool]", json.loads(out))
+
+
+def _ecma_pattern(validator: Any, pattern: str, instance: object, schema: object) -> Iterator[ValidationError]:
+    # JSON Schema patterns are ECMA-262 regular expressions; jsonschema
+    # matches them with Python's re, so node's RegExp says what they match.
+    if isinstance(instance, str) and not _ecma_accepts(pattern, [instance])[0]:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_EcmaValidator: Any = cast(Any, validators).extend(Draft202012Validator, {"pattern": _ecma_pattern})
+
+_needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="ECMA-262 regular expressions are node's")
+
+
+@_needs_node
+@pytest.mark.parametrize(("payload", "accepted"), _PATTERN_CASES)
+def test_a_pattern_is_matched_as_the_advertised_schema_reads_it(payload: dict[str, Any], accepted: bool) -> None:
+    codec = InputCodec(_Patterned)
+    assert _EcmaValidator(codec.schema).is_valid(payload) is accepted
+    assert (not isinstance(codec.attempt(payload), InvalidPayload)) is accepted
+
+
+@pytest.mark.parametrize(("payload", "accepted"), _PATTERN_CASES)
+def test_a_pattern_refuses_what_ecma_262_refuses(payload: dict[str, Any], accepted: bool) -> None:
+    assert (not isinstance(InputCodec(_Patterned).attempt(payload), InvalidPayload)) is accepted
+
+
+_PATTERNS = [
+    r"^[A-Z]{3}-[0-9]{2}$",
+    r"^\d{3}$",
+    r"^\w+$",
+    r"\bcat\b",
+    r"^\s*$",
+    r"^\S+$",
+    r"^[\s\S]{2}$",
+    r"^[^\d]+$",
+    r"^[^\D]+$",
+    r"^[\w-]+$",
+    r"^[^\W\d]+$",
+    r"^.$",
+    r"^[\d.]+$",
+    r"^(?=a)\w$",
+    r"x\B",
+    r"^[a^b]$",
+    r"^\$\d$",
+    r"^a{2,}?$",
+    r"^(a)\1$",
+]
+_VALUES = ["ABC-12", "ABC-12\n", "123", "\u0661\u0662\u0663", "abc", "\u00e9a", "a b", "cat", "a cat!", "\u00e9cat", "", " ",
+           "\n", "\u00a0", "\ufeff", "\x1c", "ab", "a\rb", "a\u2028b", "aa", "aaa", "x", "x\u00e9", "xa", "^", "$1", "a\n",
+           "\U0001f600", "1.2", "a-b"]  # fmt: skip
+
+
+@_needs_node
+@pytest.mark.parametrize("pattern", _PATTERNS)
+def test_the_decoder_never_takes_a_value_the_patterns_ecma_262_reading_refuses(pattern: str) -> None:
+    shape: Any = msgspec.defstruct("Shape", [("v", Annotated[str, msgspec.Meta(pattern=pattern)])])
+    codec = InputCodec(shape)
+    assert codec.schema["properties"]["v"]["pattern"] == pattern  # advertised as written
+    for value, ecma in zip(_VALUES, _ecma_accepts(pattern, _VALUES), strict=True):
+        decoded = not isinstance(codec.attempt({"v": value}), InvalidPayload)
+        # Python's own reading is matched too (the application's type keeps
+        # its pattern), so where it is narrower the decoder may refuse more.
+        assert decoded == (ecma and re.search(pattern, value) is not None), (pattern, value)
+
+
+def test_a_pattern_refusal_names_the_pattern_as_advertised() -> None:
+    codec = InputCodec(_Patterned)
+    refused = codec.attempt({"code": "123\n"})
+    assert isinstance(refused, InvalidPayload)
+    assert (refused.path, refused.problem) == ("$.code", '"code" must match ^\\d{3}$')
+    refused = codec.attempt({"by_code": {"k\u0661": "123"}})
+    assert isinstance(refused, InvalidPayload)
+    assert refused.problem == 'every key of "by_code" must match ^k\\d$'
+    refused = codec.attempt({"word": "abcdefghij"})
+    assert isinstance(refused, InvalidPayload)
+    assert refused.problem == '"word" must be at most 8 characters long'
+
+
+@pytest.mark.parametrize(
+    ("pattern", "construct"),
+    [
+        (r"^(?P<x>a)$", "(?P"),
+        (r"(?i)^a$", "(?i"),
+        (r"^a\Z", r"\Z"),
+        (r"\Aa", r"\A"),
+        (r"^a*+$", "a possessive quantifier"),
+        (r"^[]a]$", "a class opening with ]"),
+        (r"^a{,2}$", "{,"),
+    ],
+)
+def test_a_pattern_in_python_only_syntax_is_refused_where_the_input_is_declared(pattern: str, construct: str) -> None:
+    shape: Any = msgspec.defstruct("Shape", [("v", Annotated[str, msgspec.Meta(pattern=pattern)])])
+    with pytest.raises(TypeError, match=f"^the pattern .* uses {re.escape(construct)}, which JSON Schema's regular expressions"):
+        InputCodec(shape)
