@@ -1391,13 +1391,59 @@ def _markdown_command(args: argparse.Namespace, out: _Output, err: TextIO) -> in
 
 
 def _serve_command(args: argparse.Namespace, out: _Output, err: TextIO) -> int:
-    _network_flags_fit(args)
-    if args.transport != "stdio":
-        return _serve(args, err, None)
-    # Over stdio, stdout carries only the protocol: claimed before the target
-    # is imported, given back once its runtime has exited.
-    with _stdio_claimed() as wire:
-        return _serve(args, err, wire)
+    with _abandoned_by_signals():
+        _network_flags_fit(args)
+        if args.transport != "stdio":
+            return _serve(args, err, None)
+        # Over stdio, stdout carries only the protocol: claimed before the target
+        # is imported, given back once its runtime has exited.
+        with _stdio_claimed() as wire:
+            return _serve(args, err, wire)
+
+
+class _Abandoned(BaseException):
+    """A stop signal arrived while ``serve`` was starting, before its event loop received signals.
+
+    A ``BaseException``, so the target's import, which turns its module's
+    errors into a :class:`UsageError`, lets it through; ``main`` exits 0.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _abandoned_by_signals() -> Generator[None]:
+    """SIGTERM and SIGINT raise :class:`_Abandoned` until the event loop takes them over, then are as before.
+
+    From the start of ``serve``: the target's import, the Redis URL's check,
+    binding the port and the event loop's own start all come before
+    :func:`_stop_signals` receives them. Its receiver replaces these handlers
+    (the loop puts the defaults back as it leaves, so a signal after serving
+    has stopped acts as Python's own); the previous ones are put back here.
+    Outside the main thread nothing is installed.
+    """
+
+    abandoned: list[int] = []
+
+    def abandon(signum: int, _frame: object) -> None:
+        # Once: another signal while the startup unwinds changes nothing.
+        if not abandoned:
+            abandoned.append(signum)
+            raise _Abandoned(signum)
+
+    previous: dict[signal.Signals, Any] = {}
+    try:
+        for signum in STOP_SIGNALS:
+            try:
+                previous[signum] = signal.signal(signum, abandon)
+            except ValueError:  # not the main thread
+                break
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def _serve(args: argparse.Namespace, err: TextIO, wire: tuple[int, int] | None) -> int:
@@ -1491,6 +1537,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except _CannotStart as exc:
         stderr.write(f"agentfx: {exc}\n")
         return ExitCode.CANNOT_START
+    except _Abandoned as exc:
+        # As a signal that stops the startup in the event loop: nothing was served or announced.
+        stderr.write(f"agentfx: {signal.Signals(exc.signum).name} received; stopping\n")
+        return ExitCode.OK
     except KeyboardInterrupt:
         if args.command == "serve":
             return ExitCode.OK  # interrupted before it served: serving stops on SIGINT with 0 too

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import socket
@@ -13,7 +14,10 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import pytest
+
+from agentfx.cli import STOP_SIGNALS
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTFX = str(Path(sys.executable).with_name("agentfx"))
@@ -109,3 +113,77 @@ def test_a_signal_while_redis_never_answers_stops_at_once(transport: str) -> Non
     # Not exit 3 some seconds later, once the connection timed out.
     assert (code, out, err) == (0, "", "agentfx: SIGTERM received; stopping\n")
     assert took < 5
+
+
+SLOW_IMPORT = """\
+import sys
+import time
+
+print("slow_import: importing", file=sys.stderr, flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_target_imports_abandons_the_startup(
+    tmp_path: Path, transport: str, signum: signal.Signals
+) -> None:
+    (tmp_path / "slow_import.py").write_text(SLOW_IMPORT)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    process = subprocess.Popen(
+        [AGENTFX, "serve", "slow_import:app", *TRANSPORTS[transport]],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        assert process.stderr.readline() == "slow_import: importing\n"
+        code, out, err, took = stopped(process, signum)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+    # Not killed by the signal (-15), nor a KeyboardInterrupt's traceback.
+    assert (code, out, err) == (0, "", f"agentfx: {signum.name} received; stopping\n")
+    assert took < 5
+
+
+def test_a_signal_before_the_event_loop_receives_it_abandons_the_startup_once() -> None:
+    from agentfx.cli import _abandoned_by_signals, _Abandoned  # pyright: ignore[reportPrivateUsage]
+
+    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    with pytest.raises(_Abandoned) as raised, _abandoned_by_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        finally:
+            # Another signal while the startup unwinds changes nothing.
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+    assert raised.value.signum == signal.SIGTERM
+    assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == before
+
+
+def test_once_the_event_loop_receives_signals_they_stop_it_as_before() -> None:
+    from agentfx.cli import _abandoned_by_signals, _stop_signals  # pyright: ignore[reportPrivateUsage]
+
+    err = io.StringIO()
+
+    async def serving() -> bool:
+        async with _stop_signals(err) as stop:
+            os.kill(os.getpid(), signal.SIGTERM)
+            with anyio.fail_after(5):
+                while not stop.serving.cancel_called:
+                    await anyio.sleep(0.01)
+            return True
+
+    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    with _abandoned_by_signals():
+        assert anyio.run(serving, backend="asyncio")
+    assert err.getvalue() == "agentfx: SIGTERM received; stopping\n"
+    assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == before
