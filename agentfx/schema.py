@@ -30,6 +30,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Annotated, Any, Generic, Literal, NotRequired, Required, TypeVar, Union, cast
 
 import msgspec
@@ -224,6 +225,7 @@ class InputCodec(Generic[T]):
             self.schema,
             str_keys=_has_non_str_keys(struct),
             after=after,
+            repeated=_repeated_items_check(struct),
         )
 
     def __repr__(self) -> str:
@@ -246,6 +248,7 @@ def _decoder(
     *,
     str_keys: bool = True,
     after: object = None,
+    repeated: _Check | None = None,
 ) -> tuple[Callable[[object], T | InvalidPayload], Callable[[object], T], Callable[[InvalidPayload], bool]]:
     # Closures over locals: decoding sits on the dispatch path, where every
     # attribute lookup shows next to a single msgspec.convert. ``str_keys``:
@@ -296,16 +299,22 @@ def _decoder(
         if not fits(payload):
             return InvalidPayload("$", None, _undeclared_key(cast("dict[object, object]", payload), allowed))
         try:
+            if strict is not None:
+                convert(payload, strict)
             decoded = convert(payload, tp)
-            convert(payload, after)
-            return decoded
+            if after is not None:
+                convert(payload, after)
+            where = None if repeated is None else repeated(payload, decoded, "$")
         except validation_error as exc:
             invalid = remembered.get(str(exc))
             return refused(exc) if invalid is None else invalid
         except RecursionError as exc:
             return InvalidPayload("$", exc, _TOO_DEEP)
+        if where is not None:
+            return InvalidPayload(where, None, _repeated_problem(where))
+        return decoded
 
-    if after is not None:
+    if after is not None or repeated is not None:
         attempt = attempt_checked
 
     def decode(payload: object) -> T:
@@ -376,6 +385,11 @@ _FORMATS = {
 def _echo(name: str) -> str:
     """A name the caller sent, bounded: its first 128 characters and an ellipsis, lone surrogates replaced."""
     return echo(name)
+
+
+def _repeated_problem(location: str) -> str:
+    label = field_label(location)
+    return "the items of the input must be unique" if label is None else f'the items of "{label}" must be unique'
 
 
 def _undeclared_key(payload: dict[object, object], allowed: frozenset[str]) -> str:
@@ -1470,6 +1484,209 @@ def _not_ecma(pattern: str, construct: str) -> TypeError:
         f"the pattern {pattern!r} uses {construct}, which JSON Schema's regular expressions (ECMA-262) do not have; "
         "write it with the syntax both share"
     )
+
+
+# --- sets: unique items -----------------------------------------------------------
+#
+# A set's schema says ``uniqueItems: true``, yet msgspec reads a list with a
+# repeated item into a set by dropping the repeat. After decoding, each set is
+# compared with the list it came from: fewer items means a repeat (two items
+# that decode equal). The walk follows the type, pairing each JSON value with
+# what it decoded to, and is built once per input type, for those with a set.
+# Equal is the application's equality: two spellings of one value (the
+# decimals "1.0" and "1.00", [1, 2] and [2, 1] as frozensets) are a repeat
+# here, though a JSON Schema validator tells them apart; the set could hold
+# only one of them.
+
+_Check = Callable[[Any, Any, str], "str | None"]
+"""``check(sent, decoded, path)``: the path of a set sent with a repeated item inside ``sent``, if any."""
+
+
+def _repeated_items_check(root: type) -> _Check | None:
+    """The check of the sets inside the input type ``root``; ``None`` when it holds none.
+
+    >>> class Labelled(msgspec.Struct):
+    ...     labels: frozenset[str]
+    >>> check = _repeated_items_check(Labelled)
+    >>> check({"labels": ["a", "a"]}, Labelled(frozenset({"a"})), "$")
+    '$.labels'
+    """
+    if not _any_type(list(_components(root)), _is_set):
+        return None
+    return _RepeatedItems().of(root)
+
+
+def _is_set(tp: Any) -> bool:
+    origin: object = typing.get_origin(tp) or tp
+    return isinstance(origin, type) and issubclass(origin, AbstractSet)
+
+
+class _RepeatedItems:
+    def __init__(self) -> None:
+        self.made: dict[int, _Check | None] = {}
+        self.held: list[object] = []  # keeps the ids in ``made`` from being reused
+
+    def of(self, tp: Any) -> _Check | None:
+        key = id(tp)
+        if key in self.made:
+            made = self.made[key]
+            if made is _building:
+                # A recursive type: its check is looked up when it runs.
+                return lambda sent, decoded, path: cast("_Check", self.made[key])(sent, decoded, path)
+            return made
+        self.held.append(tp)
+        if not _any_type([tp], _is_set):
+            self.made[key] = None
+            return None
+        self.made[key] = _building
+        made = self.build(tp)
+        self.made[key] = made
+        return made
+
+    def build(self, tp: Any) -> _Check | None:
+        inner = _unwrapped(tp)
+        if inner is not tp:
+            return self.of(inner)
+        record = _record(tp)
+        if record is not None:
+            return self.record(record, typing.is_typeddict(tp))
+        origin: object = typing.get_origin(tp) or tp
+        args = [arg for arg in typing.get_args(tp) if arg is not Ellipsis]
+        if origin is Union or origin is types.UnionType:
+            return self.union(args)
+        if not isinstance(origin, type):
+            return None
+        if issubclass(origin, AbstractSet):
+            return self.set(args[0] if args else Any)
+        if issubclass(origin, Mapping):
+            return self.mapping(args[1] if len(args) == 2 else Any)
+        if issubclass(origin, tuple) and args and typing.get_args(tp)[-1] is not Ellipsis:
+            return self.positions([self.of(arg) for arg in args])
+        if args:
+            return self.items(args[0])
+        return None
+
+    def record(self, record: _Record, typed_dict: bool) -> _Check | None:
+        offset = 1 if record.array_like and record.tag_field is not None else 0
+        checks = [
+            (f.name, f.encode_name, i + offset, found)
+            for i, f in enumerate(record.fields)
+            if (found := self.of(f.type)) is not None
+        ]
+        if record.array_like:
+
+            def positional(sent: Any, decoded: Any, path: str) -> str | None:
+                for name, _, at, check in checks:
+                    if at < len(sent):
+                        where = check(sent[at], getattr(decoded, name), f"{path}[{at}]")
+                        if where is not None:
+                            return where
+                return None
+
+            return positional
+
+        def named(sent: Any, decoded: Any, path: str) -> str | None:
+            for name, key, _, check in checks:
+                if key in sent:
+                    value = decoded[name] if typed_dict else getattr(decoded, name)
+                    where = check(sent[key], value, f"{path}.{key}")
+                    if where is not None:
+                        return where
+            return None
+
+        return named
+
+    def union(self, members: list[Any]) -> _Check | None:
+        options = [(_decoded_class(member), found) for member in members if (found := self.of(member)) is not None]
+        if not options:
+            return None
+
+        def check(sent: Any, decoded: Any, path: str) -> str | None:
+            for cls, of_member in options:
+                if isinstance(decoded, cls):
+                    return of_member(sent, decoded, path)
+            return None
+
+        return check
+
+    def set(self, item: Any) -> _Check:
+        of_item = self.of(item)
+
+        def check(sent: Any, decoded: Any, path: str) -> str | None:
+            if len(sent) != len(decoded):
+                return path
+            if of_item is not None:
+                # A set's own order is not the list's: each item is decoded again.
+                for i, value in enumerate(sent):
+                    where = of_item(value, msgspec.convert(value, item, str_keys=True), f"{path}[{i}]")
+                    if where is not None:
+                        return where
+            return None
+
+        return check
+
+    def items(self, item: Any) -> _Check | None:
+        of_item = self.of(item)
+        if of_item is None:
+            return None
+
+        def check(sent: Any, decoded: Any, path: str) -> str | None:
+            for i, (value, made) in enumerate(zip(sent, decoded, strict=False)):
+                where = of_item(value, made, f"{path}[{i}]")
+                if where is not None:
+                    return where
+            return None
+
+        return check
+
+    def positions(self, checks: list[_Check | None]) -> _Check | None:
+        if all(check is None for check in checks):
+            return None
+
+        def check(sent: Any, decoded: Any, path: str) -> str | None:
+            for i, (of_item, value, made) in enumerate(zip(checks, sent, decoded, strict=False)):
+                where = None if of_item is None else of_item(value, made, f"{path}[{i}]")
+                if where is not None:
+                    return where
+            return None
+
+        return check
+
+    def mapping(self, value_type: Any) -> _Check | None:
+        of_value = self.of(value_type)
+        if of_value is None:
+            return None
+
+        def check(sent: Any, decoded: Any, path: str) -> str | None:
+            # Keys that decode equal (an integer key spelled twice) leave fewer entries to pair with.
+            made = decoded.values() if len(sent) == len(decoded) else None
+            for value, value_made in zip(sent.values(), made or sent.values(), strict=True):
+                if made is None:
+                    value_made = msgspec.convert(value, value_type, str_keys=True)
+                where = of_value(value, value_made, f"{path}[...]")
+                if where is not None:
+                    return where
+            return None
+
+        return check
+
+
+def _building(sent: Any, decoded: Any, path: str) -> str | None:  # pragma: no cover - a placeholder, never called
+    return None
+
+
+def _decoded_class(tp: Any) -> type | tuple[type, ...]:
+    """The class of what msgspec decodes ``tp`` to, to tell a union's members apart."""
+    inner = _unwrapped(tp)
+    if typing.is_typeddict(inner):
+        return dict
+    origin: object = typing.get_origin(inner) or inner
+    if not isinstance(origin, type):
+        return ()
+    cls = cast("type[object]", origin)
+    if issubclass(cls, AbstractSet):
+        return (set, frozenset)
+    return dict if issubclass(cls, Mapping) else cls
 
 
 def _check_multiple_of(metadata: list[Any]) -> None:

@@ -217,3 +217,67 @@ def test_a_pattern_in_python_only_syntax_is_refused_where_the_input_is_declared(
     shape: Any = msgspec.defstruct("Shape", [("v", Annotated[str, msgspec.Meta(pattern=pattern)])])
     with pytest.raises(TypeError, match=f"^the pattern .* uses {re.escape(construct)}, which JSON Schema's regular expressions"):
         InputCodec(shape)
+
+
+# --- sets: uniqueItems, so no repeated item -------------------------------------------
+
+
+class _Tagged(msgspec.Struct):
+    tags: set[str] = set()
+
+
+class _Tree(msgspec.Struct):
+    marks: frozenset[int] = frozenset()
+    kids: list[_Tree] = []
+
+
+class _Labelled(msgspec.Struct, tag=True):
+    labels: set[str] = set()
+    maybe: frozenset[int] | None = None
+    inner: list[_Tagged] = []
+    by_id: dict[int, set[str]] = {}
+    tree: _Tree | None = None
+    groups: set[frozenset[int]] = set()
+    pair: tuple[set[int], int] | None = None
+    anything: Any = None
+
+
+@pytest.mark.parametrize(
+    ("payload", "where"),
+    [
+        ({"labels": ["urgent", "home"]}, None),
+        ({"labels": ["urgent", "urgent"]}, "$.labels"),
+        ({"maybe": [1, 1]}, "$.maybe"),
+        ({"maybe": None}, None),
+        ({"inner": [{"tags": ["a"]}, {"tags": ["b", "b"]}]}, "$.inner[1].tags"),
+        ({"by_id": {"1": ["a"], "2": ["b", "b"]}}, "$.by_id[...]"),
+        ({"tree": {"kids": [{"kids": [{"marks": [1, 1]}]}]}}, "$.tree.kids[0].kids[0].marks"),
+        ({"tree": {"kids": [{"kids": [{"marks": [1, 2]}]}]}}, None),
+        ({"groups": [[1, 2], [3, 3]]}, "$.groups[1]"),
+        ({"groups": [[1, 2], [2, 1]]}, "$.groups"),
+        ({"pair": [[1, 1], 2]}, "$.pair[0]"),
+        ({"anything": [1, 1]}, None),
+    ],
+)
+def test_a_set_sent_with_a_repeated_item_is_refused_as_its_schema_refuses_it(payload: dict[str, Any], where: str | None) -> None:
+    codec = InputCodec(_Labelled)
+    decoded = codec.attempt(payload)
+    if where is None:
+        assert not isinstance(decoded, InvalidPayload)
+    else:
+        assert isinstance(decoded, InvalidPayload)
+        assert decoded.path == where
+    # [1, 2] and [2, 1] are one set: the items of "groups" repeat, though the arrays differ.
+    if payload.get("groups") != [[1, 2], [2, 1]]:
+        assert _agree(_Labelled, payload) is (where is None)
+
+
+def test_a_repeated_item_is_worded_as_a_rule_of_the_set() -> None:
+    codec = InputCodec(_Labelled)
+    refused = codec.attempt({"labels": ["urgent", "urgent"]})
+    assert isinstance(refused, InvalidPayload)
+    assert (refused.path, refused.problem, refused.cause) == ("$.labels", 'the items of "labels" must be unique', None)
+    with pytest.raises(InvalidPayload) as raised:
+        codec.decode({"inner": [{"tags": ["b", "b"]}]})
+    assert raised.value.problem == 'the items of "inner[0].tags" must be unique'
+    assert codec.decode({"labels": ["a", "b"]}).labels == {"a", "b"}
