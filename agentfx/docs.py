@@ -390,6 +390,108 @@ def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").splitlines())
 
 
+# A blockquote marker, or a list marker (group 1) with the space that ends it.
+_CONTAINER = re.compile(r">[ \t]?|([-+*]|[0-9]{1,9}[.)])(?:[ \t]|$)")
+# CommonMark's block starts that reach past a description: an ATX heading, a
+# code fence (closed only by another, so it swallows the document), an HTML
+# block (types 1-5 end only at their own end marker; 6 and 7 pass raw HTML
+# through), and a line of only ``=`` or ``-`` (a setext underline turning the
+# paragraph above into a heading) or a thematic break. A URI autolink cannot
+# start an HTML block (a tag name is never followed by ``:``), so it stays a link.
+_BLOCK_START = re.compile(
+    r"#|`{3}|~{3}"
+    r"|<(?![A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*>)[A-Za-z/!?]"
+    r"|([*_-])(?:[ \t]*\1){2,}[ \t]*$|=+[ \t]*$|-+[ \t]*$"
+)
+# A fence opened in the first column is in no container (a fence line is never
+# a lazy continuation), so it runs exactly to its closing line, if it has one.
+# An opening backtick fence's info string holds no backtick; one holding a pipe
+# is not kept, since GFM renderers that try a table first (markdown-it) read it,
+# above a delimiter row, as a table's header, and its closing line as an opening.
+_FENCE = re.compile(r"`{3,}(?!.*[`|])|~{3,}(?!.*\|)")
+
+
+def _prose(text: str) -> str:
+    r"""``text`` as Markdown that cannot open a block reaching past its own section.
+
+    A description is rendered as Markdown, so its lists, emphasis, paragraphs and
+    closed code fences keep their meaning; but a line that starts a heading, an
+    unclosed fence or an HTML block would forge the document's own headings or
+    swallow the rest of it (an unclosed fence or ``<!--`` runs to the end of the
+    document). Such a start gets a backslash, which CommonMark renders as the
+    character itself. A block starts up to three columns past its container's
+    content: after blockquote and list markers, and on the lines that continue a
+    list item, indented to its content. Where the text does not say which item
+    a line continues, the deepest one it could is assumed, so an unclear line is
+    escaped rather than let through. Four columns past the container it is code
+    and is left as written, as is a fence opened in the first column and closed
+    within the description. Line endings become ``\n``, the document's own.
+
+    Args:
+        text: A capability's or resource's description.
+
+    Returns:
+        The description with every block start that could reach past it escaped.
+
+    >>> print(_prose("Ping.\n## Context\n- item\n  - nested\n    <!-- note\n---\n```\n# kept\n```\n~~~"))
+    Ping.
+    \## Context
+    - item
+      - nested
+        \<!-- note
+    \---
+    ```
+    # kept
+    ```
+    \~~~
+    """
+    lines = re.split(r"\r\n?|\n", text)
+    items: set[int] = set()  # the content columns of list items that may still be open
+    unclosed: dict[str, int] = {}  # per fence character, the shortest fence no line closes
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+
+        def column(index: int) -> int:
+            return len(line[:index].expandtabs(4))  # CommonMark's tab stops
+
+        def indented(index: int) -> int:
+            return len(line) - len(line[index:].lstrip(" \t"))
+
+        fence = _FENCE.match(line)
+        if fence is not None and len(fence[0]) < unclosed.get(fence[0][0], len(fence[0]) + 1):
+            closing = re.compile(rf" {{0,3}}{re.escape(fence[0][0])}{{{len(fence[0])},}}[ \t]*")
+            closed = next((j for j in range(i + 1, len(lines)) if closing.fullmatch(lines[j])), None)
+            if closed is not None:
+                items.clear()  # the fence closed every list item
+                i = closed + 1
+                continue
+            unclosed[fence[0][0]] = len(fence[0])
+        if i and line.strip(" \t") and not lines[i - 1].strip(" \t"):
+            # After a blank line, a line indented less than an item's content ends the item.
+            items = {c for c in items if c <= column(indented(0))}
+        start = base = 0
+        while True:
+            end = indented(start)
+            code = column(end) - max([base, *(c for c in items if c <= column(end))]) > 3
+            if not code and _BLOCK_START.match(line, end):
+                lines[i] = f"{line[:end]}\\{line[end:]}"
+                break
+            container = _CONTAINER.match(line, end)
+            # Some renderers (markdown-it) continue an open blockquote at a ``>``
+            # indented past code, so such a ``>`` is read on as a marker.
+            if container is None or (code and container[1] is not None):
+                break
+            start = container.end()
+            base = column(start)
+            if container[1] is not None:
+                # An item's content starts one to four columns past its marker, else one.
+                marker, content = column(container.end(1)), column(indented(start))
+                items.add(content if content - marker <= 4 and line[indented(start) :] else marker + 1)
+        i += 1
+    return "\n".join(lines)
+
+
 def _yes_no(value: bool) -> str:
     return "yes" if value else "no"
 
@@ -437,7 +539,9 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
     """The contract as a Markdown document, rendered from :func:`to_manifest`.
 
     Blocks are separated by one blank line and the document ends with a single
-    newline. Only exposed Messages are named.
+    newline. Only exposed Messages are named. A description stays Markdown, but
+    a line of it that would open a heading, a code fence or an HTML block is
+    escaped, so it cannot forge the document's headings or swallow what follows.
 
     >>> import msgspec
     >>> from agentfx.contract import define, expose
@@ -474,7 +578,7 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
             blocks.append([f"### {_code(c['name'])}"])
             if "title" in c:
                 blocks.append([f"Title: {_cell(c['title'])}"])
-            blocks.append([c["description"]])
+            blocks.append([_prose(c["description"])])
             if c["modelDependent"]:
                 blocks.append(["Available only in some Model states."])
             if c["requiresAuthorization"]:
@@ -492,7 +596,7 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
         blocks.append(["## Resources"])
         for r in resource_entries:
             blocks.append([f"### {_code(r['name'])}"])
-            blocks.append([r["description"]])
+            blocks.append([_prose(r["description"])])
             blocks.append(_json_block(r["schema"]))
     blocks.append(["## Context"])
     if "context" in manifest:

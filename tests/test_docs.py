@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import msgspec
 import pytest
@@ -39,6 +39,9 @@ from agentfx.hints import Hints
 from agentfx.invocation import Invocation
 from agentfx.pipeline import DispatchResult
 from tests.support import DeletedTodo, Model, NoInput, Todo, User
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 # This contract's own Messages: their tags and fields are pinned by the exact manifest and Markdown below.
 
@@ -431,6 +434,113 @@ def test_table_cells_escape_pipes_and_newlines() -> None:
     assert "| `create` | `CreateTodo` | Create a \\| b second line | no | no |\n" in markdown
     # Outside the table the description is prose and stays as written.
     assert "### `create`\n\nCreate a | b\nsecond line\n\nInput:" in markdown
+
+
+# A description is Markdown, but no line of it may open a block that reaches past
+# its own section: each case is a description, then that description as rendered.
+_ESCAPED_DESCRIPTIONS = {
+    "html-comment": ("Create a todo.\n<!-- internal note", "Create a todo.\n\\<!-- internal note"),
+    "html-div": ("<div>\nCreate a todo.", "\\<div>\nCreate a todo."),
+    "html-script": ("Create a todo.\n<script>", "Create a todo.\n\\<script>"),
+    "html-pre": ("Create a todo.\n<pre>", "Create a todo.\n\\<pre>"),
+    "backtick-fence": ("Create a todo.\n```", "Create a todo.\n\\```"),
+    "tilde-fence": ("Create a todo.\n~~~ text", "Create a todo.\n\\~~~ text"),
+    "atx-heading": ("Create a todo.\n## Context", "Create a todo.\n\\## Context"),
+    "title": ("# Agent contract\nCreate a todo.", "\\# Agent contract\nCreate a todo."),
+    "indented-heading": ("Create a todo.\n   ## Context", "Create a todo.\n   \\## Context"),
+    "setext-equals": ("Create a todo\n===", "Create a todo\n\\==="),
+    "setext-dash": ("Create a todo\n---", "Create a todo\n\\---"),
+    "thematic-break": ("Create a todo.\n\n* * *", "Create a todo.\n\n\\* * *"),
+    "blockquote": ("> ## Context", "> \\## Context"),
+    "blockquote-html": ("> <!-- internal note", "> \\<!-- internal note"),
+    "list-item": ("- ## Context", "- \\## Context"),
+    "list-continuation": ("1. Create\n   - a todo\n     ## Context", "1. Create\n   - a todo\n     \\## Context"),
+    "crlf": ("Create a todo.\r\n## Context", "Create a todo.\n\\## Context"),
+}
+
+_PLACES = ("capability", "resource")
+
+
+def _placed(where: str, description: str) -> tuple[Definition[Any, Any], str, str]:
+    """A contract with ``description`` in one place, and the lines rendered just before and after it."""
+    if where == "capability":
+        return define(expose(Message, variant(CreateTodo, description, name="create"))), "### `create`", "Input:"
+    defn = define(expose(Message), [resource("n", description, schema=int, read=lambda m: 1)])
+    return defn, "### `n`", "```json"
+
+
+def _section(where: str, markdown: str) -> tuple[list[Token], list[tuple[str, str]]]:
+    """The tokens between the description's heading and what follows it, and every heading."""
+    pytest.importorskip("markdown_it")
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    headings = [(t.tag, tokens[k + 1].content) for k, t in enumerate(tokens) if t.type == "heading_open"]
+    opened = next(k for k, t in enumerate(tokens) if t.type == "heading_close" and t.tag == "h3") + 1
+    for k in range(opened, len(tokens)):
+        t = tokens[k]
+        if t.level == 0 and (
+            (where == "capability" and t.type == "paragraph_open" and tokens[k + 1].content == "Input:")
+            or (where == "resource" and t.type == "fence" and t.info == "json")
+        ):
+            return tokens[opened:k], headings
+    raise AssertionError(f"the {where}'s description runs to the end of the document: {headings}")
+
+
+def _text(tokens: list[Token]) -> str:
+    """What a reader sees of ``tokens``: the text of every inline run, a soft break as a newline."""
+    parts: list[str] = []
+    for t in tokens:
+        for child in t.children or []:
+            parts.append("\n" if child.type == "softbreak" else child.content)
+        parts.append("\n")
+    return "".join(parts)
+
+
+def _headings(where: str) -> list[tuple[str, str]]:
+    middle = [("h2", "Capabilities"), ("h3", "`create`")] if where == "capability" else [("h2", "Resources"), ("h3", "`n`")]
+    return [("h1", "Agent contract"), *middle, ("h2", "Context")]
+
+
+@pytest.mark.parametrize("where", _PLACES)
+@pytest.mark.parametrize(("description", "escaped"), _ESCAPED_DESCRIPTIONS.values(), ids=_ESCAPED_DESCRIPTIONS.keys())
+def test_a_description_line_that_would_open_a_block_is_escaped(where: str, description: str, escaped: str) -> None:
+    defn, before, after = _placed(where, description)
+    assert f"{before}\n\n{escaped}\n\n{after}" in to_markdown(defn)
+
+
+@pytest.mark.parametrize("where", _PLACES)
+@pytest.mark.parametrize("description", [d for d, _ in _ESCAPED_DESCRIPTIONS.values()], ids=_ESCAPED_DESCRIPTIONS.keys())
+def test_a_description_renders_inside_its_own_section(where: str, description: str) -> None:
+    section, headings = _section(where, to_markdown(_placed(where, description)[0]))
+    # One title, the section's own heading, the generated block after the
+    # description and the final Context heading, with nothing forged between.
+    assert headings == _headings(where)
+    assert not [t.type for t in section if t.type in {"heading_open", "fence", "html_block", "hr"}]
+    shown = _text(section)
+    for line in re.split(r"\r\n|\n", description):
+        assert re.sub(r"^(?:[ >]|[-*+] |[0-9]+[.)] )*", "", line) in shown
+
+
+def test_a_description_keeps_its_markdown() -> None:
+    description = (
+        "Create a todo:\n\n- *one* item\n- two, see <https://example.com>\n\n"
+        '```json\n{"title": "x"}\n# not a heading\n```\n\n    <b>an indented example</b>\n\n'
+        "[docs]: https://example.com/docs\n\nSee [docs].\n## Context"
+    )
+    markdown = to_markdown(define(expose(Message, variant(CreateTodo, description, name="create"))))
+    # Only the forged heading changes; the list, the closed fence and the code stay as written.
+    escaped = description.replace("## Context", "\\## Context")
+    assert f"### `create`\n\n{escaped}\n\nInput:" in markdown
+    section, headings = _section("capability", markdown)
+    assert headings == _headings("capability")
+    kinds = {t.type for t in section} | {c.type for t in section for c in t.children or []}
+    assert {"bullet_list_open", "em_open", "link_open", "fence", "code_block"} <= kinds
+    assert [t.content for t in section if t.type in {"fence", "code_block"}] == [
+        '{"title": "x"}\n# not a heading\n',
+        "<b>an indented example</b>\n",
+    ]
+    assert "## Context" in _text(section)
 
 
 def test_markdown_ends_with_one_newline() -> None:
