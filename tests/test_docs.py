@@ -471,7 +471,6 @@ def _placed(where: str, description: str) -> tuple[Definition[Any, Any], str, st
 
 def _section(where: str, markdown: str) -> tuple[list[Token], list[tuple[str, str]]]:
     """The tokens between the description's heading and what follows it, and every heading."""
-    pytest.importorskip("markdown_it")
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
