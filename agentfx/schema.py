@@ -26,7 +26,6 @@ import decimal
 import enum
 import functools
 import math
-import re
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -36,6 +35,7 @@ from typing import Annotated, Any, Generic, Literal, NotRequired, Required, Type
 import msgspec
 import msgspec.inspect
 
+from agentfx._patterns import advertised, ecma_pattern
 from agentfx.errors import AgentProjectionError, echo
 
 __all__ = ["InputCodec", "InvalidPayload", "json_schema", "json_schema_components", "project"]
@@ -506,7 +506,7 @@ def _rule(subject: str, expected: str, rule: str) -> str | None:
         pattern = _literal(rule[16:])
         if pattern is not None:
             # Said as the schema says it, not as the decoder matches it.
-            pattern = _ADVERTISED.get(pattern, pattern)
+            pattern = advertised(pattern)
         return f"{subject} must match {pattern}" if pattern is not None else f"{subject} must match its declared pattern"
     if rule.startswith(" that's a multiple of "):
         return f"{subject} must be a multiple of {rule[22:]}"
@@ -1255,7 +1255,7 @@ class _MirrorBuilder:
         string, yet msgspec reads a JSON number into one as well. Its own
         rules (bounds, the decimal syntax) stay with the application's type,
         decoded next. And a string's ``pattern`` is matched as the schema's
-        ECMA-262 reader matches it (see :func:`_ecma_pattern`).
+        ECMA-262 reader matches it (see :func:`agentfx._patterns.ecma_pattern`).
         """
         if _record(tp) is not None:
             return self.record(tp)
@@ -1322,7 +1322,7 @@ def _ecma_meta(meta: object) -> object:
     """``meta`` with its pattern matched as ECMA-262 matches it; ``meta`` itself when that changes nothing."""
     if not isinstance(meta, msgspec.Meta) or meta.pattern is None:
         return meta
-    pattern = _ecma_pattern(meta.pattern)
+    pattern = ecma_pattern(meta.pattern)
     if pattern == meta.pattern:
         return meta
     kept = {name: getattr(meta, name) for name in _META_CONSTRAINTS if getattr(meta, name) is not None}
@@ -1331,160 +1331,6 @@ def _ecma_meta(meta: object) -> object:
 
 _META_CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "tz")
 """What a ``Meta`` says of a value besides its pattern (a decoding mirror is never described)."""
-
-# ECMA-262's classes, for a regular expression with the ``u`` flag and no
-# other, which is how JSON Schema validators read a ``pattern``: ASCII digits
-# and word characters, its own list of white space, and four line ends ``.``
-# does not match.
-_ECMA_CLASSES = {
-    "d": "0-9",
-    "w": "A-Za-z0-9_",
-    "s": "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff",
-}
-_ECMA_DOT = "(?a:[^\\n\\r\\u2028\\u2029])"
-_ECMA_GROUPS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")
-_QUANTITY = re.compile(r"\{[0-9]+(,[0-9]*)?\}")
-
-_ADVERTISED: dict[str, str] = {}
-"""The pattern each ECMA-262 translation was made from, to name it as the schema does when it refuses."""
-
-
-def _ecma_pattern(pattern: str) -> str:
-    r"""The Python pattern that matches what ``pattern`` matches as a JSON Schema (ECMA-262) pattern.
-
-    msgspec matches a pattern with Python's ``re``, where ``$`` also matches
-    before a final newline, ``\d`` and ``\w`` take every script's digits and
-    letters, and ``.`` matches a carriage return; a JSON Schema validator
-    matches it as ECMA-262 does (with the ``u`` flag: characters are code
-    points, as in a Python ``str``). The constructs the two read alike are
-    kept; those they read differently are rewritten to ECMA-262's meaning
-    (every rewriting holds ``(?a:`` or ``\Z``, which no accepted pattern
-    does, so each is told from what it was made from). Python-only syntax,
-    which an ECMA-262 reader rejects or reads as something else, is refused.
-
-    The application's own type still matches the pattern as Python reads it,
-    so a value is taken only when both readings match. Where Python's reading
-    takes more (``$``, ``.``, ``\d``, ``\w``), that is exactly ECMA's; where
-    ECMA's takes a character Python's does not (``\D``, ``\W``, ``\S``, ``\s``
-    with U+FEFF, ``\b`` beside a non-ASCII letter), such a value is refused,
-    though an ECMA reader takes it: the decoder may be stricter than the
-    schema there, never looser.
-
-    >>> _ecma_pattern(r"^[A-Z]{3}-\d{2}$")
-    '^[A-Z]{3}-(?a:[0-9]){2}\\Z'
-    >>> _ecma_pattern(r"^(?P<x>a)$")
-    Traceback (most recent call last):
-    ...
-    TypeError: the pattern '^(?P<x>a)$' uses (?P, which JSON Schema's regular expressions (ECMA-262) do not have; write it with the syntax both share
-    """
-    out: list[str] = []
-    i, end = 0, len(pattern)
-    while i < end:
-        char = pattern[i]
-        if char == "\\":
-            token = _ecma_escape(pattern, i, in_class=False)
-            out.append(token)
-            i += 2
-        elif char == "[":
-            token, i = _ecma_class(pattern, i)
-            out.append(token)
-        elif char == "$":
-            out.append("\\Z")
-            i += 1
-        elif char == ".":
-            out.append(_ECMA_DOT)
-            i += 1
-        elif char == "(" and pattern.startswith("(?", i):
-            group = next((group for group in _ECMA_GROUPS if pattern.startswith(group, i)), None)
-            if group is None:
-                raise _not_ecma(pattern, pattern[i : i + 3])
-            out.append(group)
-            i += len(group)
-        elif char in "*+?" or (char == "{" and _QUANTITY.match(pattern, i)):
-            quantity = _QUANTITY.match(pattern, i) if char == "{" else None
-            token = quantity.group() if quantity is not None else char
-            out.append(token)
-            i += len(token)
-            if i < end and pattern[i] == "?":
-                out.append("?")  # lazy, in both
-                i += 1
-            elif i < end and pattern[i] == "+":
-                raise _not_ecma(pattern, "a possessive quantifier")
-        elif char == "{" and pattern.startswith("{,", i):
-            raise _not_ecma(pattern, "{,")
-        else:
-            out.append(char)
-            i += 1
-    translated = "".join(out)
-    if translated != pattern:
-        _ADVERTISED.setdefault(translated, pattern)
-    return translated
-
-
-def _ecma_escape(pattern: str, at: int, *, in_class: bool) -> str:
-    """The translation of the escape at ``pattern[at]``, outside a character class (inside one, see ``_ecma_class``)."""
-    escaped = pattern[at + 1 : at + 2]
-    following = pattern[at + 2 : at + 3]
-    if escaped in _ECMA_CLASSES:
-        return f"(?a:[{_ECMA_CLASSES[escaped]}])"
-    if escaped.lower() in _ECMA_CLASSES:
-        return f"(?a:[^{_ECMA_CLASSES[escaped.lower()]}])"
-    if escaped in ("b", "B") and not in_class:
-        # A word boundary of ASCII word characters, as ECMA's.
-        return f"(?a:\\{escaped})"
-    if escaped in ("A", "Z", "a", "U", "N") or (escaped.isdigit() and following.isdigit()) or (in_class and escaped.isdigit() and escaped != "0"):
-        raise _not_ecma(pattern, pattern[at : at + 2])
-    return pattern[at : at + 2]
-
-
-def _ecma_class(pattern: str, at: int) -> tuple[str, int]:
-    """The translation of the character class opening at ``pattern[at]``, and where it ends."""
-    i = at + 1
-    negated = pattern.startswith("^", i)
-    i += negated
-    if pattern.startswith("]", i):
-        # Python reads "[]a]" as "]" or "a"; ECMA-262 as a class of nothing then "a]".
-        raise _not_ecma(pattern, "a class opening with ]")
-    members: list[str] = []
-    excluded: list[str] = []  # the classes a negated escape (\D, \W, \S) takes the complement of
-    while i < len(pattern) and pattern[i] != "]":
-        char = pattern[i]
-        if char == "\\":
-            escaped = pattern[i + 1 : i + 2]
-            if escaped in _ECMA_CLASSES:
-                members.append(_ECMA_CLASSES[escaped])
-            elif escaped.lower() in _ECMA_CLASSES:
-                excluded.append(_ECMA_CLASSES[escaped.lower()])
-            else:
-                members.append(_ecma_escape(pattern, i, in_class=True))
-            i += 2
-        else:
-            # "[" and "^" are themselves in a class in both; escaped, Python warns of neither.
-            members.append("\\" + char if char in "[^" else char)
-            i += 1
-    if i >= len(pattern):
-        raise _not_ecma(pattern, "an unclosed [")
-    source = pattern[at : i + 1]
-    body = "".join(members)
-    if not excluded:
-        if body == source[1 + negated : -1]:
-            return source, i + 1
-        return f"(?a:[{'^' if negated else ''}{body}])", i + 1
-    if not negated:
-        # Any member, or anything outside one of the excluded classes.
-        options = ([f"[{body}]"] if body else []) + [f"[^{left_out}]" for left_out in excluded]
-        return f"(?a:{'|'.join(options)})", i + 1
-    # No member, and inside every excluded class.
-    parts = ([f"(?![{body}])"] if body else []) + [f"(?=[{left_out}])" for left_out in excluded[:-1]]
-    return f"(?a:{''.join(parts)}[{excluded[-1]}])", i + 1
-
-
-def _not_ecma(pattern: str, construct: str) -> TypeError:
-    return TypeError(
-        f"the pattern {pattern!r} uses {construct}, which JSON Schema's regular expressions (ECMA-262) do not have; "
-        "write it with the syntax both share"
-    )
-
 
 # --- sets: unique items -----------------------------------------------------------
 #
