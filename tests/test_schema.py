@@ -500,10 +500,6 @@ def test_project_raises_on_unencodable_values() -> None:
 
 
 def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
-    import os
-    import subprocess
-    import sys
-
     program = (
         "import msgspec\n"
         "from typing import Annotated\n"
@@ -519,16 +515,7 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
         "    shown: Annotated[frozenset[str], msgspec.Meta(examples=[frozenset({'p1', 'p2', 'p3', 'p4'})])] = frozenset()\n"
         "print(msgspec.json.encode(InputCodec(T).schema).decode())\n"
     )
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", program],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "PYTHONHASHSEED": str(seed)},
-        ).stdout
-        for seed in (1, 2, 3, 4)
-    }
+    outputs = _printed_under_hash_seeds(program, 4)
     assert len(outputs) == 1
     schema = outputs.pop()
     assert '"default":["alpha","beta","delta","epsilon","gamma","zeta"]' in schema
@@ -540,13 +527,27 @@ def test_a_set_default_is_listed_in_the_same_order_in_every_process() -> None:
     assert '"examples":[["p1","p2","p3","p4"]]' in schema
 
 
-def test_a_set_the_schema_says_nothing_of_is_listed_in_the_same_order_in_every_process() -> None:
-    # An Any field's default, an example, a record's default in a resource
-    # schema: no uniqueItems says these lists were sets.
+def _printed_under_hash_seeds(program: str, seeds: int) -> set[str]:
+    """What ``program`` prints in a fresh interpreter under each of the hash seeds 1 to ``seeds``."""
     import os
     import subprocess
     import sys
 
+    return {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(1, seeds + 1)
+    }
+
+
+def test_a_set_the_schema_says_nothing_of_is_listed_in_the_same_order_in_every_process() -> None:
+    # An Any field's default, an example, a record's default in a resource
+    # schema: no uniqueItems says these lists were sets.
     program = (
         "import msgspec\n"
         "from typing import Annotated, Any, NamedTuple\n"
@@ -567,16 +568,7 @@ def test_a_set_the_schema_says_nothing_of_is_listed_in_the_same_order_in_every_p
         "print(msgspec.json.encode(json_schema(list[T])).decode())\n"
         "print(msgspec.json.encode(json_schema_components((T,))).decode())\n"
     )
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", program],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "PYTHONHASHSEED": str(seed)},
-        ).stdout
-        for seed in (1, 2, 3, 4, 5)
-    }
+    outputs = _printed_under_hash_seeds(program, 5)
     assert len(outputs) == 1
     schemas = outputs.pop().splitlines()
     assert len(schemas) == 3
