@@ -30,11 +30,11 @@ TRANSPORTS = {
 
 
 @contextmanager
-def started(*argv: str) -> Generator[subprocess.Popen[str]]:
+def started(*argv: str, cwd: Path = ROOT) -> Generator[subprocess.Popen[str]]:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     process = subprocess.Popen(
         [AGENTFX, "serve", *argv],
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -130,24 +130,10 @@ def test_a_signal_while_the_target_imports_abandons_the_startup(
     tmp_path: Path, transport: str, signum: signal.Signals
 ) -> None:
     (tmp_path / "slow_import.py").write_text(SLOW_IMPORT)
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    process = subprocess.Popen(
-        [AGENTFX, "serve", "slow_import:app", *TRANSPORTS[transport]],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with started("slow_import:app", *TRANSPORTS[transport], cwd=tmp_path) as process:
         assert process.stderr is not None
         assert process.stderr.readline() == "slow_import: importing\n"
         code, out, err, took = stopped(process, signum)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=10)
     # Not killed by the signal (-15), nor a KeyboardInterrupt's traceback.
     assert (code, out, err) == (0, "", f"agentfx: {signum.name} received; stopping\n")
     assert took < 5
