@@ -206,16 +206,24 @@ class Invocation(msgspec.Struct, frozen=True):
         ...
         TypeError: Invocation id must be a string or None, not int
         """
+        if type(self) is not Invocation:
+            _check(self)
+        # Each field read once, and the copy built positionally: this runs for
+        # every invocation a caller hands in (every adapter's call).
+        id_, signal, confirm = self.id, self.signal, self.confirm
         if not (
-            type(self) is Invocation
-            and (self.id is None or type(self.id) is str)
+            (id_ is None or type(id_) is str)
             and type(self.transport) is str
-            and (self.signal is None or type(self.signal) is AbortSignal)
-            and (self.confirm is None or callable(self.confirm))
+            and (signal is None or type(signal) is AbortSignal)
+            and (confirm is None or callable(confirm))
             and type(self.confirmed) is bool
         ):
             _check(self)
-        return self if self.id is not None else msgspec.structs.replace(self, id=new_invocation_id())
+        if id_ is not None:
+            return self
+        if type(self) is not Invocation:
+            return msgspec.structs.replace(self, id=new_invocation_id())  # a subclass stays one
+        return Invocation(new_invocation_id(), self.transport, signal, confirm, self.confirmed)
 
 
 def _check(invocation: object) -> None:

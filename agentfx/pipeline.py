@@ -602,7 +602,8 @@ def confirm_begin(
     # Typed to answer an awaitable bool; an adapter may answer a plain one, or break the promise.
     # (Any, not cast(): a cast is a call, and this runs for every call a person is asked about.)
     answer: Any = ask(ConfirmationRequest(capability.name, capability.tag, request.prompt, invocation))
-    if answer is not True and answer is not False and isawaitable(answer):
+    # A coroutine, what an async ``confirm`` answers, by its exact type first: ``isawaitable`` is a call.
+    if answer is not True and answer is not False and (type(answer) is COROUTINE or isawaitable(answer)):
         return answer
     return confirm_settle(env, capability, request, answer)
 

@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from returns.result import Failure, Success
 
@@ -294,3 +295,20 @@ def test_an_abort_from_another_thread_with_nothing_waiting_aborts() -> None:
     thread.start()
     thread.join()
     assert (controller.signal.aborted, controller.signal.reason) == (True, "elsewhere")
+
+
+def test_filling_in_an_id_keeps_every_other_field_and_a_subclass_stays_one() -> None:
+    async def ask(request: object) -> bool:
+        return True
+
+    signal = agentfx.AbortController().signal
+    given = agentfx.Invocation(transport="mcp", signal=signal, confirm=ask, confirmed=True)
+    filled = given.filled()
+    assert filled.id is not None
+    assert msgspec.structs.replace(filled, id=None) == given
+
+    class Tagged(agentfx.Invocation, frozen=True):
+        tag: str = "kept"
+
+    tagged = Tagged(transport="a2a", tag="mine").filled()
+    assert type(tagged) is Tagged and (tagged.tag, tagged.transport) == ("mine", "a2a") and tagged.id is not None
