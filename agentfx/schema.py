@@ -1241,6 +1241,8 @@ class _MirrorBuilder:
             tag_field=None if root else info.tag_field,
             forbid_unknown_fields=True,
             array_like=info.array_like,
+            # Hashable, so a mirror can stand inside a set as the frozen record it mirrors does.
+            frozen=True,
             # Mirrors are never built positionally; this keeps field order
             # even when a required field follows a defaulted one.
             kw_only=True,

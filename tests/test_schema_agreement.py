@@ -275,3 +275,22 @@ def test_a_repeated_item_is_worded_as_a_rule_of_the_set() -> None:
         codec.decode({"inner": [{"tags": ["b", "b"]}]})
     assert raised.value.problem == 'the items of "inner[0].tags" must be unique'
     assert codec.decode({"labels": ["a", "b"]}).labels == {"a", "b"}
+
+
+
+class _Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    amount: decimal.Decimal
+
+
+class _Code(msgspec.Struct, frozen=True):
+    code: Annotated[str, msgspec.Meta(pattern=r"^\d+$")]
+
+
+class _Basket(msgspec.Struct):
+    prices: frozenset[_Price]
+    codes: frozenset[_Code]
+
+
+def test_a_set_of_frozen_records_needing_a_second_pass_decodes() -> None:
+    decoded = InputCodec(_Basket).attempt({"prices": [{"amount": "1.50"}], "codes": [{"code": "12"}]})
+    assert decoded == _Basket(frozenset({_Price(decimal.Decimal("1.50"))}), frozenset({_Code("12")}))
