@@ -25,10 +25,11 @@ import dataclasses
 import decimal
 import enum
 import functools
+import itertools
 import math
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Annotated, Any, Generic, Literal, NotRequired, Required, TypeVar, Union, cast
 
@@ -292,16 +293,14 @@ def _decoder(
         except RecursionError as exc:
             return InvalidPayload("$", exc, _TOO_DEEP)
 
+    plain = attempt
+
     def attempt_checked(payload: object) -> T | InvalidPayload:
-        # For the types that need it only, so the common path above stays as short as it is.
-        if type(payload) is not dict:
-            return InvalidPayload("$", None, _NOT_AN_OBJECT)
-        if not fits(payload):
-            return InvalidPayload("$", None, _undeclared_key(cast("dict[object, object]", payload), allowed))
+        # The plain decoding, then what only some types need: the common path above stays as short as it is.
+        decoded = plain(payload)
+        if type(decoded) is InvalidPayload:
+            return decoded
         try:
-            if strict is not None:
-                convert(payload, strict)
-            decoded = convert(payload, tp)
             if after is not None:
                 convert(payload, after)
             where = None if repeated is None else repeated(payload, decoded, "$")
@@ -1475,30 +1474,10 @@ class _RepeatedItems:
 
     def items(self, item: Any) -> _Check | None:
         of_item = self.of(item)
-        if of_item is None:
-            return None
-
-        def check(sent: Any, decoded: Any, path: str) -> str | None:
-            for i, (value, made) in enumerate(zip(sent, decoded, strict=False)):
-                where = of_item(value, made, f"{path}[{i}]")
-                if where is not None:
-                    return where
-            return None
-
-        return check
+        return None if of_item is None else _each(itertools.repeat(of_item))
 
     def positions(self, checks: list[_Check | None]) -> _Check | None:
-        if all(check is None for check in checks):
-            return None
-
-        def check(sent: Any, decoded: Any, path: str) -> str | None:
-            for i, (of_item, value, made) in enumerate(zip(checks, sent, decoded, strict=False)):
-                where = None if of_item is None else of_item(value, made, f"{path}[{i}]")
-                if where is not None:
-                    return where
-            return None
-
-        return check
+        return None if all(check is None for check in checks) else _each(checks)
 
     def mapping(self, value_type: Any) -> _Check | None:
         of_value = self.of(value_type)
@@ -1517,6 +1496,19 @@ class _RepeatedItems:
             return None
 
         return check
+
+
+def _each(checks: Iterable[_Check | None]) -> _Check:
+    """The check of a sequence whose ``i``-th item ``checks`` checks in turn (nothing where it gives ``None``)."""
+
+    def check(sent: Any, decoded: Any, path: str) -> str | None:
+        for i, (of_item, value, made) in enumerate(zip(checks, sent, decoded, strict=False)):
+            where = None if of_item is None else of_item(value, made, f"{path}[{i}]")
+            if where is not None:
+                return where
+        return None
+
+    return check
 
 
 def _building(sent: Any, decoded: Any, path: str) -> str | None:  # pragma: no cover - a placeholder, never called
