@@ -207,7 +207,8 @@ class Invocation(msgspec.Struct, frozen=True):
         TypeError: Invocation id must be a string or None, not int
         """
         if type(self) is not Invocation:
-            _check(self)
+            _check(self)  # raises for anything but a subclass whose fields are right
+            return self if self.id is not None else msgspec.structs.replace(self, id=new_invocation_id())
         # Each field read once, and the copy built positionally: this runs for
         # every invocation a caller hands in (every adapter's call).
         id_, signal, confirm = self.id, self.signal, self.confirm
@@ -221,8 +222,6 @@ class Invocation(msgspec.Struct, frozen=True):
             _check(self)
         if id_ is not None:
             return self
-        if type(self) is not Invocation:
-            return msgspec.structs.replace(self, id=new_invocation_id())  # a subclass stays one
         return Invocation(new_invocation_id(), self.transport, signal, confirm, self.confirmed)
 
 
