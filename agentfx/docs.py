@@ -411,6 +411,16 @@ _BLOCK_START = re.compile(
 _FENCE = re.compile(r"`{3,}(?!.*[`|])|~{3,}(?!.*\|)")
 
 
+def _column(line: str, index: int) -> int:
+    """The column ``line[index]`` stands in, with CommonMark's tab stops."""
+    return len(line[:index].expandtabs(4))
+
+
+def _indented(line: str, index: int) -> int:
+    """The index of the first character past the spaces and tabs at ``line[index]``."""
+    return len(line) - len(line[index:].lstrip(" \t"))
+
+
 def _prose(text: str) -> str:
     r"""``text`` as Markdown that cannot open a block reaching past its own section.
 
@@ -451,13 +461,6 @@ def _prose(text: str) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-
-        def column(index: int) -> int:
-            return len(line[:index].expandtabs(4))  # CommonMark's tab stops
-
-        def indented(index: int) -> int:
-            return len(line) - len(line[index:].lstrip(" \t"))
-
         fence = _FENCE.match(line)
         if fence is not None and len(fence[0]) < unclosed.get(fence[0][0], len(fence[0]) + 1):
             closing = re.compile(rf" {{0,3}}{re.escape(fence[0][0])}{{{len(fence[0])},}}[ \t]*")
@@ -469,11 +472,12 @@ def _prose(text: str) -> str:
             unclosed[fence[0][0]] = len(fence[0])
         if i and line.strip(" \t") and not lines[i - 1].strip(" \t"):
             # After a blank line, a line indented less than an item's content ends the item.
-            items = {c for c in items if c <= column(indented(0))}
+            items = {c for c in items if c <= _column(line, _indented(line, 0))}
         start = base = 0
         while True:
-            end = indented(start)
-            code = column(end) - max([base, *(c for c in items if c <= column(end))]) > 3
+            end = _indented(line, start)
+            at = _column(line, end)
+            code = at - max([base, *(c for c in items if c <= at)]) > 3
             if not code and _BLOCK_START.match(line, end):
                 lines[i] = f"{line[:end]}\\{line[end:]}"
                 break
@@ -483,11 +487,11 @@ def _prose(text: str) -> str:
             if container is None or (code and container[1] is not None):
                 break
             start = container.end()
-            base = column(start)
+            base = _column(line, start)
             if container[1] is not None:
                 # An item's content starts one to four columns past its marker, else one.
-                marker, content = column(container.end(1)), column(indented(start))
-                items.add(content if content - marker <= 4 and line[indented(start) :] else marker + 1)
+                marker, content = _column(line, container.end(1)), _column(line, _indented(line, start))
+                items.add(content if content - marker <= 4 and line[_indented(line, start) :] else marker + 1)
         i += 1
     return "\n".join(lines)
 
