@@ -154,13 +154,15 @@ def _ecma_class(pattern: str, at: int) -> tuple[str, int]:
         if body == source[1 + negated : -1]:
             return source, i + 1
         return f"(?a:[{'^' if negated else ''}{body}])", i + 1
-    if not negated:
-        # Any member, or anything outside one of the excluded classes.
-        options = ([f"[{body}]"] if body else []) + [f"[^{left_out}]" for left_out in excluded]
-        return f"(?a:{'|'.join(options)})", i + 1
-    # No member, and inside every excluded class.
+    # A character no member is, inside every excluded class: what the
+    # negated class takes, and what the plain one leaves out. Lookaheads and
+    # one class, never an alternation: "(?:[a]|[^0-9])+" could match a run
+    # of letters in exponentially many ways, and fail that many times.
     parts = ([f"(?![{body}])"] if body else []) + [f"(?=[{left_out}])" for left_out in excluded[:-1]]
-    return f"(?a:{''.join(parts)}[{excluded[-1]}])", i + 1
+    left = f"{''.join(parts)}[{excluded[-1]}]"
+    if negated:
+        return f"(?a:{left})", i + 1
+    return f"(?a:(?!{left})[\\s\\S])", i + 1
 
 
 def _not_ecma(pattern: str, construct: str) -> TypeError:

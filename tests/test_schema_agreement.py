@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
+from agentfx._patterns import ecma_pattern
 from agentfx.schema import InputCodec, InvalidPayload
 
 Amount = NewType("Amount", decimal.Decimal)
@@ -156,6 +157,9 @@ _PATTERNS = [
     r"^[^\D]+$",
     r"^[\w-]+$",
     r"^[^\W\d]+$",
+    r"^[\Da]+\d$",
+    r"^[\D\S]$",
+    r"^[a\W_]+$",
     r"^.$",
     r"^[\d.]+$",
     r"^(?=a)\w$",
@@ -167,7 +171,7 @@ _PATTERNS = [
 ]
 _VALUES = ["ABC-12", "ABC-12\n", "123", "\u0661\u0662\u0663", "abc", "\u00e9a", "a b", "cat", "a cat!", "\u00e9cat", "", " ",
            "\n", "\u00a0", "\ufeff", "\x1c", "ab", "a\rb", "a\u2028b", "aa", "aaa", "x", "x\u00e9", "xa", "^", "$1", "a\n",
-           "\U0001f600", "1.2", "a-b"]  # fmt: skip
+           "\U0001f600", "1.2", "a-b", "a1", "\u0661a1", "\u00e9_"]  # fmt: skip
 
 
 @pytest.mark.parametrize("pattern", _PATTERNS)
@@ -180,6 +184,13 @@ def test_the_decoder_never_takes_a_value_the_patterns_ecma_262_reading_refuses(p
         # Python's own reading is matched too (the application's type keeps
         # its pattern), so where it is narrower the decoder may refuse more.
         assert decoded == (ecma and re.search(pattern, value) is not None), (pattern, value)
+
+
+@pytest.mark.parametrize("pattern", _PATTERNS)
+def test_a_translated_pattern_adds_no_alternation(pattern: str) -> None:
+    # An alternation inside a repeated class ("(?:[a]|[^0-9])+") matches a
+    # run in exponentially many ways: a translation adds lookaheads, never "|".
+    assert ecma_pattern(pattern).count("|") == pattern.count("|")
 
 
 def test_a_pattern_refusal_names_the_pattern_as_advertised() -> None:
