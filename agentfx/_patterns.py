@@ -5,16 +5,16 @@ Schema validator matches it as ECMA-262 does; msgspec matches it with
 Python's ``re``, which reads several constructs otherwise (``$``, ``\\d``,
 ``\\w``, ``.``). This module owns the translation of such a pattern into the
 Python pattern that matches exactly what the advertised one does, the refusal
-of syntax only Python has, and the way back from a translation to the pattern
-it was made from. It deliberately knows nothing of types, schemas or
-decoding: :mod:`agentfx.schema` decides where a pattern is matched.
+and the refusal of syntax only Python has. It deliberately knows nothing of
+types, schemas or decoding: :mod:`agentfx.schema` decides where a pattern is
+matched, and names a refused one as its schema declares it.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["advertised", "ecma_pattern"]
+__all__ = ["ecma_pattern"]
 
 # ECMA-262's classes, for a regular expression with the ``u`` flag and no
 # other, which is how JSON Schema validators read a ``pattern``: ASCII digits
@@ -29,9 +29,6 @@ _ECMA_DOT = "(?a:[^\\n\\r\\u2028\\u2029])"
 _ECMA_GROUPS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")
 _QUANTITY = re.compile(r"\{[0-9]+(,[0-9]*)?\}")
 
-_ADVERTISED: dict[str, str] = {}
-"""The pattern each ECMA-262 translation was made from, to name it as the schema does when it refuses."""
-
 
 def ecma_pattern(pattern: str) -> str:
     r"""The Python pattern that matches what ``pattern`` matches as a JSON Schema (ECMA-262) pattern.
@@ -43,8 +40,8 @@ def ecma_pattern(pattern: str) -> str:
     points, as in a Python ``str``). The constructs the two read alike are
     kept; those they read differently are rewritten to ECMA-262's meaning
     (every rewriting holds ``(?a:`` or ``\Z``, which no accepted pattern
-    does, so each is told from what it was made from). Python-only syntax,
-    which an ECMA-262 reader rejects or reads as something else, is refused.
+    does). Python-only syntax, which an ECMA-262 reader rejects or reads as
+    something else, is refused.
 
     The application's own type still matches the pattern as Python reads it,
     so a value is taken only when both readings match. Where Python's reading
@@ -99,10 +96,7 @@ def ecma_pattern(pattern: str) -> str:
         else:
             out.append(char)
             i += 1
-    translated = "".join(out)
-    if translated != pattern:
-        _ADVERTISED.setdefault(translated, pattern)
-    return translated
+    return "".join(out)
 
 
 def _ecma_escape(pattern: str, at: int, *, in_class: bool) -> str:
@@ -170,12 +164,3 @@ def _not_ecma(pattern: str, construct: str) -> TypeError:
         f"the pattern {pattern!r} uses {construct}, which JSON Schema's regular expressions (ECMA-262) do not have; "
         "write it with the syntax both share"
     )
-
-
-def advertised(pattern: str) -> str:
-    """The pattern as the schema advertises it: what ``pattern`` was translated from, or ``pattern`` itself.
-
-    >>> advertised(ecma_pattern("^a$")), advertised("^b$")
-    ('^a$', '^b$')
-    """
-    return _ADVERTISED.get(pattern, pattern)

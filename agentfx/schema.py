@@ -36,7 +36,7 @@ from typing import Annotated, Any, Generic, Literal, NotRequired, Required, Type
 import msgspec
 import msgspec.inspect
 
-from agentfx._patterns import advertised, ecma_pattern
+from agentfx._patterns import ecma_pattern
 from agentfx.errors import AgentProjectionError, echo
 
 __all__ = ["InputCodec", "InvalidPayload", "json_schema", "json_schema_components", "project"]
@@ -476,7 +476,7 @@ def _problem(text: str, schema: dict[str, Any]) -> str:
             return f"{subject} must be one of {choices}"
         kinds = _kinds(expected)
         return f"{subject} must be {kinds}" if kinds else f"{subject} is not valid"
-    worded = _rule(subject, expected, rule)
+    worded = _rule(subject, expected, rule, schema, location)
     if worded is not None:
         return worded
     comparison, _, number = rule.strip().partition(" ")
@@ -486,8 +486,12 @@ def _problem(text: str, schema: dict[str, Any]) -> str:
     return f"{subject} is not valid"
 
 
-def _rule(subject: str, expected: str, rule: str) -> str | None:
-    """A length, pattern or multiple rule msgspec names after ``Expected `<expected>```, worded; else ``None``."""
+def _rule(subject: str, expected: str, rule: str, schema: dict[str, Any], location: str, *, keys: bool = False) -> str | None:
+    """A length, pattern or multiple rule msgspec names after ``Expected `<expected>```, worded; else ``None``.
+
+    ``schema`` and ``location`` (with ``keys``, the keys of the mapping
+    there) are read only for a pattern, to name it as the schema does.
+    """
     if rule.startswith(" of length "):
         comparison, _, number = rule[11:].partition(" ")
         bound = _COMPARISONS.get(comparison)
@@ -502,10 +506,8 @@ def _rule(subject: str, expected: str, rule: str) -> str | None:
             return f"{subject} must have {bound} {_count(number, unit)}"
         return None
     if rule.startswith(" matching regex "):
-        pattern = _literal(rule[16:])
-        if pattern is not None:
-            # Said as the schema says it, not as the decoder matches it.
-            pattern = advertised(pattern)
+        matched = _literal(rule[16:])
+        pattern = None if matched is None else _declared_pattern(matched, schema, location, keys=keys)
         return f"{subject} must match {pattern}" if pattern is not None else f"{subject} must match its declared pattern"
     if rule.startswith(" that's a multiple of "):
         return f"{subject} must be a multiple of {rule[22:]}"
@@ -518,6 +520,7 @@ def _key_problem(text: str, schema: dict[str, Any], location: str, owner: str) -
     >>> schema = {"properties": {"tags": {"propertyNames": {"enum": ["a", "b"]}}}}
     >>> _key_problem("Invalid enum value 'c'", schema, "$.tags", '"tags"')
     'every key of "tags" must be one of "a", "b"'
+    >>> schema = {"properties": {"tags": {"propertyNames": {"pattern": "^k"}}}}
     >>> _key_problem("Expected `str` matching regex '^k'", schema, "$.tags", '"tags"')
     'every key of "tags" must match ^k'
     """
@@ -532,7 +535,7 @@ def _key_problem(text: str, schema: dict[str, Any], location: str, owner: str) -
     kinds = _kinds(expected)
     if kinds is None:
         return f"a key of {owner} is not valid"
-    worded = _rule(subject, expected, rule)
+    worded = _rule(subject, expected, rule, schema, location, keys=True)
     if worded is not None:
         return worded
     # A key out of its bounds is an integer all the same: saying only
@@ -540,6 +543,29 @@ def _key_problem(text: str, schema: dict[str, Any], location: str, owner: str) -
     comparison, _, number = rule.strip().partition(" ")
     bound = _COMPARISONS.get(comparison)
     return f"{subject} must be {kinds} {bound} {number}" if bound is not None and number else f"{subject} must be {kinds}"
+
+
+def _declared_pattern(matched: str, schema: dict[str, Any], location: str, *, keys: bool) -> str | None:
+    r"""The pattern the schema declares at ``location`` that the decoder matched as ``matched``; else ``None``.
+
+    The decoder matches a pattern as written (the application's own type)
+    or as translated to ECMA-262's reading; two declared patterns may share
+    a translation (``^\d$`` and ``^[\d]$``), so the one named is looked up
+    where the value was refused, not from the translation.
+
+    >>> schema = {"properties": {"code": {"type": "string", "pattern": "^[\\d]$"}}}
+    >>> _declared_pattern("^(?a:[0-9])\\Z", schema, "$.code", keys=False)
+    '^[\\d]$'
+    """
+    nodes = _nodes_at(schema, location)
+    if keys:
+        nodes = [cast("dict[str, Any]", names) for node in nodes for names in _key_names(schema, node) if isinstance(names, dict)]
+    for node in _flatten(schema, nodes):
+        declared = node.get("pattern")
+        # Every declared pattern was translated when the codec was built: this one cannot be refused now.
+        if isinstance(declared, str) and (declared == matched or ecma_pattern(declared) == matched):
+            return declared
+    return None
 
 
 def _literal(text: str) -> str | None:

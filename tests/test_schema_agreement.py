@@ -206,6 +206,30 @@ def test_a_pattern_refusal_names_the_pattern_as_advertised() -> None:
     assert refused.problem == '"word" must be at most 8 characters long'
 
 
+class _SharingTranslation(msgspec.Struct, tag=True):
+    # Two patterns ECMA-262 reads alike translate to one Python pattern.
+    plain: Annotated[str, msgspec.Meta(pattern=r"^\d$")] = "1"
+    classed: Annotated[str, msgspec.Meta(pattern=r"^[\d]$")] = "1"
+    keyed: dict[Annotated[str, msgspec.Meta(pattern=r"^[\d]$")], int] = {}
+    keyed_plain: dict[Annotated[str, msgspec.Meta(pattern=r"^\d$")], int] = {}
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ({"plain": "\u0661"}, '"plain" must match ^\\d$'),
+        ({"classed": "\u0661"}, '"classed" must match ^[\\d]$'),
+        ({"keyed": {"\u0661": 1}}, 'every key of "keyed" must match ^[\\d]$'),
+        ({"keyed_plain": {"\u0661": 1}}, 'every key of "keyed_plain" must match ^\\d$'),
+    ],
+)
+def test_patterns_sharing_a_translation_are_each_named_as_declared(payload: dict[str, Any], problem: str) -> None:
+    # A name remembered from the first translation made would misname the other field's.
+    refused = InputCodec(_SharingTranslation).attempt(payload)
+    assert isinstance(refused, InvalidPayload)
+    assert refused.problem == problem
+
+
 @pytest.mark.parametrize(
     ("pattern", "construct"),
     [
