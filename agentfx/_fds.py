@@ -41,31 +41,45 @@ def claim_stdio() -> Generator[tuple[int, int]]:
         wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
         try:
             wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-        except OSError:
+        except BaseException:
             os.close(wire_in)
             raise
+        # Entered before fds 0 and 1 are replaced, so a KeyboardInterrupt between
+        # any two steps still puts them back: putting back one not yet replaced
+        # changes nothing.
         try:
-            os.fstat(2)
-            stderr = 2
-        except OSError:
-            stderr = None
-        # Opened after the check: with stderr closed, the null device takes fd 2
-        # (until it is closed below), and fd 1 writes to it instead.
-        null = os.open(os.devnull, os.O_RDWR)
-        try:
-            os.dup2(null, 0)
-            os.dup2(null if stderr is None else stderr, 1)
-        finally:
-            os.close(null)
-        try:
+            try:
+                os.fstat(2)
+                stderr = 2
+            except OSError:
+                stderr = None
+            # Opened after the check: with stderr closed, the null device takes fd 2
+            # (until it is closed below), and fd 1 writes to it instead.
+            null = os.open(os.devnull, os.O_RDWR)
+            try:
+                os.dup2(null, 0)
+                os.dup2(null if stderr is None else stderr, 1)
+            finally:
+                os.close(null)
             yield wire_in, wire_out
         finally:
-            # Printed while claimed, so it belongs on stderr, not on the stdout restored below.
-            _flush(sys.stdout)
-            os.dup2(wire_in, 0)
-            os.dup2(wire_out, 1)
-            os.close(wire_in)
-            os.close(wire_out)
+            # Each step in the finally of the one before, so an interrupted one
+            # skips none after it; inline, as a call is itself a point a
+            # signal's handler may raise at.
+            try:
+                # Printed while claimed, so it belongs on stderr, not on the stdout restored below.
+                _flush(sys.stdout)
+            finally:
+                try:
+                    os.dup2(wire_in, 0)
+                finally:
+                    try:
+                        os.dup2(wire_out, 1)
+                    finally:
+                        try:
+                            os.close(wire_in)
+                        finally:
+                            os.close(wire_out)
     finally:
         _claimed.release()
 
