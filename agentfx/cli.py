@@ -31,6 +31,7 @@ import shlex
 import signal
 import socket
 import sys
+import threading
 import traceback
 import urllib.parse
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
@@ -582,18 +583,27 @@ async def _stop_signals(err: TextIO) -> AsyncGenerator[_Stop]:
             signals = stack.enter_context(anyio.open_signal_receiver(*STOP_SIGNALS))
         except (NotImplementedError, RuntimeError, ValueError):
             signals = None
+        # What serve's startup received before this receiver replaced its handlers.
+        pending = _hand_over(signals is not None)
         if signals is None:
             yield stop
             return
+
+        def stopping(received: int) -> None:
+            if not stop.serving.cancel_called:
+                err.write(f"agentfx: {signal.Signals(received).name} received; stopping\n")
+                err.flush()
+            stop.stop()
+
+        if pending is not None:
+            # Now, not once the watcher runs: a startup that never waits would serve first.
+            stopping(pending)
         try:
             async with anyio.create_task_group() as task_group:
 
                 async def watch() -> None:
                     async for received in signals:
-                        if not stop.serving.cancel_called:
-                            err.write(f"agentfx: {signal.Signals(received).name} received; stopping\n")
-                            err.flush()
-                        stop.stop()
+                        stopping(received)
 
                 task_group.start_soon(watch)
                 try:
@@ -1391,14 +1401,14 @@ def _markdown_command(args: argparse.Namespace, out: _Output, err: TextIO) -> in
 
 
 def _serve_command(args: argparse.Namespace, out: _Output, err: TextIO) -> int:
-    with _abandoned_by_signals():
+    with _abandoned_by_signals() as startup:
         _network_flags_fit(args)
         if args.transport != "stdio":
-            return _serve(args, err, None)
+            return _serve(args, err, None, startup)
         # Over stdio, stdout carries only the protocol: claimed before the target
         # is imported, given back once its runtime has exited.
         with _stdio_claimed() as wire:
-            return _serve(args, err, wire)
+            return _serve(args, err, wire, startup)
 
 
 class _Abandoned(BaseException):
@@ -1413,51 +1423,146 @@ class _Abandoned(BaseException):
         self.signum = signum
 
 
+class _Startup:
+    """The stop signal ``serve`` received while starting, before its event loop took signals over.
+
+    Python runs a signal's handler between any two bytecodes, those of a
+    callback that native code made included (pydantic-core building a
+    schema, ``type.__new__`` calling ``__set_name__``), and such code turns
+    what its callback raised into an error of its own: a handler that raised
+    would make a signal during startup a traceback and exit 1 or 2, now and
+    then. So :meth:`receive` only records the first signal, and
+    :meth:`check`, between the startup's phases, abandons it there. The
+    target's import alone is :meth:`interruptible`: it is the user's code,
+    which may block for any time, so the signal raises at once in it.
+    """
+
+    __slots__ = ("_interruptible", "received")
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._interruptible = False
+
+    def receive(self, signum: int, _frame: object) -> None:
+        """The handler of SIGTERM and SIGINT: the first is recorded, and raised at once only while interruptible."""
+        # Once: another signal while the startup unwinds changes nothing.
+        if self.received is None:
+            self.received = signum
+            if self._interruptible:
+                raise _Abandoned(signum)
+
+    def check(self) -> None:
+        """Abandon the startup here if a stop signal was received.
+
+        Raises:
+            _Abandoned: A stop signal was received.
+        """
+        if self.received is not None:
+            raise _Abandoned(self.received)
+
+    @contextmanager
+    def interruptible(self) -> Generator[None]:
+        """A phase a stop signal interrupts at once; whatever it raises once one was received is the abandonment.
+
+        Raises:
+            _Abandoned: A stop signal was received, before or during the phase.
+        """
+        self.check()
+        self._interruptible = True
+        try:
+            yield
+        except Exception as exc:
+            # Native code the signal interrupted may have turned _Abandoned into its own error.
+            if self.received is None:
+                raise
+            raise _Abandoned(self.received) from exc
+        finally:
+            self._interruptible = False
+        # The phase may have caught _Abandoned and carried on.
+        self.check()
+
+    def hand_over(self, receiving: bool) -> int | None:
+        """The event loop serves from here: a stop signal recorded until now is not lost.
+
+        Args:
+            receiving: The loop's receiver has replaced this startup's
+                handlers. Else the loop cannot receive signals, the handlers
+                stay, and a stop signal raises :class:`_Abandoned` at once,
+                wherever the loop is.
+
+        Returns:
+            The stop signal recorded, for the receiving loop to stop on, or ``None``.
+
+        Raises:
+            _Abandoned: The loop cannot receive signals, and one was received.
+        """
+        if receiving:
+            return self.received
+        self.check()
+        self._interruptible = True
+        return None
+
+
+_starting: _Startup | None = None
+"""The startup of the ``serve`` that holds SIGTERM and SIGINT until its event loop receives them."""
+
+
 @contextmanager
-def _abandoned_by_signals() -> Generator[None]:
-    """SIGTERM and SIGINT raise :class:`_Abandoned` until the event loop takes them over, then are as before.
+def _abandoned_by_signals() -> Generator[_Startup]:
+    """SIGTERM and SIGINT abandon the startup (:class:`_Startup`) until the event loop takes them over, then are as before.
 
     From the start of ``serve``: the target's import, the Redis URL's check,
     binding the port and the event loop's own start all come before
     :func:`_stop_signals` receives them. Its receiver replaces these handlers
     (the loop puts the defaults back as it leaves, so a signal after serving
-    has stopped acts as Python's own); the previous ones are put back here.
-    Outside the main thread nothing is installed.
+    has stopped acts as Python's own), and :func:`_hand_over` passes it a
+    signal recorded meanwhile; the previous ones are put back here. Outside
+    the main thread nothing is installed, and nothing is ever received.
     """
-
-    abandoned: list[int] = []
-
-    def abandon(signum: int, _frame: object) -> None:
-        # Once: another signal while the startup unwinds changes nothing.
-        if not abandoned:
-            abandoned.append(signum)
-            raise _Abandoned(signum)
-
+    global _starting
+    startup = _Startup()
     previous: dict[signal.Signals, Any] = {}
     try:
         for signum in STOP_SIGNALS:
             try:
-                previous[signum] = signal.signal(signum, abandon)
+                previous[signum] = signal.signal(signum, startup.receive)
             except ValueError:  # not the main thread
                 break
-        yield
+        if previous:
+            _starting = startup
+        yield startup
     finally:
+        if _starting is startup:
+            _starting = None
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
-def _serve(args: argparse.Namespace, err: TextIO, wire: tuple[int, int] | None) -> int:
+def _hand_over(receiving: bool) -> int | None:
+    """:meth:`_Startup.hand_over` for the ``serve`` starting in this thread, if any; once."""
+    global _starting
+    startup = _starting
+    if startup is None or threading.current_thread() is not threading.main_thread():
+        return None
+    _starting = None
+    return startup.hand_over(receiving)
+
+
+def _serve(args: argparse.Namespace, err: TextIO, wire: tuple[int, int] | None, startup: _Startup) -> int:
     # The target first: a wrong one is told apart without loading the MCP SDK.
-    served = _served(args.target)
+    with startup.interruptible():
+        served = _served(args.target)
     if args.redis is not None:
         served = _on_redis(served, args.target, args.redis, args.namespace)
     elif args.namespace is not None:
         raise UsageError("--namespace names the keys of --redis; give --redis URL too")
+    startup.check()
     if args.transport == "a2a":
         _require_a2a()
     else:
         _require("agentfx.mcp", *(("uvicorn",) if args.transport == "http" else ()))
     sealing = _request_state_security(os.environ) if args.transport == "http" else None
+    startup.check()
     try:
         if wire is not None:
             anyio.run(_serve_stdio, served, args.target, err, wire)
@@ -1465,6 +1570,7 @@ def _serve(args: argparse.Namespace, err: TextIO, wire: tuple[int, int] | None) 
             host = _DEFAULT_HOST if args.host is None else args.host
             port = _DEFAULT_PORT if args.port is None else args.port
             with _listen(host, port) as sock:
+                startup.check()
                 # uvicorn runs on asyncio only.
                 hosts = _allowed_hosts(host, args.allowed_host or ())
                 if args.transport == "a2a":

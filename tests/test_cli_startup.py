@@ -13,6 +13,7 @@ import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -139,11 +140,12 @@ def test_a_signal_while_the_target_imports_abandons_the_startup(
     assert took < 5
 
 
-def test_a_signal_before_the_event_loop_receives_it_abandons_the_startup_once() -> None:
+def test_a_signal_while_the_target_imports_abandons_the_startup_at_once_and_once() -> None:
     from agentfx.cli import _abandoned_by_signals, _Abandoned  # pyright: ignore[reportPrivateUsage]
 
     before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
-    with pytest.raises(_Abandoned) as raised, _abandoned_by_signals():
+    began = time.monotonic()
+    with pytest.raises(_Abandoned) as raised, _abandoned_by_signals() as startup, startup.interruptible():
         try:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
@@ -152,7 +154,103 @@ def test_a_signal_before_the_event_loop_receives_it_abandons_the_startup_once() 
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
     assert raised.value.signum == signal.SIGTERM
+    assert time.monotonic() - began < 4
     assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == before
+
+
+def test_elsewhere_before_the_event_loop_receives_it_a_signal_abandons_the_startup_at_its_next_check() -> None:
+    from agentfx.cli import _abandoned_by_signals, _Abandoned  # pyright: ignore[reportPrivateUsage]
+
+    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    finished: list[str] = []
+    with pytest.raises(_Abandoned) as raised, _abandoned_by_signals() as startup:
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGINT)
+        # Only recorded: what was running goes on to its end.
+        finished.append("phase")
+        startup.check()
+    assert (raised.value.signum, finished) == (signal.SIGTERM, ["phase"])
+    assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == before
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_inside_native_code_of_the_startup_neither_breaks_it_nor_fails_the_exit(
+    monkeypatch: pytest.MonkeyPatch, transport: str, signum: signal.Signals
+) -> None:
+    import agentfx.cli
+    from agentfx.cli import main
+
+    require = agentfx.cli._require  # pyright: ignore[reportPrivateUsage]
+    required: list[str] = []
+
+    def native(*modules: str, **options: str) -> None:
+        # What native code does with an exception a callback of its raised (pydantic-core
+        # building a schema as the SDK imports): an error of its own instead.
+        try:
+            signal.raise_signal(signum)
+        except BaseException as exc:
+            raise RuntimeError("the native call failed") from exc
+        require(*modules, **options)
+        required.extend(modules)
+
+    monkeypatch.setattr(agentfx.cli, "_require", native)
+    err = io.StringIO()
+    code = main(["serve", "tests.mcp_app:app", *TRANSPORTS[transport]], out=io.StringIO(), err=err)
+    assert (code, err.getvalue()) == (0, f"agentfx: {signum.name} received; stopping\n")
+    assert required[0] == "agentfx.mcp"
+
+
+WRAPPING_IMPORT = """\
+import signal
+
+try:
+    signal.raise_signal(signal.{name})
+except BaseException as exc:
+    # As native code turns what its callback raised into its own error (type.__new__ calling __set_name__).
+    raise RuntimeError("the model could not be built") from exc
+"""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_the_target_turns_into_its_own_error_on_import_still_abandons_the_startup(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, transport: str, signum: signal.Signals
+) -> None:
+    from agentfx.cli import main
+
+    (tmp_path / "wrapping_import.py").write_text(WRAPPING_IMPORT.format(name=signum.name))
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    err = io.StringIO()
+    code = main(["serve", "wrapping_import:app", *TRANSPORTS[transport]], out=io.StringIO(), err=err)
+    # Not exit 2 with the module's traceback.
+    assert (code, err.getvalue()) == (0, f"agentfx: {signum.name} received; stopping\n")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_just_before_the_event_loop_receives_signals_stops_it_before_it_serves(
+    monkeypatch: pytest.MonkeyPatch, transport: str, signum: signal.Signals
+) -> None:
+    from agentfx.cli import main
+
+    open_signal_receiver = anyio.open_signal_receiver
+
+    def late(*signals: signal.Signals) -> Any:
+        # The last moment the startup's handlers are there: past its every check.
+        signal.raise_signal(signum)
+        return open_signal_receiver(*signals)
+
+    monkeypatch.setattr(anyio, "open_signal_receiver", late)
+    err = io.StringIO()
+    # A server that missed the signal would serve (over HTTP, until this stops it).
+    timer = threading.Timer(5, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        code = main(["serve", "tests.mcp_app:app", *TRANSPORTS[transport]], out=io.StringIO(), err=err)
+    finally:
+        timer.cancel()
+    assert (code, err.getvalue()) == (0, f"agentfx: {signum.name} received; stopping\n")
 
 
 def test_once_the_event_loop_receives_signals_they_stop_it_as_before() -> None:
