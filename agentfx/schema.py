@@ -29,7 +29,7 @@ import itertools
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Annotated, Any, Generic, Literal, NotRequired, Required, TypeVar, Union, cast
 
@@ -1366,6 +1366,9 @@ _META_CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_l
 # compared with the list it came from: fewer items means a repeat (two items
 # that decode equal). The walk follows the type, pairing each JSON value with
 # what it decoded to, and is built once per input type, for those with a set.
+# Inside a set nothing pairs (its order is not the list's): there the walk
+# rebuilds each item with the sets inside it already decoded, so every value
+# is decoded once more at most, however deeply sets nest.
 # Equal is the application's equality: two spellings of one value (the
 # decimals "1.0" and "1.00", [1, 2] and [2, 1] as frozensets) are a repeat
 # here, though a JSON Schema validator tells them apart; the set could hold
@@ -1386,7 +1389,7 @@ def _repeated_items_check(root: type) -> _Check | None:
     """
     if not _any_type(list(_components(root)), _is_set):
         return None
-    return _RepeatedItems().of(root)
+    return _RepeatedItems().check(root)
 
 
 def _is_set(tp: Any) -> bool:
@@ -1394,151 +1397,301 @@ def _is_set(tp: Any) -> bool:
     return isinstance(origin, type) and issubclass(origin, AbstractSet)
 
 
+_UNPAIRED: Any = object()
+"""In place of what a value decoded to, where it is not known: the value's own walk rebuilds it."""
+
+_Task = tuple["_Walker", Any, Any, str]
+"""``(walker, sent, decoded, path)``: a value for the walk to visit; ``decoded`` may be :data:`_UNPAIRED`."""
+
+_Found = tuple["str | None", Any]
+"""What a visit gives back: the path of a set sent with a repeated item, if any, and the value rebuilt."""
+
+_Visit = Generator[_Task, _Found, _Found]
+
+
+class _Walker:
+    """How the sets inside one type are checked, visiting a value paired with what it decoded to, or not.
+
+    A visit is a generator yielding the values inside to visit and receiving
+    what each gave back, so :func:`_walk` runs it with its own stack: a
+    value nested as deeply as msgspec decodes is checked, however many
+    levels that is, without Python's recursion limit.
+
+    Unpaired (inside a set, whose own order is not the list's), a visit
+    rebuilds the value: the JSON sent with each set inside it replaced by
+    what it decoded to. msgspec takes a decoded value as it is, so each
+    set's items are then decoded once, over what is left of them, and the
+    whole walk is linear in the payload however deeply sets nest.
+    """
+
+    __slots__ = ()
+
+    def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:  # pragma: no cover - every kind has its own
+        raise NotImplementedError
+        yield
+
+
+def _walk(walker: _Walker, sent: Any, decoded: Any, path: str) -> str | None:
+    """The path of the first set with a repeated item inside ``sent``, visited by ``walker`` on a stack of its own."""
+    stack = [walker.visit(sent, decoded, path)]
+    given: Any = None
+    while stack:
+        try:
+            task = stack[-1].send(given)
+        except StopIteration as done:
+            stack.pop()
+            given = done.value
+            continue
+        inner, value, made, at = task
+        while isinstance(inner, _Later):
+            inner = inner.walker
+        stack.append(inner.visit(value, made, at))
+        given = None
+    return cast("_Found", given)[0]
+
+
+class _Unchecked(_Walker):
+    """A value with no set inside: nothing to check, and nothing to rebuild."""
+
+    __slots__ = ()
+
+    def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
+        return None, sent
+        yield
+
+
+class _Later(_Walker):
+    """The walker of a recursive type, known once the type's walker is built."""
+
+    __slots__ = ("walker",)
+
+    def __init__(self) -> None:
+        self.walker: _Walker = _Unchecked()
+
+
+class _SetWalk(_Walker):
+    __slots__ = ("item", "tp")
+
+    def __init__(self, tp: Any, item: _Walker | None) -> None:
+        self.tp, self.item = tp, item
+
+    def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
+        if decoded is not _UNPAIRED:
+            if len(sent) != len(decoded):
+                return path, None
+            if self.item is not None:
+                for i, value in enumerate(sent):
+                    where, _ = yield self.item, value, _UNPAIRED, f"{path}[{i}]"
+                    if where is not None:
+                        return where, None
+            return None, None
+        items: list[Any] = sent
+        first = None
+        if self.item is not None:
+            items = []
+            for i, value in enumerate(sent):
+                where, rebuilt = yield self.item, value, _UNPAIRED, f"{path}[{i}]"
+                items.append(rebuilt)
+                first = where if first is None else first
+        made = msgspec.convert(items, self.tp, str_keys=True)
+        # This set's own repeat is named before one inside its items, as when paired.
+        return (path if len(made) != len(sent) else first), made
+
+
+class _RecordWalk(_Walker):
+    __slots__ = ("array_like", "fields", "typed_dict")
+
+    def __init__(self, fields: list[tuple[str, str, int, _Walker]], array_like: bool, typed_dict: bool) -> None:
+        self.fields, self.array_like, self.typed_dict = fields, array_like, typed_dict
+
+    def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
+        paired = decoded is not _UNPAIRED
+        rebuilt: Any = None if paired else list(sent) if self.array_like else dict(sent)
+        first = None
+        for name, key, at, walker in self.fields:
+            if self.array_like:
+                if at >= len(sent):
+                    continue
+                value, where_at = sent[at], f"{path}[{at}]"
+            elif key in sent:
+                value, where_at = sent[key], f"{path}.{key}"
+            else:
+                continue
+            made = _UNPAIRED if not paired else decoded[name] if self.typed_dict else getattr(decoded, name)
+            where, field = yield walker, value, made, where_at
+            if paired:
+                if where is not None:
+                    return where, None
+            else:
+                rebuilt[at if self.array_like else key] = field
+                first = where if first is None else first
+        return first, rebuilt
+
+
+class _SequenceWalk(_Walker):
+    """A list, a sequence or a tuple: every item checked by one walker, or each position by its own."""
+
+    __slots__ = ("item", "positions")
+
+    def __init__(self, item: _Walker | None, positions: list[_Walker | None] | None) -> None:
+        self.item, self.positions = item, positions
+
+    def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
+        paired = decoded is not _UNPAIRED
+        rebuilt: list[Any] = [] if paired else list(sent)
+        made = iter(decoded) if paired else itertools.repeat(_UNPAIRED)
+        first = None
+        for i, (value, value_made) in enumerate(zip(sent, made)):
+            walker = self.item if self.positions is None else self.positions[i] if i < len(self.positions) else None
+            if walker is None:
+                continue
+            where, item = yield walker, value, value_made, f"{path}[{i}]"
+            if paired:
+                if where is not None:
+                    return where, None
+            else:
+                rebuilt[i] = item
+                first = where if first is None else first
+        return first, rebuilt
+
+
+class _MappingWalk(_Walker):
+    __slots__ = ("value",)
+
+    def __init__(self, value: _Walker) -> None:
+        self.value = value
+
+    def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
+        # Keys that decode equal (an integer key spelled twice) leave fewer
+        # entries to pair with: then each value is rebuilt, as inside a set.
+        paired = decoded is not _UNPAIRED and len(sent) == len(decoded)
+        made = iter(decoded.values()) if paired else itertools.repeat(_UNPAIRED)
+        rebuilt: dict[Any, Any] = {}
+        first = None
+        for (key, value), value_made in zip(sent.items(), made):
+            where, item = yield self.value, value, value_made, f"{path}[...]"
+            if paired:
+                if where is not None:
+                    return where, None
+            else:
+                rebuilt[key] = item
+                first = where if first is None else first
+        return first, rebuilt
+
+
+class _UnionWalk(_Walker):
+    """The members that hold a set, each with the class it decodes to, its JSON kind and its tag."""
+
+    __slots__ = ("options", "tp")
+
+    def __init__(self, tp: Any, options: list[tuple[type | tuple[type, ...], type, tuple[str, object] | None, _Walker]]) -> None:
+        self.tp, self.options = tp, options
+
+    def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
+        if decoded is _UNPAIRED:
+            # msgspec takes at most one member of each JSON kind, or tagged
+            # records of it: the member is told by the kind and the tag.
+            kind = _sent_kind(sent)
+            fitting = [o for o in self.options if o[1] is kind]
+            if len(fitting) > 1:
+                fitting = [o for o in fitting if o[2] is not None and _tag_of(sent, o[2][0]) == o[2][1]]
+            if not fitting:
+                return None, sent
+            if len(fitting) == 1:
+                where, rebuilt = yield fitting[0][3], sent, _UNPAIRED, path
+                return where, rebuilt
+            decoded = msgspec.convert(sent, self.tp, str_keys=True)  # pragma: no cover - a kind msgspec takes twice
+        for cls, _, _, walker in self.options:
+            if isinstance(decoded, cls):
+                where, _ = yield walker, sent, decoded, path
+                return where, decoded
+        return None, decoded
+
+
+def _sent_kind(sent: object) -> type | None:
+    """``dict`` or ``list`` for a JSON object or array; else ``None``."""
+    return dict if isinstance(sent, dict) else list if isinstance(sent, list) else None
+
+
+def _tag_of(sent: Any, tag_field: str) -> object:
+    """The tag a tagged record was sent with: its ``tag_field`` key, or an array-like one's first item."""
+    if isinstance(sent, dict):
+        return cast("dict[str, object]", sent).get(tag_field)
+    return cast("list[object]", sent)[0] if sent else None
+
+
 class _RepeatedItems:
     def __init__(self) -> None:
-        self.made: dict[int, _Check | None] = {}
+        self.made: dict[int, _Walker | None] = {}
         self.held: list[object] = []  # keeps the ids in ``made`` from being reused
 
-    def of(self, tp: Any) -> _Check | None:
+    def check(self, root: Any) -> _Check | None:
+        walker = self.of(root)
+        if walker is None:
+            return None
+        return lambda sent, decoded, path: _walk(walker, sent, decoded, path)
+
+    def of(self, tp: Any) -> _Walker | None:
         key = id(tp)
         if key in self.made:
-            made = self.made[key]
-            if made is _building:
-                # A recursive type: its check is looked up when it runs.
-                return lambda sent, decoded, path: cast("_Check", self.made[key])(sent, decoded, path)
-            return made
+            return self.made[key]
         self.held.append(tp)
         if not _any_type([tp], _is_set):
             self.made[key] = None
             return None
-        self.made[key] = _building
+        # A recursive type meets its own walker, still being built, as this placeholder.
+        later = _Later()
+        self.made[key] = later
         made = self.build(tp)
+        if made is not None:
+            later.walker = made
         self.made[key] = made
         return made
 
-    def build(self, tp: Any) -> _Check | None:
+    def build(self, tp: Any) -> _Walker | None:
         inner = _unwrapped(tp)
         if inner is not tp:
             return self.of(inner)
         record = _record(tp)
         if record is not None:
-            return self.record(record, typing.is_typeddict(tp))
+            offset = 1 if record.array_like and record.tag_field is not None else 0
+            fields = [(f.name, f.encode_name, i + offset, found) for i, f in enumerate(record.fields) if (found := self.of(f.type)) is not None]
+            return _RecordWalk(fields, record.array_like, typing.is_typeddict(tp)) if fields else None
         origin: object = typing.get_origin(tp) or tp
         args = [arg for arg in typing.get_args(tp) if arg is not Ellipsis]
         if origin is Union or origin is types.UnionType:
-            return self.union(args)
+            options = [(_decoded_class(m), _json_kind(m), _tagged(m), found) for m in args if (found := self.of(m)) is not None]
+            return _UnionWalk(tp, options) if options else None
         if not isinstance(origin, type):
             return None
         if issubclass(origin, AbstractSet):
-            return self.set(args[0] if args else Any)
+            return _SetWalk(tp, self.of(args[0]) if args else None)
         if issubclass(origin, Mapping):
-            return self.mapping(args[1] if len(args) == 2 else Any)
+            found = self.of(args[1]) if len(args) == 2 else None
+            return None if found is None else _MappingWalk(found)
         if issubclass(origin, tuple) and args and typing.get_args(tp)[-1] is not Ellipsis:
-            return self.positions([self.of(arg) for arg in args])
-        if args:
-            return self.items(args[0])
+            positions = [self.of(arg) for arg in args]
+            return None if all(p is None for p in positions) else _SequenceWalk(None, positions)
+        found = self.of(args[0]) if args else None
+        return None if found is None else _SequenceWalk(found, None)
+
+
+def _json_kind(tp: Any) -> type:
+    """``dict`` or ``list``: what JSON sends a value of ``tp``, a type that holds a set, as."""
+    inner = _unwrapped(tp)
+    record = _record(inner)
+    if record is not None:
+        return list if record.array_like else dict
+    origin: object = typing.get_origin(inner) or inner
+    return dict if isinstance(origin, type) and issubclass(origin, Mapping) else list
+
+
+def _tagged(tp: Any) -> tuple[str, object] | None:
+    """The tag field and tag of a tagged Struct, which tell it from the union's other members of its kind."""
+    record = _record(_unwrapped(tp))
+    if record is None or record.tag_field is None:
         return None
-
-    def record(self, record: _Record, typed_dict: bool) -> _Check | None:
-        offset = 1 if record.array_like and record.tag_field is not None else 0
-        checks = [
-            (f.name, f.encode_name, i + offset, found)
-            for i, f in enumerate(record.fields)
-            if (found := self.of(f.type)) is not None
-        ]
-        if record.array_like:
-
-            def positional(sent: Any, decoded: Any, path: str) -> str | None:
-                for name, _, at, check in checks:
-                    if at < len(sent):
-                        where = check(sent[at], getattr(decoded, name), f"{path}[{at}]")
-                        if where is not None:
-                            return where
-                return None
-
-            return positional
-
-        def named(sent: Any, decoded: Any, path: str) -> str | None:
-            for name, key, _, check in checks:
-                if key in sent:
-                    value = decoded[name] if typed_dict else getattr(decoded, name)
-                    where = check(sent[key], value, f"{path}.{key}")
-                    if where is not None:
-                        return where
-            return None
-
-        return named
-
-    def union(self, members: list[Any]) -> _Check | None:
-        options = [(_decoded_class(member), found) for member in members if (found := self.of(member)) is not None]
-        if not options:
-            return None
-
-        def check(sent: Any, decoded: Any, path: str) -> str | None:
-            for cls, of_member in options:
-                if isinstance(decoded, cls):
-                    return of_member(sent, decoded, path)
-            return None
-
-        return check
-
-    def set(self, item: Any) -> _Check:
-        of_item = self.of(item)
-
-        def check(sent: Any, decoded: Any, path: str) -> str | None:
-            if len(sent) != len(decoded):
-                return path
-            if of_item is not None:
-                # A set's own order is not the list's: each item is decoded again.
-                for i, value in enumerate(sent):
-                    where = of_item(value, msgspec.convert(value, item, str_keys=True), f"{path}[{i}]")
-                    if where is not None:
-                        return where
-            return None
-
-        return check
-
-    def items(self, item: Any) -> _Check | None:
-        of_item = self.of(item)
-        return None if of_item is None else _each(itertools.repeat(of_item))
-
-    def positions(self, checks: list[_Check | None]) -> _Check | None:
-        return None if all(check is None for check in checks) else _each(checks)
-
-    def mapping(self, value_type: Any) -> _Check | None:
-        of_value = self.of(value_type)
-        if of_value is None:
-            return None
-
-        def check(sent: Any, decoded: Any, path: str) -> str | None:
-            # Keys that decode equal (an integer key spelled twice) leave fewer entries to pair with.
-            made = decoded.values() if len(sent) == len(decoded) else None
-            for value, value_made in zip(sent.values(), made or sent.values(), strict=True):
-                if made is None:
-                    value_made = msgspec.convert(value, value_type, str_keys=True)
-                where = of_value(value, value_made, f"{path}[...]")
-                if where is not None:
-                    return where
-            return None
-
-        return check
-
-
-def _each(checks: Iterable[_Check | None]) -> _Check:
-    """The check of a sequence whose ``i``-th item ``checks`` checks in turn (nothing where it gives ``None``)."""
-
-    def check(sent: Any, decoded: Any, path: str) -> str | None:
-        for i, (of_item, value, made) in enumerate(zip(checks, sent, decoded, strict=False)):
-            where = None if of_item is None else of_item(value, made, f"{path}[{i}]")
-            if where is not None:
-                return where
-        return None
-
-    return check
-
-
-def _building(sent: Any, decoded: Any, path: str) -> str | None:  # pragma: no cover - a placeholder, never called
-    return None
+    return record.tag_field, record.tag
 
 
 def _decoded_class(tp: Any) -> type | tuple[type, ...]:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
+import itertools
 import json
 import re
 import subprocess
+import types
+import typing
 from collections.abc import Iterator
-from typing import Annotated, Any, NewType, cast
+from typing import Annotated, Any, NewType, Union, cast
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
 from agentfx._patterns import ecma_pattern
@@ -329,3 +335,158 @@ class _Basket(msgspec.Struct):
 def test_a_set_of_frozen_records_needing_a_second_pass_decodes() -> None:
     decoded = InputCodec(_Basket).attempt({"prices": [{"amount": "1.50"}], "codes": [{"code": "12"}]})
     assert decoded == _Basket(frozenset({_Price(decimal.Decimal("1.50"))}), frozenset({_Code("12")}))
+
+
+# --- sets inside sets: each item decoded once, at any depth --------------------------
+
+
+class _Leaf(msgspec.Struct, frozen=True, tag="leaf"):
+    marks: frozenset[int] = frozenset()
+
+
+class _Branch(msgspec.Struct, frozen=True, tag="branch"):
+    kids: frozenset[_Leaf | _Branch] = frozenset()
+    named: tuple[tuple[str, frozenset[int]], ...] = ()
+    by_key: frozenset[_Keyed] = frozenset()
+    maybe: frozenset[int] | None = None
+
+
+class _Keyed(msgspec.Struct, frozen=True, array_like=True, tag=1):
+    marks: frozenset[int]
+
+
+class _Forest(msgspec.Struct):
+    trees: frozenset[_Leaf | _Branch] = frozenset()
+
+
+def _first_repeat(sent: Any, tp: Any, path: str) -> str | None:
+    """The reference: the first set with a repeat, each set's items decoded on their own (outer before inner)."""
+    shape = typing.get_origin(tp) or tp
+    args = typing.get_args(tp)
+    if tp in (_Leaf, _Branch, _Keyed):
+        hints = typing.get_type_hints(tp)
+        names = [f.name for f in msgspec.structs.fields(tp)]
+        if tp is _Keyed:
+            return _first_repeat(sent[1], hints["marks"], f"{path}[1]") if len(sent) > 1 else None
+        for name in names:
+            if name in sent:
+                found = _first_repeat(sent[name], hints[name], f"{path}.{name}")
+                if found is not None:
+                    return found
+        return None
+    if shape in (Union, types.UnionType):
+        if sent is None:
+            return None
+        member = next(m for m in args if m is not type(None) and (not isinstance(sent, dict) or m.__struct_config__.tag == sent["type"]))
+        return _first_repeat(sent, member, path)
+    if shape is frozenset:
+        if len(msgspec.convert(sent, tp)) != len(sent):
+            return path
+        return next((f for i, item in enumerate(sent) if (f := _first_repeat(item, args[0], f"{path}[{i}]"))), None)
+    if shape is tuple:
+        items = zip(sent, itertools.repeat(args[0])) if args[-1] is Ellipsis else zip(sent, args)
+        return next((f for i, (item, t) in enumerate(items) if (f := _first_repeat(item, t, f"{path}[{i}]"))), None)
+    return None
+
+
+_marks = st.lists(st.integers(0, 2), max_size=3)
+_leaves: st.SearchStrategy[Any] = st.fixed_dictionaries({"type": st.just("leaf")}, optional={"marks": _marks})
+_keyed = st.tuples(st.just(1), _marks).map(list)
+
+
+def _branches(kids: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    optional: dict[str, st.SearchStrategy[Any]] = {
+        "kids": st.lists(kids, max_size=3),
+        "named": st.lists(st.tuples(st.sampled_from("ab"), _marks).map(list), max_size=2),
+        "by_key": st.lists(_keyed, max_size=2),
+        "maybe": st.none() | _marks,
+    }
+    return st.fixed_dictionaries({"type": st.just("branch")}, optional=optional)
+
+
+_trees = st.recursive(_leaves, _branches, max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_trees, max_size=3))
+def test_a_repeat_in_sets_nested_in_sets_is_found_where_each_set_decoded_alone_finds_it(trees: list[Any]) -> None:
+    refused = InputCodec(_Forest).attempt({"trees": trees})
+    expected = _first_repeat(trees, frozenset[_Leaf | _Branch], "$.trees")
+    assert (refused.path if isinstance(refused, InvalidPayload) else None) == expected
+
+
+def _nested(depth: int, bottom: list[int]) -> dict[str, Any]:
+    tree: dict[str, Any] = {"type": "leaf", "marks": bottom}
+    for _ in range(depth):
+        tree = {"type": "branch", "kids": [tree]}
+    return tree
+
+
+def test_sets_nested_as_deeply_as_the_decoder_goes_are_checked() -> None:
+    # As deep as msgspec decodes a payload of this shape: deeper than the checker's recursion would reach.
+    depth = 300
+    assert isinstance(msgspec.convert(_nested(depth, [1]), _Leaf | _Branch), _Branch)
+    assert not isinstance(InputCodec(_Forest).attempt({"trees": [_nested(depth, [1, 2])]}), InvalidPayload)
+    refused = InputCodec(_Forest).attempt({"trees": [_nested(depth, [1, 1])]})
+    assert isinstance(refused, InvalidPayload)
+    assert refused.path == "$.trees[0]" + ".kids[0]" * depth + ".marks"
+
+
+def test_each_item_of_sets_nested_in_sets_is_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    codec = InputCodec(_Forest)
+    depth, width = 60, 50
+    payload = {"trees": [_nested(depth, list(range(width)))]}
+    assert not isinstance(codec.attempt(payload), InvalidPayload)
+    converted = 0
+    convert = msgspec.convert
+
+    def counting(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal converted
+        # JSON values the call decodes: what it takes as already decoded is not counted.
+        pending = [obj]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, dict):
+                pending.extend(cast("dict[str, Any]", value).values())
+            elif isinstance(value, list):
+                pending.extend(cast("list[Any]", value))
+            converted += 1
+        return convert(obj, *args, **kwargs)
+
+    monkeypatch.setattr(msgspec, "convert", counting)
+    assert not isinstance(codec.attempt(payload), InvalidPayload)
+    sent = depth * 3 + width + 3
+    # Decoding each item again at every level of sets would be ~depth * (depth + width) values.
+    assert converted <= 4 * sent, (converted, sent)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Marked:
+    marks: frozenset[int]
+
+
+class _MarkedRow(typing.NamedTuple):
+    marks: frozenset[int]
+
+
+class _Held(msgspec.Struct):
+    by_number: dict[int, frozenset[frozenset[int]]] = {}
+    marked: frozenset[_Marked] = frozenset()
+    rows: frozenset[_MarkedRow] = frozenset()
+
+
+@pytest.mark.parametrize(
+    ("payload", "where"),
+    [
+        # "0" and "-0" decode to one key: the values are paired with nothing and rebuilt.
+        ({"by_number": {"0": [[1, 2]], "-0": [[3, 3]]}}, "$.by_number[...][0]"),
+        ({"by_number": {"0": [[1]], "-0": [[3]]}}, None),
+        ({"marked": [{"marks": [1]}, {"marks": [2, 2]}]}, "$.marked[1].marks"),
+        ({"marked": [{"marks": [1, 2]}, {"marks": [2, 1]}]}, "$.marked"),
+        ({"rows": [[[1]], [[2, 2]]]}, "$.rows[1][0]"),
+        ({"rows": [[[1]], [[2]]]}, None),
+    ],
+)
+def test_records_and_mappings_inside_sets_are_checked_as_decoded(payload: dict[str, Any], where: str | None) -> None:
+    decoded = InputCodec(_Held).attempt(payload)
+    assert (decoded.path if isinstance(decoded, InvalidPayload) else None) == where
