@@ -1498,6 +1498,24 @@ class _SetWalk(_Walker):
         return (path if len(made) != len(sent) else first), made
 
 
+def _visit_each(children: Iterator[tuple[Any, _Walker, Any, Any, str]], rebuilt: Any) -> _Visit:
+    """Visit each ``(slot, walker, sent, decoded, path)`` of a container, paired or rebuilt.
+
+    Paired (``rebuilt`` is ``None``), up to the first repeat; else every one,
+    each rebuilt value put in ``rebuilt[slot]`` and the first repeat kept.
+    """
+    first = None
+    for slot, walker, value, made, path in children:
+        where, item = yield walker, value, made, path
+        if rebuilt is None:
+            if where is not None:
+                return where, None
+        else:
+            rebuilt[slot] = item
+            first = where if first is None else first
+    return first, rebuilt
+
+
 class _RecordWalk(_Walker):
     __slots__ = ("array_like", "fields", "typed_dict")
 
@@ -1507,25 +1525,16 @@ class _RecordWalk(_Walker):
     def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
         paired = decoded is not _UNPAIRED
         rebuilt: Any = None if paired else list(sent) if self.array_like else dict(sent)
-        first = None
+        return (yield from _visit_each(self.children(sent, decoded, path, paired), rebuilt))
+
+    def children(self, sent: Any, decoded: Any, path: str, paired: bool) -> Iterator[tuple[Any, _Walker, Any, Any, str]]:
         for name, key, at, walker in self.fields:
-            if self.array_like:
-                if at >= len(sent):
-                    continue
-                value, where_at = sent[at], f"{path}[{at}]"
-            elif key in sent:
-                value, where_at = sent[key], f"{path}.{key}"
-            else:
-                continue
             made = _UNPAIRED if not paired else decoded[name] if self.typed_dict else getattr(decoded, name)
-            where, field = yield walker, value, made, where_at
-            if paired:
-                if where is not None:
-                    return where, None
-            else:
-                rebuilt[at if self.array_like else key] = field
-                first = where if first is None else first
-        return first, rebuilt
+            if self.array_like:
+                if at < len(sent):
+                    yield at, walker, sent[at], made, f"{path}[{at}]"
+            elif key in sent:
+                yield key, walker, sent[key], made, f"{path}.{key}"
 
 
 class _SequenceWalk(_Walker):
@@ -1538,21 +1547,14 @@ class _SequenceWalk(_Walker):
 
     def visit(self, sent: Any, decoded: Any, path: str) -> _Visit:
         paired = decoded is not _UNPAIRED
-        rebuilt: list[Any] = [] if paired else list(sent)
         made = iter(decoded) if paired else itertools.repeat(_UNPAIRED)
-        first = None
-        for i, (value, value_made) in enumerate(zip(sent, made)):
-            walker = self.item if self.positions is None else self.positions[i] if i < len(self.positions) else None
-            if walker is None:
-                continue
-            where, item = yield walker, value, value_made, f"{path}[{i}]"
-            if paired:
-                if where is not None:
-                    return where, None
-            else:
-                rebuilt[i] = item
-                first = where if first is None else first
-        return first, rebuilt
+        children = (
+            (i, walker, value, value_made, f"{path}[{i}]")
+            for i, (value, value_made) in enumerate(zip(sent, made))
+            if (walker := self.item if self.positions is None else self.positions[i] if i < len(self.positions) else None)
+            is not None
+        )
+        return (yield from _visit_each(children, None if paired else list(sent)))
 
 
 class _MappingWalk(_Walker):
@@ -1566,17 +1568,8 @@ class _MappingWalk(_Walker):
         # entries to pair with: then each value is rebuilt, as inside a set.
         paired = decoded is not _UNPAIRED and len(sent) == len(decoded)
         made = iter(decoded.values()) if paired else itertools.repeat(_UNPAIRED)
-        rebuilt: dict[Any, Any] = {}
-        first = None
-        for (key, value), value_made in zip(sent.items(), made):
-            where, item = yield self.value, value, value_made, f"{path}[...]"
-            if paired:
-                if where is not None:
-                    return where, None
-            else:
-                rebuilt[key] = item
-                first = where if first is None else first
-        return first, rebuilt
+        children = ((key, self.value, value, value_made, f"{path}[...]") for (key, value), value_made in zip(sent.items(), made))
+        return (yield from _visit_each(children, None if paired else dict(sent)))
 
 
 class _UnionWalk(_Walker):
