@@ -285,9 +285,12 @@ if #failed > 0 then
   for _, id in ipairs(failed) do kept[#kept + 1] = id end
   redis.call('HSET', KEYS[2], 'failed', table.concat(kept, ' ', math.max(1, #kept - 255), #kept))
 end
--- MINID keeps the id it is given: trim from the next one, so no applied entry takes a waiting one's room.
-local ms, seq = string.match(last, '^(%d+)-(%d+)$')
-redis.call('XTRIM', KEYS[4], 'MINID', string.format('%s-%d', ms, tonumber(seq) + 1))
+-- MINID keeps the id it is given, so that one goes after it: no applied entry
+-- takes a waiting one's room. No arithmetic on the id: Lua's numbers are
+-- doubles, and a sequence past 2^53 (anyone may XADD one) would be no id at
+-- all, failing the script after it stored the batch (Redis undoes nothing).
+redis.call('XTRIM', KEYS[4], 'MINID', last)
+redis.call('XDEL', KEYS[4], last)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return logid
 """
@@ -1633,20 +1636,28 @@ class RedisProgram(Program[M, Msg]):
             deadline = self._renewed + third
             for entry_id, fields in entries:
                 data = fields.get(b"m", b"")
+                snapshot = b""
                 try:
-                    result = update(model, decode(data))
-                    pair = _as_pair(result) if result.__class__ is tuple else None
-                    new = cast(M, result) if pair is None else cast(M, pair[0])
-                    snapshot = b"" if new is model else msgspec.msgpack.encode(new)
-                except Exception:
-                    _logger.exception("update raised on inbox entry %s; it is recorded as failed", entry_id.decode())
+                    message = decode(data)
+                except msgspec.DecodeError:
+                    # Never the decoder's text: it may quote the entry.
+                    _logger.error("inbox entry %s is not a Message of this program; it is recorded as failed", entry_id.decode())
                     body += [entry_id, _FAILED, data, b""]
-                    snapshot = b""
                 else:
-                    body += [entry_id, _UNCHANGED if new is model else _CHANGED, data, snapshot]
-                    model = new
-                    if pair is not None:
-                        commands.extend(pair[1])
+                    try:
+                        result = update(model, message)
+                        pair = _as_pair(result) if result.__class__ is tuple else None
+                        new = cast(M, result) if pair is None else cast(M, pair[0])
+                        snapshot = b"" if new is model else msgspec.msgpack.encode(new)
+                    except Exception:
+                        _logger.exception("update raised on inbox entry %s; it is recorded as failed", entry_id.decode())
+                        body += [entry_id, _FAILED, data, b""]
+                        snapshot = b""
+                    else:
+                        body += [entry_id, _UNCHANGED if new is model else _CHANGED, data, snapshot]
+                        model = new
+                        if pair is not None:
+                            commands.extend(pair[1])
                 size = len(data) + len(snapshot)
                 spent += size
                 sizes.append(size + _ENTRY_BYTES)
@@ -1670,14 +1681,17 @@ class RedisProgram(Program[M, Msg]):
                     keys=[self._keys.writer, self._keys.model, self._keys.log, self._keys.inbox], args=args
                 )
             except ResponseError as exc:
-                # Refused whole: nothing of the batch was stored, and its next writer asks again.
+                if "AGENTFX_" not in str(exc):
+                    # Any other error may come after the script's first write
+                    # (Redis undoes nothing): the batch may have landed, as
+                    # when a reply is lost, and the stored version settles it.
+                    raise
+                # Refused whole, before anything was written: its next writer asks again.
                 self._unstarted = None
                 if "AGENTFX_TYPES" in str(exc):
                     # Another process's types wrote since this batch began.
                     raise _Refused(*self._differ("another fingerprint was stored while this process wrote")) from None
-                if "AGENTFX_" in str(exc):
-                    raise _LeaseLost from None
-                raise
+                raise _LeaseLost from None
             self._unstarted = None
             # The apply renewed the lease as it stored the batch.
             self._renewed = max(self._renewed, asked)
