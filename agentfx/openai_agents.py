@@ -20,7 +20,10 @@ The SDK's traps, and how the tools avoid them:
   ``redact`` key could not hide what it holds. A ``"\\ud800"`` escape (a lone
   surrogate) would be refused ``"<field>" must be valid Unicode``, but the
   runner itself raises ``UnicodeEncodeError`` on one before any tool runs (it
-  fingerprints every call's arguments as UTF-8); nothing is sent. The schema
+  fingerprints every call's arguments as UTF-8); nothing is sent. So does
+  ``RecursionError`` on arguments nested some 900 levels deep, from the same
+  fingerprinting: a run whose model is not trusted belongs in a ``try`` that
+  takes both as the model's failure. The schema
   is passed with ``strict_json_schema=False``: the SDK's strict mode would
   rewrite it (every field required), and the model would be told a different
   contract than the runtime enforces.
@@ -56,7 +59,10 @@ The SDK's traps, and how the tools avoid them:
   built from another, and one that moves on meanwhile does not retarget a
   call built from the right one. The tools remember the Model each person
   was asked on themselves (bounded, in memory): resume a run
-  with the same tool list that stopped it; an approval resumed anywhere else
+  with the same tool list that stopped it. Two runs that stop on one call id
+  (a provider that numbers the calls of each response) over different Models
+  leave neither approval a Model it covers: both are asked again. An
+  approval resumed anywhere else
   (another process, a rebuilt list) is answered the same way, and so is one
   of a call whose arguments the SDK could not read as a JSON object (blank
   ones: the SDK then stops for a person without asking the tool, so the
@@ -189,7 +195,12 @@ def _tool(
             # The call itself will find it out, as a defect; nothing is approved against it.
             _logger.exception("reading the Model failed; the approval of %r will be asked again", call_id[:128])
             return True
-        asked.remember(call_id, (model,))
+        before = asked.pop(call_id)
+        # A call id is the model's text, and two runs of these tools may stop on
+        # the same one (a provider that numbers the calls of each response): one
+        # person's "yes" must never be checked against the Model another was
+        # asked on, so such an id covers no Model, and either approval asks again.
+        asked.remember(call_id, (model,) if before is None or _same(model, before[0]) else _TWO_MODELS)
         return True
 
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
@@ -197,6 +208,8 @@ def _tool(
         approval: _Approval | None = None
         if _approval(ctx, ctx.tool_call_id) is True:
             seen = asked.pop(ctx.tool_call_id)
+            if seen is _TWO_MODELS:
+                seen = None
             if _approval(ctx, _NO_CALL) is True:
                 # "Always approve": the person allowed every call of this tool for
                 # the rest of this run, whatever it would do, so the SDK asks about
@@ -242,6 +255,9 @@ def _tool(
 
 _MAX_ASKED = 4096
 """How many calls waiting for a person one tool remembers the Model of."""
+
+_TWO_MODELS: tuple[object] = (object(),)
+"""What a tool remembers of a call id it stopped on twice, on two different Models: no Model it covers."""
 
 
 class _Approval:

@@ -372,6 +372,18 @@ async def test_the_runner_aborts_on_a_lone_surrogate_before_any_tool_runs() -> N
     assert h.recorder.dispatched == [] and h.audit.entries() == []
 
 
+async def test_the_runner_aborts_on_arguments_nested_too_deeply_before_any_tool_runs() -> None:
+    # The same fingerprinting recurses once per level: 3,000 nested arrays end
+    # the run with RecursionError, outside any tool, and nothing is sent.
+    # Should the SDK stop raising, this test fails: then the tool refuses the call.
+    h = harness()
+    deep = '{"title":' + "[" * 3000 + "]" * 3000 + "}"
+    model = ScriptedModel([function_call("create_todo", deep, call_id="c1")], "done")
+    with pytest.raises(RecursionError):
+        await Runner.run(_agent(h, model), "Add a todo", run_config=_CONFIG)
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
+
+
 async def test_the_arguments_reach_the_runtime_whole_whatever_their_keys() -> None:
     h = keyword_harness()
     calls = KEYWORD_CALLS
@@ -795,3 +807,41 @@ async def test_an_always_approval_confirms_every_call_of_that_tool_for_the_rest_
     third = await Runner.run(agent, "Delete the pinned note", run_config=_CONFIG)
     assert [item.call_id for item in third.interruptions] == ["c5"]
     assert h.recorder.dispatched[3:] == [SelectedTodo(id=PINNED)]
+
+
+async def test_two_runs_stopped_on_one_call_id_over_different_models_approve_neither_model() -> None:
+    # One tool list kept on two agents; their models number calls alike ("call_0").
+    todos = (*INITIAL.todos, Todo("report", "Write the report"))
+    h = harness(msgspec.structs.replace(INITIAL, todos=todos, selected="milk"))
+    tools = function_tools(h.runtime)
+    first_model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="call_0")], "done")
+    second_model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="call_0")], "done")
+    first_agent = Agent(name="a", model=first_model, tools=list(tools))
+    second_agent = Agent(name="b", model=second_model, tools=list(tools))
+    first = await Runner.run(first_agent, "Delete the milk", run_config=_CONFIG)
+    h.recorder.set_model(msgspec.structs.replace(h.recorder.model(), selected="report"))
+    second = await Runner.run(second_agent, "Delete the report", run_config=_CONFIG)
+    # The first person says yes to deleting the milk; the app shows the report still.
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    await Runner.run(first_agent, state, run_config=_CONFIG)
+    assert first_model.outputs[1] == [("call_0", f'"delete_selected_todo" needs a person to confirm: {REPORT_PROMPT}')]
+    # And the second person's yes, on the Model the app still shows, is asked again too.
+    state = second.to_state()
+    state.approve(second.interruptions[0])
+    await Runner.run(second_agent, state, run_config=_CONFIG)
+    assert second_model.outputs[1] == [("call_0", f'"delete_selected_todo" needs a person to confirm: {REPORT_PROMPT}')]
+    assert h.recorder.dispatched == []
+
+
+async def test_a_run_stopped_again_on_its_call_id_over_the_same_model_is_still_approved() -> None:
+    h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
+    tools = function_tools(h.runtime)
+    models = [ScriptedModel([function_call("delete_selected_todo", {}, call_id="call_0")], "done") for _ in range(2)]
+    agents = [Agent(name=f"a{i}", model=model, tools=list(tools)) for i, model in enumerate(models)]
+    stopped = [await Runner.run(agent, "Delete the milk", run_config=_CONFIG) for agent in agents]
+    state = stopped[0].to_state()
+    state.approve(stopped[0].interruptions[0])
+    done = await Runner.run(agents[0], state, run_config=_CONFIG)
+    assert done.final_output == "done"
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
