@@ -1065,6 +1065,9 @@ async def _uvicorn(
     began. Every transport served over uvicorn stops this one way.
     """
     import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from ._head_deadline import head_deadline
 
     class _Server(uvicorn.Server):
         # uvicorn's own handlers would wait out the grace period on open calls
@@ -1094,7 +1097,13 @@ async def _uvicorn(
                         timeout_graceful_shutdown=_SHUTDOWN_GRACE,
                         # Bounded, for a server that may face slow or many clients:
                         # past the concurrency limit uvicorn answers 503; headers are
-                        # capped at 16 KiB; idle keep-alive connections close after 5 s.
+                        # capped at 16 KiB; idle keep-alive connections close after 5 s;
+                        # a connection that has not sent a whole request head within
+                        # 10 s of connecting or of its last response is closed, so
+                        # connections that send nothing hold the limit 10 s at most.
+                        # h11 always, even where httptools is installed: these bounds
+                        # are h11's and the head deadline's.
+                        http=head_deadline(H11Protocol),
                         limit_concurrency=_LIMIT_CONCURRENCY,
                         timeout_keep_alive=5,
                         h11_max_incomplete_event_size=16 * 1024,
