@@ -11,16 +11,25 @@ requests read after them are held (as many again, within :data:`MAX_LINE`
 bytes) and handed over in order as answers are written, and one past that is
 answered at once that the server is busy; so a client that writes without
 reading makes it hold a bounded number of answers, not one per line it sent.
+Requests are told apart by id as the SDK tells them apart (``7`` and ``"7"``
+are one id): a request whose id is that of one neither answered nor
+cancelled yet (being served, or held) is answered at once ``-32600`` (with
+its id) and never served, since the server would keep only the later of the
+two and the earlier would run on where no cancellation and no count reach
+it. A cancellation, naming its request by either spelling of the id, frees
+that request's room once, and only while the request still has it.
 Requests waiting for room never stop reading: the client's answers to the
 server's own requests (a person's confirmation) and its cancellations are
 heard meanwhile, and a malformed answer to a request of the server's ends
-the wait for it. (An answer the reader writes itself, a parse error or the
-busy one, waits for the writer like any other: a client that reads nothing
-makes it wait.) Every request read reaches the server before the end of the
-input does; meanwhile, since the client can answer nothing more, each request
-the server sent it and still waits on (a person's confirmation) is answered
-for it with an error, which declines such a confirmation. It stops reading
-once stdout is broken, since no answer can reach the client any more.
+the wait for it. (An answer the reader writes itself, a parse error, the
+busy one or a repeated id's, waits for the writer like any other: a client
+that reads nothing makes it wait. Writing it frees no room: it answers no
+request the server had.) Every request read reaches the server before the
+end of the input does; meanwhile, since the client can answer nothing more,
+each request the server sent it and still waits on (a person's confirmation)
+is answered for it with an error, which declines such a confirmation. It
+stops reading once stdout is broken, since no answer can reach the client
+any more.
 
 It reads bytes, not text, because what the SDK's ``stdio_server`` leaves out
 matters to a client waiting on an answer: a line that is not valid UTF-8
@@ -45,7 +54,7 @@ import logging
 import os
 import stat
 import sys
-from collections import Counter, deque
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -284,10 +293,13 @@ class _Lines:
 class _Unanswered:
     """The requests read whose answers have not been written, by id: at most ``limit`` of them.
 
-    The reader hands the server a request only while there is room; the
-    writer makes room as it writes each answer. A request the client
-    cancels is never answered, so its cancellation makes the room instead.
-    An answer or cancellation naming no request waiting here changes nothing.
+    Ids are kept as the SDK correlates them (:func:`coerce_request_id`:
+    ``"7"`` and ``7`` are one id), and each is here at most once: the reader
+    refuses a request whose id is still here (see :meth:`serving`). The
+    reader hands the server a request only while there is room; the writer
+    makes room as it writes each answer. A request the client cancels is
+    never answered, so its cancellation makes the room instead. An answer or
+    cancellation naming no request waiting here changes nothing.
 
     It also keeps the ids of the requests the server sent the client (an
     elicitation, say) that the client has not answered yet, so a malformed
@@ -298,7 +310,7 @@ class _Unanswered:
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._ids: Counter[types.RequestId] = Counter()
+        self._ids: set[types.RequestId] = set()
         self._room = anyio.Event()
         # Oldest first, bounded: an id the client never answers is forgotten in time.
         self._asked: dict[types.RequestId, None] = {}
@@ -307,10 +319,14 @@ class _Unanswered:
         self._asked_more = anyio.Event()
 
     def full(self) -> bool:
-        return self._ids.total() >= self._limit
+        return len(self._ids) >= self._limit
+
+    def serving(self, request_id: types.RequestId) -> bool:
+        """Whether a request with this id (either spelling of it) was admitted and is not answered or cancelled yet."""
+        return coerce_request_id(request_id) in self._ids
 
     def admit(self, request_id: types.RequestId) -> None:
-        self._ids[request_id] += 1
+        self._ids.add(coerce_request_id(request_id))
 
     async def room(self) -> None:
         while self.full():
@@ -319,14 +335,11 @@ class _Unanswered:
             await self._room.wait()
 
     def answered(self, request_id: types.RequestId) -> None:
-        left = self._ids.get(request_id)
-        if not left:
-            return
-        if left == 1:
-            del self._ids[request_id]
-        else:
-            self._ids[request_id] = left - 1
-        self._room.set()
+        """The request with this id was answered or cancelled: its room is free, once."""
+        key = coerce_request_id(request_id)
+        if key in self._ids:
+            self._ids.remove(key)
+            self._room.set()
 
     def ask(self, request_id: types.RequestId) -> None:
         """The server sent the client a request: its answer is awaited."""
@@ -373,7 +386,7 @@ class _Held:
     __slots__ = ("_bytes", "_changed", "_requests", "_sending")
 
     def __init__(self) -> None:
-        # Each with its id and its size in bytes; the first stays here until the server has taken it.
+        # Each with its id (coerced) and its size in bytes; the first stays here until the server has taken it.
         self._requests: deque[tuple[SessionMessage, types.RequestId, int]] = deque()
         self._bytes = 0
         self._sending = False
@@ -382,11 +395,16 @@ class _Held:
     def __bool__(self) -> bool:
         return bool(self._requests)
 
+    def holds(self, request_id: types.RequestId) -> bool:
+        """Whether a request with this id (either spelling of it) is held, or being handed over."""
+        wanted = coerce_request_id(request_id)
+        return any(held_id == wanted for _, held_id, _ in self._requests)
+
     def hold(self, request: SessionMessage, request_id: types.RequestId, size: int) -> bool:
         """Hold ``request`` (``size`` bytes read), or ``False`` when there is no room to."""
         if len(self._requests) >= MAX_UNANSWERED or self._bytes + size > MAX_LINE:
             return False
-        self._requests.append((request, request_id, size))
+        self._requests.append((request, coerce_request_id(request_id), size))
         self._bytes += size
         self._changed.set()
         return True
@@ -400,7 +418,7 @@ class _Held:
         for index, (_, held_id, size) in enumerate(self._requests):
             if index == 0 and self._sending:
                 continue
-            if coerce_request_id(held_id) == wanted:
+            if held_id == wanted:
                 del self._requests[index]
                 self._bytes -= size
                 self._changed.set()
@@ -437,12 +455,30 @@ class _Held:
             await self.changed()
 
 
-def _busy(request_id: types.RequestId) -> SessionMessage:
-    return SessionMessage(
+class _OwnAnswer(SessionMessage):
+    """An answer the reader writes itself, to a line the server never had: writing it frees no request's room.
+
+    Its id may be that of a request the server is still serving (a repeated
+    id, a malformed request reusing one), whose room must stay taken.
+    """
+
+
+def _busy(request_id: types.RequestId) -> _OwnAnswer:
+    return _OwnAnswer(
         message=_error(
             request_id,
             types.INTERNAL_ERROR,
             "Service Unavailable: too many requests are waiting; send it again once one is answered",
+        )
+    )
+
+
+def _repeated(request_id: types.RequestId) -> _OwnAnswer:
+    return _OwnAnswer(
+        message=_error(
+            request_id,
+            types.INVALID_REQUEST,
+            "Invalid Request: a request with this id is still unanswered; send it again with another id",
         )
     )
 
@@ -462,6 +498,10 @@ async def _read(
         if isinstance(item, SessionMessage):
             message = item.message
             if isinstance(message, types.JSONRPCRequest):
+                if unanswered.serving(message.id) or held.holds(message.id):
+                    # The server would keep only this one: the first would run on uncounted and uncancellable.
+                    await answers.send(_repeated(message.id))
+                    return
                 # Behind a held request, never past it: requests reach the server in the order sent.
                 if held or unanswered.full():
                     assert line is not None
@@ -485,7 +525,7 @@ async def _read(
                 # it asked for, say): the server is told it failed, so what waits
                 # on it ends rather than waiting for an answer that never comes.
                 await inbound.send(SessionMessage(message=unreadable_answer(waited)))
-            await answers.send(SessionMessage(message=item))
+            await answers.send(_OwnAnswer(message=item))
 
     async with inbound, answers, anyio.create_task_group() as task_group:
         task_group.start_soon(_handing_over, held, inbound, unanswered)
@@ -577,7 +617,9 @@ async def _write(
                     broke()
                     continue
                 answer = message.message
-                if isinstance(answer, types.JSONRPCResponse | types.JSONRPCError) and answer.id is not None:
+                if isinstance(message, _OwnAnswer):
+                    pass  # it answers no request the server had: the room stays as it is
+                elif isinstance(answer, types.JSONRPCResponse | types.JSONRPCError) and answer.id is not None:
                     unanswered.answered(answer.id)
                 elif isinstance(answer, types.JSONRPCRequest):
                     unanswered.ask(answer.id)
