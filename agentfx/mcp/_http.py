@@ -1,11 +1,12 @@
 """Serving runtimes over Streamable HTTP: 2025-11-25 sessions and sessionless 2026-07-28 requests, per principal.
 
 This layer owns the HTTP face: the ``/mcp`` endpoint; the checks every request
-passes before anything is dispatched (the SDK's ``TransportSecuritySettings``
-against DNS rebinding and foreign origins, a readable JSON-RPC envelope
-answered in agentfx's own words, authentication bounded by
-:data:`AUTHENTICATE_TIMEOUT`, OAuth bearer tokens through :mod:`._auth`); and
-the binding of every request to the principal its own credentials prove.
+passes before anything is dispatched (the SDK's body limit, 4 MiB, and its
+``TransportSecuritySettings`` against DNS rebinding and foreign origins, a
+readable JSON-RPC envelope, each refusal answered as a JSON-RPC error in
+agentfx's own words; authentication bounded by :data:`AUTHENTICATE_TIMEOUT`,
+OAuth bearer tokens through :mod:`._auth`); and the binding of every request
+to the principal its own credentials prove.
 
 Principals, not connections, own runtimes. Each principal seen is served by
 one *tenant*: its runtime (bound to the one program an
@@ -19,9 +20,16 @@ the principal that opened it and is served only to requests proving that same
 principal; any other is answered exactly like an unknown session, so a
 session id never works as a bearer token. A session exists only once its
 ``initialize`` was answered with a result: a refused handshake names no
-session and holds no room under the caps. A 2026-07-28 request has no session:
-it is served by its principal's tenant alone, so it can never reach another
-principal's runtime, and ``subscriptions/listen`` streams are per principal.
+session and holds no room under the caps. In a session, a request's id is its
+own while the request is in flight: from its POST until the server is done
+with it (answered, or settled unanswered once cancelled), even after its
+client left. The SDK's transport routes answers by an id's text, so a request
+whose id another request of the session still holds (``5`` and ``"5"`` are
+one), or whose id is the text the transport keeps for the GET stream, is
+answered 400 ``-32600`` with no id, and nothing of it is dispatched. A
+2026-07-28 request has no session: it is served by its principal's tenant
+alone, so it can never reach another principal's runtime, and
+``subscriptions/listen`` streams are per principal.
 A tenant lives while a session or a request uses it and
 :data:`SESSION_IDLE_TIMEOUT` after.
 
@@ -51,12 +59,13 @@ import mcp_types as types
 import msgspec
 import pydantic_core
 from anyio.abc import TaskGroup, TaskStatus
+from anyio.lowlevel import cancel_shielded_checkpoint
 from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.request_state import RequestStateSecurity
 from mcp.server.runner import serve_loop
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http import GET_STREAM_KEY, MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
     RequestBodyLimitMiddleware,
@@ -64,7 +73,7 @@ from mcp.server.transport_security import (
     TransportSecuritySettings,
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -84,8 +93,8 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from mcp.server.models import InitializationOptions
-    from mcp.shared._stream_protocols import WriteStream
-    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    from starlette.types import Message, Receive, Scope, Send
 
     from ..program import Program
     from ..runtime import AgentRuntime
@@ -171,13 +180,21 @@ def _error(
     )
 
 
-# What the SDK's request checks refuse, in this endpoint's words (its own are
-# plain text, not JSON-RPC).
+# What the SDK's request checks (and its body limit) refuse, in this endpoint's
+# words (its own are plain text, not JSON-RPC).
 _SECURITY_ANSWERS = {
     421: ("Misdirected Request: Host not allowed", 421),
     403: ("Forbidden: Origin not allowed", 403),
     400: ("Bad Request: Content-Type must be application/json", 400),
+    413: ("Request body too large", 413),
 }
+
+# A session's request whose id another of its requests in flight has (in the
+# transport's sense: ``5`` and ``"5"`` are one), or whose id the transport
+# keeps for the session's GET stream. Answered with no id: the one it has
+# names something else.
+_ID_IN_FLIGHT = "Invalid Request: a request with this id is in flight"
+_ID_RESERVED = "Invalid Request: this id is reserved"
 
 _IDLE = "has not started"
 _RUNNING = "is running"
@@ -271,6 +288,18 @@ class _Session:
     stopping: bool = False
     calls: int = 0
     quiet: anyio.Event | None = None
+    # The ``str()`` of the id of every request in flight, the key under which
+    # the transport routes its answer (and all else the server sends about it):
+    # ``posted`` while its POST is being served, ``dispatched`` from the server
+    # taking it until its answer (or its settling unanswered, as a cancelled
+    # request does) has been handed to the transport. A request that outlives
+    # its POST (its client left) still holds its id, so nothing it is yet to
+    # send can reach another request's stream.
+    posted: set[str] = field(default_factory=set[str])
+    dispatched: set[str] = field(default_factory=set[str])
+
+    def in_flight(self, key: str) -> bool:
+        return key in self.posted or key in self.dispatched
 
     def stop(self) -> None:
         self.stopping = True
@@ -325,7 +354,15 @@ class _Stopping:
             and message.error.code == types.CONNECTION_CLOSED
         ):
             item = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=message.id, error=_SHUTTING_DOWN), item.metadata)
-        await self._stream.send(item)
+        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError) or message.id is None:
+            await self._stream.send(item)
+            return
+        try:
+            await self._stream.send(item)
+        finally:
+            # The request's answer, however its sending ended: the server has
+            # nothing more to send about it.
+            await _answered(self._session, str(message.id))
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -339,11 +376,88 @@ class _Stopping:
         await self.aclose()
 
 
-class _Watched:
-    """An ASGI ``send`` that remembers how far the response got."""
+async def _answered(session: _Session, key: str) -> None:
+    """The request under ``key`` was answered, or settled unanswered: the server is done with its id."""
+    # Once more round the loop first, so the transport's router, handed the
+    # answer, has routed it (or dropped it: its POST may be gone) before
+    # another request can take the id.
+    await cancel_shielded_checkpoint()
+    session.dispatched.discard(key)
 
-    def __init__(self, send: Send) -> None:
+
+class _Dispatched:
+    """A session's read stream, in which each request the server takes holds its id until the server is done with it.
+
+    The server is done with a request once its answer is handed to the
+    transport (:class:`_Stopping` sees it go) or, for one that settles
+    unanswered (cancelled), once the transport's own hook for that has run.
+    """
+
+    __slots__ = ("_session", "_stream")
+
+    def __init__(self, stream: ReadStream[SessionMessage | Exception], session: _Session) -> None:
+        self._stream = stream
+        self._session = session
+
+    @property
+    def last_context(self) -> object:
+        # The sender's context, for a transport whose stream carries one (the SDK reads it duck-typed).
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        item = await self._stream.receive()
+        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+            metadata = item.metadata
+            # Only a request the dispatcher will tell of settling unanswered
+            # (every one the transport hands on) can hold its id past its POST.
+            if isinstance(metadata, ServerMessageMetadata):
+                key = str(item.message.id)
+                self._session.dispatched.add(key)
+                metadata.on_request_unanswered = _settling(metadata.on_request_unanswered, self._session, key)
+        return item
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _Dispatched:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Dispatched:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def _settling(
+    unanswered: Callable[[], Awaitable[None]] | None, session: _Session, key: str
+) -> Callable[[], Awaitable[None]]:
+    """The transport's hook for a request settled unanswered, then the id released."""
+
+    async def settled() -> None:
+        try:
+            if unanswered is not None:
+                await unanswered()
+        finally:
+            await _answered(session, key)
+
+    return settled
+
+
+class _Watched:
+    """An ASGI ``send`` that remembers how far the response got, and calls ``finishing()`` as its last part leaves."""
+
+    def __init__(self, send: Send, finishing: Callable[[], None] | None = None) -> None:
         self._send = send
+        self._finishing = finishing
         self.started = False
         self.streaming = False
         self.finished = False
@@ -355,6 +469,8 @@ class _Watched:
             self.streaming = any(k.lower() == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             self.finished = True
+            if self._finishing is not None:
+                self._finishing()
         await self._send(message)
 
     async def stopped(self, scope: Scope, receive: Receive, request_id: types.RequestId | None) -> None:
@@ -510,7 +626,6 @@ class HttpApp(Generic[P]):
         self._program: Program[Any, Any] | None = None
         self._task_group: TaskGroup | None = None
         self._state = _IDLE
-        self._limited: ASGIApp = RequestBodyLimitMiddleware(self._handle, DEFAULT_MAX_REQUEST_BODY_SIZE)
 
     @property
     def session_count(self) -> int:
@@ -530,6 +645,27 @@ class HttpApp(Generic[P]):
         else:
             # Websocket and anything newer: this endpoint speaks only HTTP.
             return
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The request under the SDK's body limit, whose refusal is answered in this endpoint's words.
+
+        The limit answers a body over :data:`DEFAULT_MAX_REQUEST_BODY_SIZE`
+        (declared or counted as it streams) 413 in plain text, before the
+        request reaches the endpoint; only that refusal is sent through the
+        ``send`` it is given, since what it admits is served on the server's own.
+        """
+
+        async def admitted(scope: Scope, receive: Receive, _refusal: Send) -> None:
+            await self._handle(scope, receive, send)
+
+        async def refusal(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                # It refuses nothing but a body too large.
+                text, status = _SECURITY_ANSWERS.get(message["status"], _SECURITY_ANSWERS[413])
+                await _error(text, status)(scope, receive, send)
+            # The rest is its plain-text body, answered above already.
+
+        await RequestBodyLimitMiddleware(admitted, DEFAULT_MAX_REQUEST_BODY_SIZE)(scope, receive, refusal)
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
@@ -1113,8 +1249,9 @@ class HttpApp(Generic[P]):
                             tenant.server,
                             # Its end (the session terminated) or its
                             # cancellation (stopped, gone idle) aborts the
-                            # session's calls in flight, which run shielded.
-                            state.reading(read),
+                            # session's calls in flight, which run shielded;
+                            # each request it hands on holds its id.
+                            _Dispatched(state.reading(read), session),
                             _Stopping(write, session),
                             lifespan_state=state,
                             session_id=session.id,
@@ -1149,12 +1286,34 @@ class HttpApp(Generic[P]):
         self, session: _Session, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
     ) -> None:
         calling = envelope is not None and envelope.request_id is not None
+        # The transport keys a request's response stream by the ``str()`` of
+        # its id, and the session's GET stream by a key of the same kind: a
+        # request under a key in use would take that stream from its owner,
+        # whose answers (or change notifications) would never reach it.
+        key = str(envelope.request_id) if envelope is not None and envelope.request_id is not None else None
+        if key is not None and (key == GET_STREAM_KEY or session.in_flight(key)):
+            await _error(_ID_RESERVED if key == GET_STREAM_KEY else _ID_IN_FLIGHT, 400)(scope, receive, send)
+            return
         # A call whose client leaves before its answer has left is cancelled
         # (below); only a call is watched for that. Once the answer is out, a
         # disconnect is no news: servers report one to every receive() after
         # the response completes, and the SSE response asks.
         left = False
-        response = _Watched(send)
+        posted = False
+
+        def finishing() -> None:
+            # The POST no longer holds the id: once its answer has left (the
+            # transport's stream for the id ended first, which is what ends
+            # this response), since the client may ask again under it as soon
+            # as it has read the end, however long this handling takes to
+            # wind down; else once the transport is done with it. Once only:
+            # by then the id may be another request's.
+            nonlocal posted
+            if posted and key is not None:
+                posted = False
+                session.posted.discard(key)
+
+        response = _Watched(send, finishing)
 
         async def watched() -> Message:
             nonlocal left
@@ -1171,6 +1330,11 @@ class HttpApp(Generic[P]):
         streaming = session.connection if scope["method"] == "GET" else None
         if streaming is not None:
             streaming.stream_opened()
+        if key is not None:
+            # Nothing was awaited since the check: no request under the same
+            # key can have passed it meanwhile.
+            session.posted.add(key)
+            posted = True
         try:
             if calling:
                 await session.transport.handle_request(scope, watched, response)
@@ -1181,6 +1345,9 @@ class HttpApp(Generic[P]):
                 session.called()
             if streaming is not None:
                 streaming.stream_closed()
+            # Served, refused by the transport, cut short or failed: a request
+            # the server took still holds its id until the server is done.
+            finishing()
         if session.transport.is_terminated:
             self._forget(session.id)
             return
