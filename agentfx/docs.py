@@ -390,52 +390,171 @@ def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").splitlines())
 
 
-# A blockquote marker, or a list marker (group 1) with the space that ends it.
-_CONTAINER = re.compile(r">[ \t]?|([-+*]|[0-9]{1,9}[.)])(?:[ \t]|$)")
-# CommonMark's block starts that reach past a description: an ATX heading, a
-# code fence (closed only by another, so it swallows the document), an HTML
-# block (types 1-5 end only at their own end marker; 6 and 7 pass raw HTML
-# through), and a line of only ``=`` or ``-`` (a setext underline turning the
-# paragraph above into a heading) or a thematic break. A URI autolink cannot
-# start an HTML block (a tag name is never followed by ``:``), so it stays a link.
-_BLOCK_START = re.compile(
-    r"#|`{3}|~{3}"
-    r"|<(?![A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*>)[A-Za-z/!?]"
-    r"|([*_-])(?:[ \t]*\1){2,}[ \t]*$|=+[ \t]*$|-+[ \t]*$"
+# A blockquote marker (group 1), or a list item's bullet (group 2) or number
+# (group 3) with its delimiter, which a space, a tab or the line's end follows.
+_CONTAINER = re.compile(r"(>)|([-+*])(?=[ \t]|$)|([0-9]{1,9})[.)](?=[ \t]|$)")
+# CommonMark's block starts, HTML's aside, that reach past a description: an
+# ATX heading, a code fence (closed only by another, so it swallows the
+# document) and a thematic break, spaced or not.
+_BLOCK_START = re.compile(r"#|`{3}|~{3}|([*_-])(?:[ \t]*\1){2,}[ \t]*$")
+# A line of only ``=`` or ``-``: below a paragraph, a setext underline turning
+# it into a heading.
+_SETEXT = re.compile(r"=+[ \t]*$|-+[ \t]*$")
+# HTML block starts of CommonMark's types 1 to 6: types 1 to 5 end only at their
+# own end marker (``<!--`` runs to ``-->``), 6 passes raw HTML through to a blank
+# line. ``\s`` is as broad as markdown-it reads it, wider than the spec's space
+# and tab, so a line that either reads as a start is escaped.
+_HTML_BLOCK = re.compile(
+    r"<(?ai:pre|script|style|textarea)(?=\s|>|$)|<!--|<\?|<![A-Za-z]|<!\[CDATA\["
+    r"|</?(?ai:address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details"
+    r"|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr"
+    r"|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search"
+    r"|section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul)(?=\s|/?>|$)"
 )
-# A fence opened in the first column is in no container (a fence line is never
-# a lazy continuation), so it runs exactly to its closing line, if it has one.
-# An opening backtick fence's info string holds no backtick; one holding a pipe
-# is not kept, since GFM renderers that try a table first (markdown-it) read it,
-# above a delimiter row, as a table's header, and its closing line as an opening.
+# Type 7: a whole open or closing tag alone on its line (of any name: the spec
+# leaves type 1's out, markdown-it does not). It cannot interrupt a paragraph,
+# and an email autolink (``<a@b.co>``) or a tag followed by text is none.
+_ATTRIBUTE = r"""\s+[A-Za-z_:][A-Za-z0-9_.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?"""
+_HTML_TAG_LINE = re.compile(rf"(?:<[A-Za-z][A-Za-z0-9-]*(?:{_ATTRIBUTE})*\s*/?>|</[A-Za-z][A-Za-z0-9-]*\s*>)\s*$")
+# A code fence's opening line. A backtick fence's info string holds no backtick;
+# one holding a pipe is not kept, since GFM renderers that try a table first
+# (markdown-it) read it, above a delimiter row, as a table's header, and its
+# closing line as an opening.
 _FENCE = re.compile(r"`{3,}(?!.*[`|])|~{3,}(?!.*\|)")
 
 
-def _column(line: str, index: int) -> int:
-    """The column ``line[index]`` stands in, with CommonMark's tab stops."""
-    return len(line[:index].expandtabs(4))
+class _Open:
+    """A container a line may continue: a blockquote, or a list item ``width`` columns wide.
+
+    A list item's width runs from its container's content to its own; ``empty``
+    says the item has held nothing yet, so a blank line ends it.
+    """
+
+    __slots__ = ("empty", "width")
+
+    def __init__(self, width: int | None, *, empty: bool = False) -> None:
+        self.width = width
+        self.empty = empty
 
 
-def _indented(line: str, index: int) -> int:
-    """The index of the first character past the spaces and tabs at ``line[index]``."""
-    return len(line) - len(line[index:].lstrip(" \t"))
+def _columns(line: str) -> list[int]:
+    """The column each character of ``line`` starts in, then its end's, with CommonMark's tab stops."""
+    columns = [0]
+    for char in line:
+        column = columns[-1]
+        columns.append(column + 4 - column % 4 if char == "\t" else column + 1)
+    return columns
+
+
+def _indented(line: str, columns: list[int], column: int) -> int:
+    """The index of the first character at or past ``column`` that is no space or tab.
+
+    ``column`` may fall inside a tab, part of which a container's marker took.
+    """
+    index = 0
+    while index < len(line) and columns[index + 1] <= column:
+        index += 1
+    while index < len(line) and line[index] in " \t":
+        index += 1
+    return index
+
+
+def _past_quote(line: str, columns: list[int], index: int) -> int:
+    """The column past the ``>`` at ``line[index]`` and the one column of space it may take."""
+    return columns[index] + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
+
+
+def _continued(line: str, columns: list[int], stack: list[_Open]) -> tuple[int, int]:
+    """How far ``line`` continues the containers in ``stack``: the column past their markers, and how many."""
+    column = 0
+    for depth, container in enumerate(stack):
+        index = _indented(line, columns, column)
+        indent = columns[index] - column
+        if container.width is None:
+            if line[index : index + 1] != ">" or indent > 3:
+                return column, depth
+            column = _past_quote(line, columns, index)
+        elif index == len(line):
+            if container.empty:
+                return column, depth
+        elif indent >= container.width:
+            column += container.width
+        else:
+            return column, depth
+    return column, len(stack)
+
+
+def _lenient(line: str, columns: list[int], index: int) -> int | None:
+    """The index of the block start markdown-it reads in ``line`` past its ``>`` at ``index``, if it reads one.
+
+    markdown-it continues an open blockquote at a ``>`` however far it is
+    indented, where CommonMark reads code or a paragraph's continuation. Past
+    it, every ``>`` is read as a marker too, and a list marker as an item's.
+    """
+    column = _past_quote(line, columns, index)
+    while True:
+        index = _indented(line, columns, column)
+        rest = line[index:]
+        if rest[:1] == ">":
+            column = _past_quote(line, columns, index)
+            continue
+        if columns[index] - column > 3:
+            return None
+        if _BLOCK_START.match(rest) or _HTML_BLOCK.match(rest) or _SETEXT.match(rest) or _HTML_TAG_LINE.match(rest):
+            return index
+        container = _CONTAINER.match(rest)
+        if container is None:
+            return None
+        column = columns[index + container.end()] + 1
+
+
+def _closing(lines: list[str], start: int, stack: list[_Open], fence: str) -> tuple[bool, int]:
+    """Whether a line closes ``fence``, opened on ``lines[start]`` in ``stack``'s innermost container.
+
+    Returns:
+        Whether one does, and the index of that line, or else of the first
+        line past the container (past the text if it ends first). The
+        container's end closes the fence in CommonMark, but leaves what follows
+        in it to other renderers, so only a line in the container counts.
+    """
+    closing = re.compile(rf"{re.escape(fence[0])}{{{len(fence)},}}[ \t]*")
+    for j in range(start + 1, len(lines)):
+        line = lines[j]
+        columns = _columns(line)
+        column, depth = _continued(line, columns, stack)
+        if depth < len(stack):
+            return False, j
+        index = _indented(line, columns, column)
+        if columns[index] - column <= 3 and closing.fullmatch(line, index):
+            return True, j
+    return False, len(lines)
 
 
 def _prose(text: str) -> str:
     r"""``text`` as Markdown that cannot open a block reaching past its own section.
 
-    A description is rendered as Markdown, so its lists, emphasis, paragraphs and
-    closed code fences keep their meaning; but a line that starts a heading, an
-    unclosed fence or an HTML block would forge the document's own headings or
-    swallow the rest of it (an unclosed fence or ``<!--`` runs to the end of the
+    A description is rendered as Markdown, so its lists, emphasis, paragraphs,
+    links, inline HTML and closed code fences keep their meaning; but a line
+    that starts a heading, a thematic break, a setext underline, an unclosed
+    fence or an HTML block would forge the document's own headings or swallow
+    the rest of it (an unclosed fence or ``<!--`` runs to the end of the
     document). Such a start gets a backslash, which CommonMark renders as the
-    character itself. A block starts up to three columns past its container's
-    content: after blockquote and list markers, and on the lines that continue a
-    list item, indented to its content. Where the text does not say which item
-    a line continues, the deepest one it could is assumed, so an unclear line is
-    escaped rather than let through. Four columns past the container it is code
-    and is left as written, as is a fence opened in the first column and closed
-    within the description. Line endings become ``\n``, the document's own.
+    character itself.
+
+    Lines are read as CommonMark reads them. A block starts up to three columns
+    past the content of the blockquotes and list items a line continues or
+    opens; four columns past it is code, or a paragraph's continuation, and is
+    left as written. A code fence at any depth stays a code block when a line in
+    its own container closes it (the container's end closes it too, but leaves
+    what follows in it to be read as Markdown). An HTML start is escaped only
+    where it opens one of CommonMark's seven kinds of HTML block: ``<a@b.co>``
+    is an autolink, ``<em>x</em> text`` inline HTML, and a lone tag does not
+    interrupt a paragraph. A line of only ``=`` or ``-`` is escaped right below
+    a paragraph, where it underlines it. Where markdown-it reads a line's
+    containers otherwise (a blockquote continued at a ``>`` indented as code, a
+    paragraph ended by a block start a lazy line holds), a block start it reads
+    is escaped too, and until a blank line closes every container, so is every
+    fence, underline and lone tag. Line endings become ``\n``, the document's own.
 
     Args:
         text: A capability's or resource's description.
@@ -454,44 +573,119 @@ def _prose(text: str) -> str:
     # kept
     ```
     \~~~
+    >>> print(_prose("- item\n\n  ```\n  # kept\n  ```\n> ```\n> # kept\n> ```\n<a@b.co> wrote\n\n<div>"))
+    - item
+    <BLANKLINE>
+      ```
+      # kept
+      ```
+    > ```
+    > # kept
+    > ```
+    <a@b.co> wrote
+    <BLANKLINE>
+    \<div>
     """
     lines = re.split(r"\r\n?|\n", text)
-    items: set[int] = set()  # the content columns of list items that may still be open
-    unclosed: dict[str, int] = {}  # per fence character, the shortest fence no line closes
+    stack: list[_Open] = []  # the open containers, outermost first
+    paragraph = False  # whether the innermost open container ends in a paragraph a line may continue
+    unsure = False  # whether markdown-it may read the open containers otherwise
+    # Per container (None for the text itself) and fence character, the line
+    # that container ends before and the shortest fence no line up to it
+    # closes: a later, longer fence in it is unclosed too, so no line is
+    # searched twice for the same closing.
+    unclosed: dict[tuple[_Open | None, str], tuple[int, int]] = {}
     i = 0
     while i < len(lines):
         line = lines[i]
-        fence = _FENCE.match(line)
-        if fence is not None and len(fence[0]) < unclosed.get(fence[0][0], len(fence[0]) + 1):
-            closing = re.compile(rf" {{0,3}}{re.escape(fence[0][0])}{{{len(fence[0])},}}[ \t]*")
-            closed = next((j for j in range(i + 1, len(lines)) if closing.fullmatch(lines[j])), None)
-            if closed is not None:
-                items.clear()  # the fence closed every list item
-                i = closed + 1
-                continue
-            unclosed[fence[0][0]] = len(fence[0])
-        if i and line.strip(" \t") and not lines[i - 1].strip(" \t"):
-            # After a blank line, a line indented less than an item's content ends the item.
-            items = {c for c in items if c <= _column(line, _indented(line, 0))}
-        start = base = 0
+        columns = _columns(line)
+        column, matched = _continued(line, columns, stack)
+        index = _indented(line, columns, column)
+        if line[index : index + 1] == ">" and (unsure or (matched < len(stack) and stack[matched].width is None)):
+            # A ``>`` indented as code past an open blockquote's, which markdown-it may still
+            # hold open where CommonMark ended it: CommonMark reads code or a paragraph's
+            # continuation, markdown-it the blockquote's marker, so a block start past it is
+            # escaped for markdown-it.
+            unsure = True
+            start = _lenient(line, columns, index)
+            if start is not None:
+                lines[i] = line = f"{line[:start]}\\{line[start:]}"
+                columns = _columns(line)
+        opened = False  # whether this line opened a container
         while True:
-            end = _indented(line, start)
-            at = _column(line, end)
-            code = at - max([base, *(c for c in items if c <= at)]) > 3
-            if not code and _BLOCK_START.match(line, end):
-                lines[i] = f"{line[:end]}\\{line[end:]}"
+            index = _indented(line, columns, column)
+            lazy = paragraph and not opened  # the line continues the paragraph unless it starts a block
+            below = lazy and matched == len(stack)  # and is in the paragraph's own container
+            if index == len(line):
+                del stack[matched:]
+                paragraph = False
+                # A blank line past every container leaves markdown-it none open either.
+                unsure = unsure and bool(stack)
                 break
-            container = _CONTAINER.match(line, end)
-            # Some renderers (markdown-it) continue an open blockquote at a ``>``
-            # indented past code, so such a ``>`` is read on as a marker.
-            if container is None or (code and container[1] is not None):
+            if matched:
+                stack[matched - 1].empty = False  # what follows is in it, or in what it holds
+            rest = line[index:]
+            if columns[index] - column > 3:
+                # Code, or a paragraph's continuation, which nothing in the line can interrupt.
+                if not lazy:
+                    del stack[matched:]
+                    paragraph = False
+                elif matched < len(stack) and (
+                    _BLOCK_START.match(rest) or _HTML_BLOCK.match(rest) or _CONTAINER.match(rest)
+                ):
+                    # markdown-it may measure the indentation from a container the line falls short of
+                    # (a list item's content, a nested blockquote's), end the paragraph at this block
+                    # start and read what follows otherwise.
+                    unsure = True
                 break
-            start = container.end()
-            base = _column(line, start)
-            if container[1] is not None:
-                # An item's content starts one to four columns past its marker, else one.
-                marker, content = _column(line, container.end(1)), _column(line, _indented(line, start))
-                items.add(content if content - marker <= 4 and line[_indented(line, start) :] else marker + 1)
+            fence = _FENCE.match(rest)
+            if fence is not None and not unsure:
+                key = (stack[matched - 1] if matched else None, fence[0][0])
+                end, shortest = unclosed.get(key, (i, 0))
+                closed = False
+                if i >= end or len(fence[0]) < shortest:
+                    closed, end = _closing(lines, i, stack[:matched], fence[0])
+                    if not closed:
+                        unclosed[key] = (end, len(fence[0]))
+                if closed:
+                    del stack[matched:]
+                    paragraph = False
+                    i = end
+                    break
+            container = None
+            if (
+                _BLOCK_START.match(rest)
+                or _HTML_BLOCK.match(rest)
+                or ((unsure or below) and _SETEXT.match(rest))
+                or ((unsure or not lazy) and _HTML_TAG_LINE.match(rest))
+            ):
+                lines[i] = f"{line[:index]}\\{rest}"
+            else:
+                container = _CONTAINER.match(rest)
+            if container is not None and container[1] is not None:
+                del stack[matched:]
+                stack.append(_Open(None))
+                matched, opened = len(stack), True
+                column = _past_quote(line, columns, index)
+                continue
+            if container is not None:
+                marker = columns[index + container.end()]
+                content = _indented(line, columns, marker)
+                blank = content == len(line)
+                # A list item interrupts a paragraph only if it holds something and, numbered, starts at 1.
+                if not (below and (blank or (container[2] is None and int(container[3]) != 1))):
+                    spaces = columns[content] - marker
+                    width = marker + (spaces if not blank and spaces <= 4 else 1) - column
+                    del stack[matched:]
+                    stack.append(_Open(width, empty=blank))
+                    matched, opened = len(stack), True
+                    column += width
+                    continue
+            # The line is a paragraph's, a new one unless it continues the open one.
+            if not lazy:
+                del stack[matched:]
+                paragraph = True
+            break
         i += 1
     return "\n".join(lines)
 
