@@ -11,13 +11,16 @@ calls running nor wedge the connection by how it spells its ids.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable
+import os
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
 import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 import agentfx
 from agentfx.mcp import _stdio
@@ -176,3 +179,98 @@ async def test_a_cancellation_naming_the_id_in_its_other_spelling_frees_the_room
         assert answer == {"jsonrpc": "2.0", "id": "after", "result": {}}
         assert not [message for message in before if "error" in message]  # none busy, none refused
         await until(lambda: running() == 0)
+
+
+@asynccontextmanager
+async def transport() -> AsyncGenerator[
+    tuple[Peer, MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
+    """The stdio transport alone over a pair of pipes: the test plays the server, the peer the client."""
+    server_in, client_out = os.pipe()
+    client_in, server_out = os.pipe()
+    peer = Peer(client_out, client_in)
+    try:
+        async with _stdio.stdio_transport(server_in, server_out) as (read, write):
+            yield peer, read, write
+    finally:
+        for fd in (server_in, server_out, peer.to_server, peer.from_server):
+            if fd >= 0:
+                os.close(fd)
+
+
+async def served(read: MemoryObjectReceiveStream[SessionMessage | Exception]) -> SessionMessage:
+    """The next message the server is handed, within a second."""
+    with anyio.fail_after(1):
+        item = await read.receive()
+    assert isinstance(item, SessionMessage)
+    return item
+
+
+async def nothing_served(read: MemoryObjectReceiveStream[SessionMessage | Exception]) -> None:
+    with anyio.move_on_after(0.2):
+        item = await read.receive()
+        raise AssertionError(f"the server was handed {item!r}")
+
+
+def unanswered_hook(item: SessionMessage) -> Callable[[], Awaitable[None]]:
+    metadata = item.metadata
+    assert isinstance(metadata, ServerMessageMetadata) and metadata.on_request_unanswered is not None
+    return metadata.on_request_unanswered
+
+
+def answer(request_id: int | str) -> SessionMessage:
+    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result={}))
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_request_keeps_its_id_until_the_server_settles_it_unanswered() -> None:
+    async with transport() as (peer, read, _):
+        await peer.send(ping(7))
+        first = await served(read)
+        # The cancellation reaches the server; the call may still be running there.
+        await peer.write(lines(cancel(7), ping(7), ping("7")))
+        assert cast(Any, (await served(read)).message).method == "notifications/cancelled"
+        assert [await peer.receive() for _ in range(2)] == [
+            {"jsonrpc": "2.0", "id": 7, "error": REPEATED},
+            {"jsonrpc": "2.0", "id": "7", "error": REPEATED},
+        ]
+        await nothing_served(read)
+        # The server is done with it, unanswered: the id is free, once.
+        await unanswered_hook(first)()
+        await peer.send(ping("7"))
+        again = await served(read)
+        assert cast(Any, again.message).id == "7"
+        await unanswered_hook(first)()  # the first settlement again frees nothing of the second's
+        await peer.send(ping(7))
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": 7, "error": REPEATED}
+
+
+@pytest.mark.anyio
+async def test_an_answer_the_server_wrote_after_the_cancellation_frees_only_its_own_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The server had begun to answer when the cancellation reached it, so it
+    # answers instead of settling unanswered: that answer ends the first
+    # request, and a later request with its id keeps its own room.
+    monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 1)
+    async with transport() as (peer, read, write):
+        await peer.send(ping(7))
+        await served(read)
+        await peer.write(lines(cancel(7), ping(7)))
+        await served(read)  # the cancellation
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": 7, "error": REPEATED}
+        await write.send(answer(7))
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        await peer.send(ping(7))
+        second = await served(read)
+        await peer.send(ping(8))
+        await nothing_served(read)  # one request at a time: 8 waits for 7's room
+        await write.send(answer(7))
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        assert cast(Any, (await served(read)).message).id == 8
+        await unanswered_hook(second)()  # answered already: frees nothing more
+        await anyio.sleep(0.1)  # the hand-over forgets 8 just after the server has it
+        await peer.write(lines(ping(9), ping(10)))  # 9 is held behind 8, and 10 finds no room
+        busy = await peer.receive()
+        assert busy["id"] == 10 and busy["error"]["message"].startswith("Service Unavailable")
+        await nothing_served(read)

@@ -16,8 +16,12 @@ are one id): a request whose id is that of one neither answered nor
 cancelled yet (being served, or held) is answered at once ``-32600`` (with
 its id) and never served, since the server would keep only the later of the
 two and the earlier would run on where no cancellation and no count reach
-it. A cancellation, naming its request by either spelling of the id, frees
-that request's room once, and only while the request still has it.
+it. A request keeps its room, and its id, until the server is done with it:
+until its answer is written or, for one its client cancelled (which the
+server never answers), until the server settles it unanswered. So an id
+whose request was cancelled is refused until then too, and an answer the
+server had begun to write before the cancellation reached it can only ever
+free its own request's room, never that of a later request with its id.
 Requests waiting for room never stop reading: the client's answers to the
 server's own requests (a person's confirmation) and its cancellations are
 heard meanwhile, and a malformed answer to a request of the server's ends
@@ -66,7 +70,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from pydantic import ValidationError
 
 from .. import __version__
@@ -291,15 +295,18 @@ class _Lines:
 
 
 class _Unanswered:
-    """The requests read whose answers have not been written, by id: at most ``limit`` of them.
+    """The requests the server has and is not done with, by id: at most ``limit`` of them.
 
     Ids are kept as the SDK correlates them (:func:`coerce_request_id`:
     ``"7"`` and ``7`` are one id), and each is here at most once: the reader
     refuses a request whose id is still here (see :meth:`serving`). The
     reader hands the server a request only while there is room; the writer
     makes room as it writes each answer. A request the client cancels is
-    never answered, so its cancellation makes the room instead. An answer or
-    cancellation naming no request waiting here changes nothing.
+    never answered: the server settles it unanswered instead (the SDK's
+    ``on_request_unanswered``, which :meth:`admit` hands out), and that makes
+    the room, once, and only for that admission of the id. Reading the
+    cancellation frees nothing: until the server is done, the call still
+    runs. An answer naming no request here changes nothing.
 
     It also keeps the ids of the requests the server sent the client (an
     elicitation, say) that the client has not answered yet, so a malformed
@@ -310,7 +317,8 @@ class _Unanswered:
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._ids: set[types.RequestId] = set()
+        # Each id with the token of its admission, so a settlement frees only its own.
+        self._ids: dict[types.RequestId, object] = {}
         self._room = anyio.Event()
         # Oldest first, bounded: an id the client never answers is forgotten in time.
         self._asked: dict[types.RequestId, None] = {}
@@ -322,11 +330,24 @@ class _Unanswered:
         return len(self._ids) >= self._limit
 
     def serving(self, request_id: types.RequestId) -> bool:
-        """Whether a request with this id (either spelling of it) was admitted and is not answered or cancelled yet."""
+        """Whether a request with this id (either spelling of it) was admitted and the server is not done with it."""
         return coerce_request_id(request_id) in self._ids
 
-    def admit(self, request_id: types.RequestId) -> None:
-        self._ids.add(coerce_request_id(request_id))
+    def admit(self, request: SessionMessage, request_id: types.RequestId) -> SessionMessage:
+        """Count ``request`` as the server's: what to hand it, told how to say it settled the request unanswered."""
+        key = coerce_request_id(request_id)
+        admission = object()
+        self._ids[key] = admission
+
+        async def settled() -> None:
+            self._free(key, admission)
+
+        return SessionMessage(message=request.message, metadata=ServerMessageMetadata(on_request_unanswered=settled))
+
+    def _free(self, key: types.RequestId, admission: object) -> None:
+        if self._ids.get(key) is admission:
+            del self._ids[key]
+            self._room.set()
 
     async def room(self) -> None:
         while self.full():
@@ -335,10 +356,9 @@ class _Unanswered:
             await self._room.wait()
 
     def answered(self, request_id: types.RequestId) -> None:
-        """The request with this id was answered or cancelled: its room is free, once."""
+        """The server's answer to the request with this id was written: its room is free, once."""
         key = coerce_request_id(request_id)
-        if key in self._ids:
-            self._ids.remove(key)
+        if self._ids.pop(key, None) is not None:
             self._room.set()
 
     def ask(self, request_id: types.RequestId) -> None:
@@ -438,11 +458,11 @@ class _Held:
             if not self._requests:
                 continue  # cancelled while it waited for room
             request, request_id, size = self._requests[0]
-            unanswered.admit(request_id)
+            admitted = unanswered.admit(request, request_id)
             # Held until the server has it: the end of input waits for it, and a cancellation now is the server's to hear.
             self._sending = True
             try:
-                await inbound.send(request)
+                await inbound.send(admitted)
             finally:
                 self._sending = False
             self._requests.popleft()
@@ -508,13 +528,12 @@ async def _read(
                     if not held.hold(item, message.id, len(line)):
                         await answers.send(_busy(message.id))
                     return
-                unanswered.admit(message.id)
+                item = unanswered.admit(item, message.id)
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
                 cancelled = cancelled_request_id_from_params(message.params)
-                if cancelled is not None:
-                    if held.drop(cancelled):
-                        return  # it never reached the server: nothing to cancel there, nothing to answer
-                    unanswered.answered(cancelled)
+                if cancelled is not None and held.drop(cancelled):
+                    return  # it never reached the server: nothing to cancel there, nothing to answer
+                # One the server has keeps its room until the server settles it (see _Unanswered).
             elif isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None:
                 unanswered.heard(message.id)
             await inbound.send(item)
