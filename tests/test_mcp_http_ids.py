@@ -1,9 +1,10 @@
 """Request ids in a 2025-11-25 session, and bodies over the size limit, on the Streamable HTTP endpoint.
 
 The SDK's session transport keys each request's response stream by the
-``str()`` of its id, and keeps one key of that kind for the session's GET
-stream: a request under an id already in flight (``5`` then ``"5"``, or
-``5`` twice), or under that key, is refused ``-32600`` and dispatches
+``str()`` of its id, its dispatcher keeps requests by the id coerced
+(``"05"`` is ``5``), and it keeps one key of the first kind for the
+session's GET stream: a request under an id already in flight by either
+(``5`` then ``"5"`` or ``"05"``, or ``5`` twice), or under that key, is refused ``-32600`` and dispatches
 nothing, and the request it would have displaced is still answered. An id
 is free again once its request has ended, however it ended. A body over the
 limit is refused 413 in JSON-RPC, as every other refusal of the endpoint is.
@@ -168,7 +169,9 @@ async def exchange(asgi: HttpApp[None], session: str, body: object | None = None
 # --- an id in flight --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("second", ["5", 5], ids=["string", "integer"])
+# "05" is the SDK's id 5 too (it correlates ids by coerce_request_id): its
+# dispatcher would keep one of the two, and a cancellation of either reach it.
+@pytest.mark.parametrize("second", ["5", 5, "05"], ids=["string", "integer", "leading zero"])
 async def test_a_request_under_an_id_in_flight_is_refused_and_the_first_is_still_answered(second: str | int) -> None:
     async with served() as s:
         async with exchange(s.asgi, s.session, call(5, "wait", {})) as first:

@@ -72,6 +72,7 @@ from mcp.server.transport_security import (
     TransportSecurityMiddleware,
     TransportSecuritySettings,
 )
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -288,9 +289,10 @@ class _Session:
     stopping: bool = False
     calls: int = 0
     quiet: anyio.Event | None = None
-    # The ``str()`` of the id of every request in flight, the key under which
-    # the transport routes its answer (and all else the server sends about it):
-    # ``posted`` while its POST is being served, ``dispatched`` from the server
+    # The key (:func:`_id_key`) of the id of every request in flight, one for
+    # any two ids the transport routes alike (a request's answer, and all else
+    # the server sends about it, by the id's ``str()``) or its dispatcher
+    # correlates alike: ``posted`` while its POST is being served, ``dispatched`` from the server
     # taking it until its answer (or its settling unanswered, as a cancelled
     # request does) has been handed to the transport. A request that outlives
     # its POST (its client left) still holds its id, so nothing it is yet to
@@ -362,7 +364,7 @@ class _Stopping:
         finally:
             # The request's answer, however its sending ended: the server has
             # nothing more to send about it.
-            await _answered(self._session, str(message.id))
+            await _answered(self._session, _id_key(message.id))
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -374,6 +376,19 @@ class _Stopping:
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _id_key(request_id: types.RequestId) -> str:
+    """The key a session holds a request's id under while it is in flight.
+
+    The transport routes by the id's ``str()`` and the SDK's dispatcher
+    correlates by the id coerced (``"05"`` and ``5`` are one id there), so
+    two ids either tells alike have one key:
+
+    >>> _id_key(5), _id_key("5"), _id_key("05"), _id_key("call-1")
+    ('5', '5', '5', 'call-1')
+    """
+    return str(coerce_request_id(request_id))
 
 
 async def _answered(session: _Session, key: str) -> None:
@@ -411,7 +426,7 @@ class _Dispatched:
             # Only a request the dispatcher will tell of settling unanswered
             # (every one the transport hands on) can hold its id past its POST.
             if isinstance(metadata, ServerMessageMetadata):
-                key = str(item.message.id)
+                key = _id_key(item.message.id)
                 self._session.dispatched.add(key)
                 metadata.on_request_unanswered = _settling(metadata.on_request_unanswered, self._session, key)
         return item
@@ -1290,9 +1305,11 @@ class HttpApp(Generic[P]):
         # its id, and the session's GET stream by a key of the same kind: a
         # request under a key in use would take that stream from its owner,
         # whose answers (or change notifications) would never reach it.
-        key = str(envelope.request_id) if envelope is not None and envelope.request_id is not None else None
-        if key is not None and (key == GET_STREAM_KEY or session.in_flight(key)):
-            await _error(_ID_RESERVED if key == GET_STREAM_KEY else _ID_IN_FLIGHT, 400)(scope, receive, send)
+        request_id = envelope.request_id if envelope is not None else None
+        key = None if request_id is None else _id_key(request_id)
+        reserved = request_id is not None and str(request_id) == GET_STREAM_KEY
+        if key is not None and (reserved or session.in_flight(key)):
+            await _error(_ID_RESERVED if reserved else _ID_IN_FLIGHT, 400)(scope, receive, send)
             return
         # A call whose client leaves before its answer has left is cancelled
         # (below); only a call is watched for that. Once the answer is out, a
