@@ -1067,7 +1067,7 @@ async def _uvicorn(
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    from ._head_deadline import head_deadline
+    from ._request_deadline import request_deadlines
 
     class _Server(uvicorn.Server):
         # uvicorn's own handlers would wait out the grace period on open calls
@@ -1099,11 +1099,12 @@ async def _uvicorn(
                         # past the concurrency limit uvicorn answers 503; headers are
                         # capped at 16 KiB; idle keep-alive connections close after 5 s;
                         # a connection that has not sent a whole request head within
-                        # 10 s of connecting or of its last response is closed, so
-                        # connections that send nothing hold the limit 10 s at most.
+                        # 10 s of connecting or of its last response, or its body
+                        # within 30 s of its head, is closed, so slow or silent
+                        # connections hold the limit that long at most.
                         # h11 always, even where httptools is installed: these bounds
-                        # are h11's and the head deadline's.
-                        http=head_deadline(H11Protocol),
+                        # are h11's and the request deadlines'.
+                        http=request_deadlines(H11Protocol),
                         limit_concurrency=_LIMIT_CONCURRENCY,
                         timeout_keep_alive=5,
                         h11_max_incomplete_event_size=16 * 1024,

@@ -1,8 +1,9 @@
-"""``agentfx serve --transport http`` closes a connection that does not deliver a request head in time.
+"""``agentfx serve --transport http`` closes a connection that does not deliver a request head, or its body, in time.
 
-Without that deadline, connections that send nothing, or a head a byte at a
-time, stay open for good, and enough of them hold the concurrency limit so
-that every other client is answered 503. The deadline is shortened here.
+Without those deadlines, connections that send nothing, a head a byte at a
+time, or a whole head and then its body a byte at a time, stay open for
+good, and enough of them hold the concurrency limit so that every other
+client is answered 503. The deadlines are shortened here.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ DEADLINE = 0.5
 TOOLS_LIST = json.dumps(modern("tools/list")).encode()
 
 
-def _serve(client: Callable[[str], None], monkeypatch: pytest.MonkeyPatch, deadline: float = DEADLINE) -> None:
-    """``tests.mcp_app:app`` served by the CLI with a ``deadline`` for request heads, while ``client(url)`` runs."""
-    monkeypatch.setattr("agentfx._head_deadline.HEAD_DEADLINE", deadline)
+def _serve(
+    client: Callable[[str], None], monkeypatch: pytest.MonkeyPatch, deadline: float = DEADLINE, body: float = 30.0
+) -> None:
+    """``tests.mcp_app:app`` served by the CLI with a ``deadline`` for request heads and one for bodies, while ``client(url)`` runs."""
+    monkeypatch.setattr("agentfx._request_deadline.HEAD_DEADLINE", deadline)
+    monkeypatch.setattr("agentfx._request_deadline.BODY_DEADLINE", body)
     with stopped_after(20):
         code, err, failures = serve_while(client, "tests.mcp_app:app")
     if failures:
@@ -170,4 +174,78 @@ def test_idle_connections_hold_the_concurrency_limit_only_until_the_deadline(mon
                 sock.close()
 
     _serve(client, monkeypatch, deadline=deadline)
+    assert statuses == [503, 200]
+
+
+def _head(host: str, length: int) -> bytes:
+    """A ``tools/list`` POST's head, declaring a body of ``length`` bytes."""
+    return (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: application/json, text/event-stream\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\nMcp-Protocol-Version: {MODERN}\r\n"
+        "Mcp-Method: tools/list\r\n\r\n"
+    ).encode()
+
+
+def test_a_connection_trickling_a_body_is_closed_at_the_body_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[float] = []
+
+    def client(url: str) -> None:
+        with _connect(url) as sock:
+            sock.sendall(_head(urllib.parse.urlsplit(url).netloc, len(TOOLS_LIST)))
+            started = time.monotonic()
+            # A byte every 0.1 s: traffic all along, yet never the whole body.
+            closed.append(_closed_after(sock, started, trickle=TOOLS_LIST[:-1]))
+
+    _serve(client, monkeypatch, deadline=5.0, body=DEADLINE)
+    assert DEADLINE * 0.8 <= closed[0] <= DEADLINE + 1, closed
+
+
+def test_a_body_has_its_own_deadline_not_the_heads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its body takes about three head deadlines to arrive, within the body's.
+    answers: list[bytes] = []
+
+    def client(url: str) -> None:
+        with _connect(url) as sock:
+            sock.sendall(_head(urllib.parse.urlsplit(url).netloc, len(TOOLS_LIST)))
+            third = len(TOOLS_LIST) // 3
+            for start in (0, third, 2 * third):
+                time.sleep(DEADLINE / 2)
+                sock.sendall(TOOLS_LIST[start : start + third] if start < 2 * third else TOOLS_LIST[start:])
+            sock.settimeout(5)
+            answers.append(sock.recv(65536))
+
+    _serve(client, monkeypatch, deadline=DEADLINE, body=4.0)
+    assert answers[0].startswith(b"HTTP/1.1 200"), answers
+
+
+def test_trickled_bodies_hold_the_concurrency_limit_only_until_the_body_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("agentfx.cli._LIMIT_CONCURRENCY", 8)
+    deadline = 0.8
+    statuses: list[int] = []
+
+    def client(url: str) -> None:
+        async def tools_list() -> None:
+            async with httpx.AsyncClient() as http:
+                status, _, _ = await post(http, url, modern("tools/list"), version=MODERN)
+                statuses.append(status)
+
+        host = urllib.parse.urlsplit(url).netloc
+        slow: list[socket.socket] = []
+        try:
+            # One after another: uvicorn counts the connections open when each
+            # head arrives, itself included, so 7 are served and hold all 8 places.
+            for _ in range(7):
+                slow.append(_connect(url))
+                slow[-1].sendall(_head(host, len(TOOLS_LIST)) + TOOLS_LIST[:1])
+                time.sleep(0.02)
+            started = time.monotonic()
+            time.sleep(0.1)
+            anyio.run(tools_list)  # the limit is held
+            time.sleep(max(0.0, started + deadline + 0.4 - time.monotonic()))
+            anyio.run(tools_list)  # the slow connections are gone
+        finally:
+            for sock in slow:
+                sock.close()
+
+    _serve(client, monkeypatch, deadline=5.0, body=deadline)
     assert statuses == [503, 200]

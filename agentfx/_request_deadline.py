@@ -1,0 +1,117 @@
+"""Deadlines for each request's head and body on an HTTP/1.1 connection uvicorn serves.
+
+uvicorn times a connection out only between requests (``timeout_keep_alive``,
+which the first byte of the next request cancels), and counts every open
+connection against ``limit_concurrency``. So a client that connects and sends
+nothing, sends a request head a byte at a time, or sends a whole head and then
+its body a byte at a time, holds a place for as long as it likes, and enough
+of them make the server answer 503 to everyone else.
+
+:func:`request_deadlines` makes a protocol class that gives a connection
+:data:`HEAD_DEADLINE` seconds to deliver a complete request head (request
+line and headers), counted from when the connection was made and again from
+when each response on it finished (the keep-alive gap, in which uvicorn's own
+shorter timeout still closes a connection that sends nothing at all); and
+then :data:`BODY_DEADLINE` seconds from the head to deliver the whole body.
+Time in which the server itself stopped reading (the app has not taken what
+came so far) is not the client's: a body deadline that passes then is
+extended. A connection that misses either is closed without a response,
+logged at debug level only; an app still reading the body hears that its
+client left. A WebSocket upgrade leaves the deadlines behind once its head
+has arrived.
+
+This module imports no uvicorn: the command line, which does, hands it
+uvicorn's h11 protocol class, so importing agentfx never imports that extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
+
+__all__ = ("BODY_DEADLINE", "HEAD_DEADLINE", "request_deadlines")
+
+HEAD_DEADLINE = 10.0
+"""Seconds a connection has to deliver a request head, from connecting or from the end of the previous response."""
+
+BODY_DEADLINE = 30.0
+"""Seconds a request has, from its head, to deliver its whole body (a 4 MiB body at about 140 KB/s)."""
+
+
+def request_deadlines(base: type[H11Protocol]) -> type[H11Protocol]:
+    """``base`` (uvicorn's ``H11Protocol``), closing a connection whose request head or body is not complete in time."""
+
+    class RequestDeadlines(base):
+        _timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(cast("asyncio.Transport", transport))
+            self._await_head()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            # A parsed request head is the one thing that starts a new cycle,
+            # whether read just now or pipelined behind the previous response.
+            cycle = self.cycle
+            super().handle_events()
+            # None until the first head arrives, whatever uvicorn's annotation says.
+            now = cast("RequestResponseCycle | None", self.cycle)
+            if now is not cycle:
+                self._disarm()
+                if now is not None and now.more_body:
+                    self._arm(BODY_DEADLINE, self._body_late)
+            elif now is not None and not now.more_body and self._timer is not None and not now.response_complete:
+                # The one timer that runs while a response is pending is the body's: the body is complete.
+                self._disarm()
+
+        def handle_websocket_upgrade(self, event: h11.Request) -> None:
+            # The connection becomes the WebSocket protocol's, with no cycle here.
+            self._disarm()
+            super().handle_websocket_upgrade(event)
+
+        def on_response_complete(self) -> None:
+            # Armed before uvicorn reads on: it parses a pipelined head at once.
+            if not self.transport.is_closing():
+                self._await_head()
+            super().on_response_complete()
+
+        def _await_head(self) -> None:
+            self._disarm()
+            self._arm(HEAD_DEADLINE, self._head_late)
+
+        def _arm(self, seconds: float, late: Callable[[], None]) -> None:
+            self._timer = self.loop.call_later(seconds, late)
+
+        def _disarm(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _head_late(self) -> None:
+            self._timer = None
+            self._close("no complete request head within %s s", HEAD_DEADLINE)
+
+        def _body_late(self) -> None:
+            self._timer = None
+            if self.flow.read_paused:
+                # The server stopped reading, not the client: the app has yet to take what came.
+                self._arm(BODY_DEADLINE, self._body_late)
+                return
+            self._close("no complete request body within %s s of its head", BODY_DEADLINE)
+
+        def _close(self, why: str, seconds: float) -> None:
+            if self.transport.is_closing():
+                return
+            prefix = "%s:%d - " % self.client if self.client else ""
+            self.logger.debug("%sclosed: " + why, prefix, seconds)
+            self.transport.close()
+
+    return RequestDeadlines
