@@ -18,7 +18,10 @@ came so far) is not the client's: a body deadline that passes then is
 extended. A connection that misses either is closed without a response,
 logged at debug level only; an app still reading the body hears that its
 client left. A WebSocket upgrade leaves the deadlines behind once its head
-has arrived.
+has arrived. And a client that stops reading what the server writes (its
+connection's send buffer full, so the app's next send waits) has
+:data:`WRITE_DEADLINE` seconds to read again before it is closed, so it
+cannot hold a call, or an event stream, and its place, by reading nothing.
 
 This module imports no uvicorn: the command line, which does, hands it
 uvicorn's h11 protocol class, so importing agentfx never imports that extra.
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
-__all__ = ("BODY_DEADLINE", "HEAD_DEADLINE", "request_deadlines")
+__all__ = ("BODY_DEADLINE", "HEAD_DEADLINE", "WRITE_DEADLINE", "request_deadlines")
 
 HEAD_DEADLINE = 10.0
 """Seconds a connection has to deliver a request head, from connecting or from the end of the previous response."""
@@ -42,12 +45,16 @@ HEAD_DEADLINE = 10.0
 BODY_DEADLINE = 30.0
 """Seconds a request has, from its head, to deliver its whole body (a 4 MiB body at about 140 KB/s)."""
 
+WRITE_DEADLINE = 30.0
+"""Seconds a connection may leave the server's writes unread (its send buffer full) before it is closed."""
+
 
 def request_deadlines(base: type[H11Protocol]) -> type[H11Protocol]:
-    """``base`` (uvicorn's ``H11Protocol``), closing a connection whose request head or body is not complete in time."""
+    """``base`` (uvicorn's ``H11Protocol``), closing a connection that is late with a request's head or body, or reads nothing."""
 
     class RequestDeadlines(base):
         _timer: asyncio.TimerHandle | None = None
+        _write_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(cast("asyncio.Transport", transport))
@@ -55,7 +62,28 @@ def request_deadlines(base: type[H11Protocol]) -> type[H11Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            self._writable()
             super().connection_lost(exc)
+
+        def pause_writing(self) -> None:
+            # A timer of its own: a request may be read while its answer cannot be written.
+            super().pause_writing()
+            if self._write_timer is None:
+                self._write_timer = self.loop.call_later(WRITE_DEADLINE, self._unread)
+
+        def resume_writing(self) -> None:
+            self._writable()
+            super().resume_writing()
+
+        def _writable(self) -> None:
+            if self._write_timer is not None:
+                self._write_timer.cancel()
+                self._write_timer = None
+
+        def _unread(self) -> None:
+            self._write_timer = None
+            # Aborted, not closed: closing waits to flush a buffer this client never reads.
+            self._close("what was written to it went unread for %s s", WRITE_DEADLINE, abort=True)
 
         def handle_events(self) -> None:
             # A parsed request head is the one thing that starts a new cycle,
@@ -107,11 +135,14 @@ def request_deadlines(base: type[H11Protocol]) -> type[H11Protocol]:
                 return
             self._close("no complete request body within %s s of its head", BODY_DEADLINE)
 
-        def _close(self, why: str, seconds: float) -> None:
-            if self.transport.is_closing():
+        def _close(self, why: str, seconds: float, *, abort: bool = False) -> None:
+            if self.transport.is_closing() and not abort:
                 return
             prefix = "%s:%d - " % self.client if self.client else ""
             self.logger.debug("%sclosed: " + why, prefix, seconds)
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
 
     return RequestDeadlines

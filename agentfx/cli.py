@@ -1100,7 +1100,8 @@ async def _uvicorn(
                         # capped at 16 KiB; idle keep-alive connections close after 5 s;
                         # a connection that has not sent a whole request head within
                         # 10 s of connecting or of its last response, or its body
-                        # within 30 s of its head, is closed, so slow or silent
+                        # within 30 s of its head, or that leaves what is written to it
+                        # unread for 30 s, is closed, so slow, silent or deaf
                         # connections hold the limit that long at most.
                         # h11 always, even where httptools is installed: these bounds
                         # are h11's and the request deadlines'.

@@ -1,9 +1,11 @@
-"""The body deadline counts only time in which the client, not the server, holds a request's body back.
+"""The request deadlines on uvicorn's own protocol: whose delay a body's is, and a client that reads nothing.
 
 uvicorn stops reading a connection once more body has arrived than the app
-has taken; the client cannot send the rest then, and the deadline must not
-close it for that. uvicorn's protocol is asyncio's, driven here directly
-over a transport that records what is done to it, with the deadlines shortened.
+has taken; the client cannot send the rest then, and the body deadline must
+not close it for that. A client that stops reading what is written to it is
+aborted once the write deadline passes (closing would wait to flush what it
+never reads). uvicorn's protocol is asyncio's, driven here directly over a
+transport that records what is done to it, with the deadlines shortened.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Recorded(asyncio.Transport):
     def __init__(self) -> None:
         super().__init__()
         self.closed = False
+        self.aborted = False
         self.paused = False
         self.written = b""
 
@@ -41,6 +44,9 @@ class Recorded(asyncio.Transport):
 
     def close(self) -> None:
         self.closed = True
+
+    def abort(self) -> None:
+        self.closed = self.aborted = True
 
     def pause_reading(self) -> None:
         self.paused = True
@@ -64,11 +70,7 @@ def test_a_body_the_server_stopped_reading_is_not_the_clients_delay(monkeypatch:
             while (message := await receive())["type"] == "http.request":
                 taken.append(message["body"])
 
-        config = uvicorn.Config(app, lifespan="off", log_level="warning")
-        config.load()
-        protocol = request_deadlines(H11Protocol)(config, ServerState(), {}, asyncio.get_running_loop())
-        transport = Recorded()
-        protocol.connection_made(transport)
+        protocol, transport = _connected(app)
         head = f"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: {LENGTH}\r\n\r\n".encode()
         protocol.data_received(head + b"x" * (LENGTH // 2))
         assert transport.paused  # uvicorn stopped reading: the rest cannot arrive
@@ -82,5 +84,37 @@ def test_a_body_the_server_stopped_reading_is_not_the_clients_delay(monkeypatch:
         assert transport.closed and transport.written == b""
         protocol.connection_lost(None)
         await asyncio.sleep(0)
+
+    asyncio.run(main())
+
+
+def _connected(app: Any) -> tuple[H11Protocol, Recorded]:
+    config = uvicorn.Config(app, lifespan="off", log_level="warning")
+    config.load()
+    protocol = request_deadlines(H11Protocol)(config, ServerState(), {}, asyncio.get_running_loop())
+    transport = Recorded()
+    protocol.connection_made(transport)
+    return protocol, transport
+
+
+async def _nothing(scope: Any, receive: Any, send: Any) -> None:
+    pass
+
+
+def test_a_client_that_reads_nothing_is_aborted_at_the_write_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_request_deadline, "WRITE_DEADLINE", BODY)
+    monkeypatch.setattr(_request_deadline, "HEAD_DEADLINE", 60.0)
+
+    async def main() -> None:
+        protocol, transport = _connected(_nothing)
+        protocol.pause_writing()  # its send buffer is full
+        await asyncio.sleep(BODY / 2)
+        protocol.resume_writing()  # it read in time
+        await asyncio.sleep(BODY)
+        assert not transport.closed
+        protocol.pause_writing()
+        await asyncio.sleep(BODY * 2)
+        assert transport.aborted and transport.written == b""
+        protocol.connection_lost(None)
 
     asyncio.run(main())
