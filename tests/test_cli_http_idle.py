@@ -149,26 +149,34 @@ def test_a_keep_alive_client_has_the_deadline_for_each_request_not_for_the_conne
     assert closed[0] <= DEADLINE + 1, closed
 
 
+def _held_then_freed(url: str, started: float, deadline: float) -> list[int]:
+    """A ``tools/list``'s status now, while the limit is held, and once ``deadline`` from ``started`` has passed."""
+    statuses: list[int] = []
+
+    async def tools_list() -> None:
+        async with httpx.AsyncClient() as http:
+            status, _, _ = await post(http, url, modern("tools/list"), version=MODERN)
+            statuses.append(status)
+
+    time.sleep(0.1)
+    anyio.run(tools_list)
+    time.sleep(max(0.0, started + deadline + 0.4 - time.monotonic()))
+    anyio.run(tools_list)
+    return statuses
+
+
 def test_idle_connections_hold_the_concurrency_limit_only_until_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("agentfx.cli._LIMIT_CONCURRENCY", 8)
     deadline = 0.8
     statuses: list[int] = []
 
     def client(url: str) -> None:
-        async def tools_list() -> None:
-            async with httpx.AsyncClient() as http:
-                status, _, _ = await post(http, url, modern("tools/list"), version=MODERN)
-                statuses.append(status)
-
         started = time.monotonic()
         idle = [_connect(url) for _ in range(8)]
         try:
             for sock in idle[::2]:
                 sock.sendall(b"POST /mcp HTTP/1.1\r\n")  # half of them: one header line, then nothing
-            time.sleep(0.1)
-            anyio.run(tools_list)  # the limit is held
-            time.sleep(max(0.0, started + deadline + 0.4 - time.monotonic()))
-            anyio.run(tools_list)  # the idle connections are gone
+            statuses.extend(_held_then_freed(url, started, deadline))
         finally:
             for sock in idle:
                 sock.close()
@@ -224,11 +232,6 @@ def test_trickled_bodies_hold_the_concurrency_limit_only_until_the_body_deadline
     statuses: list[int] = []
 
     def client(url: str) -> None:
-        async def tools_list() -> None:
-            async with httpx.AsyncClient() as http:
-                status, _, _ = await post(http, url, modern("tools/list"), version=MODERN)
-                statuses.append(status)
-
         host = urllib.parse.urlsplit(url).netloc
         slow: list[socket.socket] = []
         try:
@@ -238,11 +241,7 @@ def test_trickled_bodies_hold_the_concurrency_limit_only_until_the_body_deadline
                 slow.append(_connect(url))
                 slow[-1].sendall(_head(host, len(TOOLS_LIST)) + TOOLS_LIST[:1])
                 time.sleep(0.02)
-            started = time.monotonic()
-            time.sleep(0.1)
-            anyio.run(tools_list)  # the limit is held
-            time.sleep(max(0.0, started + deadline + 0.4 - time.monotonic()))
-            anyio.run(tools_list)  # the slow connections are gone
+            statuses.extend(_held_then_freed(url, time.monotonic(), deadline))
         finally:
             for sock in slow:
                 sock.close()
