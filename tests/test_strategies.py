@@ -459,6 +459,28 @@ def test_a_mapping_is_drawn_with_the_keys_the_codec_reads(key: object) -> None:
     assert len(cast("dict[object, int]", getattr(decoded, "v"))) == len(payload["v"])
 
 
+SPELLED_TWICE = [float, decimal.Decimal, Annotated[float, msgspec.Meta(ge=0.0)]]
+"""Key types with two spellings of one key: ``"1"`` and ``"1.0"``, ``"1.0"`` and ``"1.00"``."""
+
+
+@pytest.mark.parametrize("key", SPELLED_TWICE, ids=repr)
+def test_no_two_keys_of_a_drawn_mapping_are_one_key_to_the_codec(key: object) -> None:
+    # Decoded, two spellings of one key are one entry: a valid payload would
+    # decode shorter than drawn, and one drawn too long could decode as valid.
+    probe = msgspec.defstruct("Probe", [("v", Annotated[dict[key, int], msgspec.Meta(max_length=2)])], tag=True)
+    [capability] = agentfx.define(agentfx.expose(probe, agentfx.variant(probe, "Probe"))).capabilities
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(valid_payloads(capability), invalid_payloads(capability))
+    def check(payload: dict[str, Any], invalid: InvalidPayload) -> None:
+        decoded = capability.codec.attempt(payload)
+        assert isinstance(decoded, probe), decoded
+        assert len(cast("dict[object, int]", getattr(decoded, "v"))) == len(payload["v"])
+        assert not isinstance(capability.codec.attempt(invalid.payload), probe), invalid
+
+    check()
+
+
 @pytest.mark.parametrize("key", KEY_TYPES, ids=repr)
 def test_a_mapping_key_the_codec_refuses_is_drawn_as_invalid(key: object) -> None:
     probe = msgspec.defstruct("Probe", [("v", dict[key, int])], tag=True)

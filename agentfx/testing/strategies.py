@@ -243,6 +243,42 @@ def _key_text(value: object) -> str:
     return value if isinstance(value, str) else msgspec.json.encode(value).decode()
 
 
+def _mappings(
+    key_type: mi.Type, keys: SearchStrategy[str], values: SearchStrategy[Any], min_size: int, max_size: int
+) -> SearchStrategy[dict[str, Any]]:
+    """Objects of ``min_size`` to ``max_size`` entries whose keys the codec reads as that many keys.
+
+    Two spellings of one key (``"1"`` and ``"1.0"`` of a float, ``"1.0"`` and
+    ``"1.00"`` of a decimal) are two keys on the wire but one in the decoded
+    mapping, which would then be shorter than drawn: past a ``max_length``
+    a payload drawn as too long would decode as valid.
+    """
+    identity = _key_identity(key_type)
+    entries = st.lists(st.tuples(keys, values), min_size=min_size, max_size=max_size, unique_by=lambda entry: identity(entry[0]))
+    return entries.map(dict)
+
+
+def _key_identity(t: mi.Type) -> Callable[[str], object]:
+    """What the codec reads an object key as, for keys of type ``t``: the key itself when it is not known.
+
+    >>> read = _key_identity(mi.type_info(float))
+    >>> read("1") == read("1.0"), read("x")
+    (True, 'x')
+    """
+    annotation = _key_annotation(t)
+    if annotation is None:
+        return lambda text: text
+    keyed = dict[annotation, int]
+
+    def identity(text: str) -> object:
+        try:
+            return next(iter(msgspec.convert({text: 0}, keyed, str_keys=True)))
+        except msgspec.ValidationError:
+            return text
+
+    return identity
+
+
 def _key_annotation(t: mi.Type) -> object | None:
     """The annotation ``t`` was read from, for the types a mapping key may have; ``None`` for others.
 
@@ -714,7 +750,7 @@ class _Deriver:
             if min_size:
                 raise
             return st.just({})
-        return st.dictionaries(keys, values, min_size=min_size, max_size=max_size)
+        return _mappings(t.key_type, keys, values, min_size, max_size)
 
     def _fields(
         self, t: mi.StructType | mi.DataclassType | mi.TypedDictType
@@ -946,7 +982,7 @@ class _Deriver:
         min_length, max_length = t.min_length, t.max_length
         low = max((min_length or 0) - 1, 0)
         high = max(self._cap(min_length, max_length, _MAX_ITEMS) - 1, low)
-        others = st.dictionaries(keys, values, min_size=low, max_size=high)
+        others = _mappings(t.key_type, keys, values, low, high)
         bad_values = self.invalid(t.value_type, f"{path}[...]")
         if bad_values:
             bad = _combine(bad_values)
@@ -955,10 +991,10 @@ class _Deriver:
         if bad_keys is not None:
             parts.append(_Part("object", st.tuples(others, bad_keys, values).map(_set_key)))
         if min_length:
-            short = st.dictionaries(keys, values, min_size=min_length - 1, max_size=min_length - 1)
+            short = _mappings(t.key_type, keys, values, min_length - 1, min_length - 1)
             parts.append(_Part("object", _bad(short, f"{path}: fewer than min_length={min_length} entries")))
         if max_length is not None and max_length < _MAX_VIOLATION_SIZE:
-            long = st.dictionaries(keys, values, min_size=max_length + 1, max_size=max_length + 1)
+            long = _mappings(t.key_type, keys, values, max_length + 1, max_length + 1)
             parts.append(_Part("object", _bad(long, f"{path}: more than max_length={max_length} entries")))
         return parts
 
