@@ -12,6 +12,9 @@ for Structs declared with ``forbid_unknown_fields``, so the codec derives a
 *strict mirror* of the input type: the same fields, names, types and defaults,
 with every nested record closed and the root's own tag removed. The schema is
 generated from the mirror; decoding still produces the application's own type.
+Where msgspec takes more than that schema admits (a ``Decimal`` sent as a
+number, a nested tagged record sent without its tag), a second, decoding
+mirror refuses it after the application's type has decoded.
 
 It deliberately knows nothing of capabilities, Messages or failures: a bad
 payload is an :class:`InvalidPayload` with a JSON path, and turning that into
@@ -1281,11 +1284,16 @@ class _MirrorBuilder:
         In a decoding mirror a ``Decimal`` is a ``str`` too: its schema is a
         string, yet msgspec reads a JSON number into one as well. Its own
         rules (bounds, the decimal syntax) stay with the application's type,
-        decoded next. And a string's ``pattern`` is matched as the schema's
+        decoded next. A string's ``pattern`` is matched as the schema's
         ECMA-262 reader matches it (see :func:`agentfx._patterns.ecma_pattern`).
+        And a nested tagged record must carry its tag, as its schema says:
+        msgspec requires the tag only to tell a union's records apart, so
+        every tagged record stands in a union with :func:`_tag_required`'s.
         """
         if _record(tp) is not None:
-            return self.record(tp)
+            mirror = self.record(tp)
+            required = _tag_required([tp]) if self.decoding else None
+            return mirror if required is None else Union[mirror, required]  # noqa: UP007
         if self.decoding and _unwrapped(tp) is decimal.Decimal:
             return str
         origin = typing.get_origin(tp)
@@ -1315,6 +1323,11 @@ class _MirrorBuilder:
             return tp if mirrored is inner else Annotated[(mirrored, *metadata)]
         args = typing.get_args(tp)
         _check_literal_union(tp)
+        if self.decoding and (origin is Union or origin is types.UnionType):
+            # The union's own records, and one record requiring their tag field for them all.
+            members = tuple(self.record(arg) if _record(arg) is not None else self.type(arg) for arg in args)
+            required = _tag_required(list(args))
+            return Union[members if required is None else (*members, required)]  # noqa: UP007
         mirrored_args = tuple(arg if arg is Ellipsis else self.type(arg) for arg in args)
         names = _property_names(args[0]) if _is_mapping(origin) and args else None
         if names is not None:
@@ -1335,14 +1348,63 @@ def _needs_decoding_mirror(root: type) -> bool:
     ...     amount: decimal.Decimal
     >>> class Name(msgspec.Struct):
     ...     title: str
-    >>> _needs_decoding_mirror(Price), _needs_decoding_mirror(Name)
-    (True, False)
+    >>> class Shape(msgspec.Struct, tag=True):
+    ...     sides: int
+    >>> Drawn = msgspec.defstruct("Drawn", [("shape", Shape)])
+    >>> _needs_decoding_mirror(Price), _needs_decoding_mirror(Name), _needs_decoding_mirror(Drawn)
+    (True, False, True)
     """
     return _any_type(list(_components(root)), _decodes_more_than_described)
 
 
 def _decodes_more_than_described(tp: Any) -> bool:
-    return tp is decimal.Decimal or (isinstance(tp, msgspec.Meta) and _ecma_meta(tp) is not tp)
+    return tp is decimal.Decimal or (isinstance(tp, msgspec.Meta) and _ecma_meta(tp) is not tp) or _tagged_object(tp)
+
+
+def _tagged_object(tp: Any) -> bool:
+    """Whether ``tp`` is a tagged record sent as an object: one whose tag msgspec may not require."""
+    record = _record(tp)
+    return record is not None and record.tag_field is not None and not record.array_like
+
+
+_TAG_REQUIRED: dict[tuple[str, bool, frozenset[object]], Any] = {}
+
+
+def _tag_required(members: list[Any]) -> Any:
+    """The record that makes msgspec require the tag of the tagged object records among ``members``; ``None`` if none.
+
+    msgspec reads a record's tag to tell a union's records apart, and so
+    requires it only there: a tagged record alone (or beside ``None``) is
+    read without it. Beside this record, with the same tag field and a tag
+    no client sends, every one is told apart by its tag. It has no fields,
+    so what decodes to it (only its own tag) the application's type has
+    already refused.
+
+    >>> class Shape(msgspec.Struct, tag=True):
+    ...     sides: int
+    >>> msgspec.convert({"sides": 3}, Shape)
+    Shape(sides=3)
+    >>> msgspec.convert({"sides": 3}, Union[Shape, _tag_required([Shape])])
+    Traceback (most recent call last):
+    ...
+    msgspec.ValidationError: Object missing required field `type`
+    """
+    tagged = [record for record in map(_record, members) if record is not None and record.tag_field is not None and not record.array_like]
+    if not tagged:
+        return None
+    tag_field = tagged[0].tag_field
+    assert tag_field is not None
+    numbered = isinstance(tagged[0].tag, int)
+    taken = frozenset(record.tag for record in tagged)
+    key = (tag_field, numbered, taken)
+    made = _TAG_REQUIRED.get(key)
+    if made is None:
+        tag: object = -(2**63) if numbered else "\x00agentfx: a tag no client sends"
+        while tag in taken:
+            tag = tag + 1 if isinstance(tag, int) else f"{tag}'"
+        made = msgspec.defstruct("TagRequired", [], tag=cast("Any", tag), tag_field=tag_field, forbid_unknown_fields=True, frozen=True)
+        _TAG_REQUIRED[key] = made
+    return made
 
 
 def _ecma_meta(meta: object) -> object:

@@ -63,6 +63,76 @@ def test_a_decimal_is_decoded_only_from_the_string_its_schema_says(payload: dict
     assert _agree(_Priced, payload) is accepted
 
 
+# --- a nested tagged record: its tag is required, as its schema says ---------------------------
+#
+# msgspec requires a record's tag only to tell a union's records apart: alone,
+# or beside None, it reads the record without one, where the schema says the
+# tag is required.
+
+
+class _Shape(msgspec.Struct, frozen=True, tag=True):
+    sides: int
+
+
+class _Numbered(msgspec.Struct, frozen=True, tag=7):
+    n: int
+
+
+class _Circle(msgspec.Struct, frozen=True, tag=True):
+    radius: float
+
+
+class _Twig(msgspec.Struct, frozen=True, tag=True):
+    kids: list[_Twig] = []
+
+
+class _Drawn(msgspec.Struct, tag=True):
+    shape: _Shape
+    maybe: _Shape | None = None
+    shapes: list[_Shape] = []
+    unique: frozenset[_Shape] = frozenset()
+    numbered: _Numbered | None = None
+    either: _Shape | _Circle | None = None
+    tree: _Twig | None = None
+    named: dict[str, _Shape] = {}
+
+
+_SQUARE = {"type": "_Shape", "sides": 4}
+
+
+_TAGGED: list[tuple[dict[str, Any], bool]] = [
+    ({"shape": _SQUARE}, True),
+    ({"shape": {"sides": 4}}, False),
+    ({"shape": _SQUARE, "maybe": None}, True),
+    ({"shape": _SQUARE, "maybe": {"sides": 3}}, False),
+    ({"shape": _SQUARE, "shapes": [_SQUARE, {"sides": 3}]}, False),
+    ({"shape": _SQUARE, "unique": [_SQUARE]}, True),
+    ({"shape": _SQUARE, "unique": [{"sides": 3}]}, False),
+    ({"shape": _SQUARE, "numbered": {"type": 7, "n": 1}}, True),
+    ({"shape": _SQUARE, "numbered": {"n": 1}}, False),
+    ({"shape": _SQUARE, "either": {"type": "_Circle", "radius": 1.0}}, True),
+    ({"shape": _SQUARE, "either": {"radius": 1.0}}, False),
+    ({"shape": _SQUARE, "tree": {"type": "_Twig", "kids": [{"type": "_Twig"}]}}, True),
+    ({"shape": _SQUARE, "tree": {"type": "_Twig", "kids": [{"kids": []}]}}, False),
+    ({"shape": _SQUARE, "named": {"a": {"sides": 3}}}, False),
+    ({"shape": {"type": "\x00agentfx: a tag no client sends"}}, False),
+]
+
+
+@pytest.mark.parametrize(("payload", "accepted"), _TAGGED)
+def test_a_nested_tagged_record_is_decoded_only_with_its_tag(payload: dict[str, Any], accepted: bool) -> None:
+    assert _agree(_Drawn, payload) is accepted
+
+
+def test_a_nested_record_sent_without_its_tag_is_told_the_tag_is_required() -> None:
+    untagged: dict[str, Any] = {"kids": []}
+    refused = InputCodec(_Drawn).attempt({"shape": _SQUARE, "tree": {"type": "_Twig", "kids": [untagged]}})
+    assert isinstance(refused, InvalidPayload)
+    assert (refused.path, refused.problem) == ("$.tree.kids[0]", '"tree.kids[0].type" is required')
+    decoded = InputCodec(_Drawn).attempt({"shape": _SQUARE, "unique": [_SQUARE], "tree": {"type": "_Twig"}})
+    assert decoded == _Drawn(_Shape(4), unique=frozenset({_Shape(4)}), tree=_Twig())
+
+
 def test_a_decimal_sent_as_a_number_is_told_to_be_a_string() -> None:
     codec = InputCodec(_Priced)
     refused = codec.attempt({"amount": 12.5})
