@@ -32,6 +32,7 @@ import itertools
 import math
 import types
 import typing
+import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Annotated, Any, Generic, Literal, NotRequired, Required, TypeVar, Union, cast
@@ -510,6 +511,9 @@ def _rule(subject: str, expected: str, rule: str, schema: dict[str, Any], locati
         return None
     if rule.startswith(" matching regex "):
         matched = _literal(rule[16:])
+        if matched == _UUID_PATTERN:
+            # The decoding mirror's, not a declared one: a UUID sent as bare hex digits.
+            return f"{subject} must be a UUID written with hyphens (8-4-4-4-12 hex digits)"
         pattern = None if matched is None else _declared_pattern(matched, schema, location, keys=keys)
         return f"{subject} must match {pattern}" if pattern is not None else f"{subject} must match its declared pattern"
     if rule.startswith(" that's a multiple of "):
@@ -1296,6 +1300,8 @@ class _MirrorBuilder:
             return mirror if required is None else Union[mirror, required]  # noqa: UP007
         if self.decoding and _unwrapped(tp) is decimal.Decimal:
             return str
+        if self.decoding and _unwrapped(tp) is uuid.UUID:
+            return _UUID_TEXT
         origin = typing.get_origin(tp)
         if origin is Literal or origin is None:
             if _is_flag(tp):
@@ -1325,7 +1331,17 @@ class _MirrorBuilder:
         _check_literal_union(tp)
         if self.decoding and (origin is Union or origin is types.UnionType):
             # The union's own records, and one record requiring their tag field for them all.
-            members = tuple(self.record(arg) if _record(arg) is not None else self.type(arg) for arg in args)
+            # A UUID beside another member but None stays one: as a string it would
+            # change how msgspec reads the union (every mapping key as the string).
+            mixed = sum(arg is not type(None) for arg in args) > 1
+            members = tuple(
+                self.record(arg)
+                if _record(arg) is not None
+                else arg
+                if mixed and _unwrapped(arg) is uuid.UUID
+                else self.type(arg)
+                for arg in args
+            )
             required = _tag_required(list(args))
             return Union[members if required is None else (*members, required)]  # noqa: UP007
         mirrored_args = tuple(arg if arg is Ellipsis else self.type(arg) for arg in args)
@@ -1357,8 +1373,13 @@ def _needs_decoding_mirror(root: type) -> bool:
     return _any_type(list(_components(root)), _decodes_more_than_described)
 
 
+_UUID_PATTERN = "^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$"
+_UUID_TEXT = Annotated[str, msgspec.Meta(pattern=_UUID_PATTERN)]
+"""A UUID as its schema's ``format: uuid`` reads one: hyphenated. msgspec takes 32 bare hex digits too."""
+
+
 def _decodes_more_than_described(tp: Any) -> bool:
-    return tp is decimal.Decimal or (isinstance(tp, msgspec.Meta) and _ecma_meta(tp) is not tp) or _tagged_object(tp)
+    return tp is decimal.Decimal or tp is uuid.UUID or (isinstance(tp, msgspec.Meta) and _ecma_meta(tp) is not tp) or _tagged_object(tp)
 
 
 def _tagged_object(tp: Any) -> bool:

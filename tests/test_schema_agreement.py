@@ -10,6 +10,7 @@ import re
 import subprocess
 import types
 import typing
+import uuid
 from collections.abc import Iterator
 from typing import Annotated, Any, NewType, Union, cast
 
@@ -131,6 +132,41 @@ def test_a_nested_record_sent_without_its_tag_is_told_the_tag_is_required() -> N
     assert (refused.path, refused.problem) == ("$.tree.kids[0]", '"tree.kids[0].type" is required')
     decoded = InputCodec(_Drawn).attempt({"shape": _SQUARE, "unique": [_SQUARE], "tree": {"type": "_Twig"}})
     assert decoded == _Drawn(_Shape(4), unique=frozenset({_Shape(4)}), tree=_Twig())
+
+
+# --- a UUID: hyphenated, as its schema's format says ----------------------------------------
+
+_ID = "3b241101-e2bb-4255-8caf-4136c566a962"
+
+
+class _Identified(msgspec.Struct, tag=True):
+    id: uuid.UUID
+    owners: dict[uuid.UUID, str] = {}
+    parent: uuid.UUID | None = None
+
+
+@pytest.mark.parametrize(
+    ("payload", "accepted"),
+    [
+        ({"id": _ID}, True),
+        ({"id": _ID.upper()}, True),
+        ({"id": _ID.replace("-", "")}, False),
+        ({"id": "{" + _ID + "}"}, False),
+        ({"id": "urn:uuid:" + _ID}, False),
+        ({"id": _ID, "owners": {_ID: "a"}}, True),
+        ({"id": _ID, "owners": {_ID.replace("-", ""): "a"}}, False),
+        ({"id": _ID, "parent": _ID.replace("-", "")}, False),
+    ],
+)
+def test_a_uuid_is_decoded_only_as_its_schema_writes_one(payload: dict[str, Any], accepted: bool) -> None:
+    assert _agree(_Identified, payload) is accepted
+
+
+def test_a_uuid_sent_as_bare_hex_digits_is_told_to_be_hyphenated() -> None:
+    refused = InputCodec(_Identified).attempt({"id": _ID.replace("-", "")})
+    assert isinstance(refused, InvalidPayload)
+    assert (refused.path, refused.problem) == ("$.id", '"id" must be a UUID written with hyphens (8-4-4-4-12 hex digits)')
+    assert InputCodec(_Identified).attempt({"id": _ID}) == _Identified(uuid.UUID(_ID))
 
 
 def test_a_decimal_sent_as_a_number_is_told_to_be_a_string() -> None:
