@@ -91,6 +91,7 @@ async def test_a_request_whose_id_is_in_flight_is_refused_and_never_dispatched()
         # The first call is still the one a cancellation reaches; then its id is free again.
         await peer.send(cancel(1))
         await until(lambda: running() == 0)
+        await anyio.sleep(0.05)  # settled by the server just after its audit
         await peer.send(ping(1))
         assert (await answer_to(peer, 1))[0] == {"jsonrpc": "2.0", "id": 1, "result": {}}
     assert [(e.capability, e.outcome) for e in log.entries()] == [("hold", "AgentCancelledError")]
