@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
 import agentfx
-from agentfx.schema import NUMBER_KEY
+from agentfx.schema import NUMBER_KEY, InvalidPayload as CodecRefusal
 from agentfx.testing import InvalidPayload, check_contract, invalid_payloads, valid_payloads
 
 FEW = settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -246,6 +246,23 @@ def test_a_nested_tagged_union_refuses_a_missing_or_unknown_tag() -> None:
     assert "type" not in as_object(as_object(missing.payload)["pet"])
     unknown = find_invalid(Adopted, "unknown tag value")
     assert as_object(as_object(unknown.payload)["pet"])["type"] not in {"Cat", "Dog"}
+
+
+class Housed(msgspec.Struct):
+    cat: Cat
+    dog: Dog | None = None
+
+
+def test_a_nested_tagged_struct_outside_a_union_refuses_a_missing_tag_too() -> None:
+    # msgspec itself would read one without its tag; the codec, as the schema says, does not.
+    [capability] = agentfx.define(agentfx.expose(Housed, agentfx.variant(Housed, "Housed"))).capabilities
+    for field in ("cat", "dog"):
+        missing = find_invalid(Housed, rf"^\$\.{field}: missing the tag field")
+        assert missing.reason == f"$.{field}: missing the tag field 'type'"
+        assert "type" not in as_object(as_object(missing.payload)[field])
+        refused = capability.codec.attempt(missing.payload)
+        assert isinstance(refused, CodecRefusal), refused
+        assert refused.problem == f'"{field}.type" is required'
 
 
 def test_float_fields_also_get_whole_numbers() -> None:

@@ -1035,15 +1035,6 @@ class _Deriver:
             # A value of a kind another member takes is no counterexample for the union.
             own = {kind for kind, ms in owners.items() if ms == [member]}
             parts.extend(part for part in self.invalid(member, path) if part.kind in own)
-        if tagged:
-            tag_field = structs[0].tag_field
-            assert tag_field is not None
-            for s in structs:
-                try:
-                    untagged = self.valid(s).map(_without(tag_field))
-                except _Unsatisfiable:
-                    continue
-                parts.append(_Part("object", _bad(untagged, f"{path}: missing the tag field {tag_field!r}")))
         return parts
 
     def _nested_object_invalid(
@@ -1096,6 +1087,8 @@ class _Deriver:
             if tag is not None:
                 wrong = _wrong_tag(tag[1], other_tags)
                 bads.append(_bad(whole.map(_with(tag[0], wrong)), f"{path}.{tag[0]}: unknown tag value {wrong!r}"))
+                # Required as its schema says, alone as much as in a union, where it picks the member.
+                bads.append(_bad(whole.map(_without(tag[0])), f"{path}: missing the tag field {tag[0]!r}"))
             return [_Part("object", b) for b in bads]
 
 
