@@ -1389,6 +1389,7 @@ def _tagged_object(tp: Any) -> bool:
 
 
 _TAG_REQUIRED: dict[tuple[str, bool, frozenset[object]], Any] = {}
+"""The records :func:`_tag_required` made, by tag field, tag kind and the tags beside them: one per set of records."""
 
 
 def _tag_required(members: list[Any]) -> Any:
@@ -1410,7 +1411,7 @@ def _tag_required(members: list[Any]) -> Any:
     ...
     msgspec.ValidationError: Object missing required field `type`
     """
-    tagged = [record for record in map(_record, members) if record is not None and record.tag_field is not None and not record.array_like]
+    tagged = [cast("_Record", _record(member)) for member in members if _tagged_object(member)]
     if not tagged:
         return None
     tag_field = tagged[0].tag_field
