@@ -88,11 +88,10 @@ from ..errors import ContractError
 from . import _confirm
 from ._auth import BearerTokens, PrincipalFromToken, token_identity
 from ._jsonrpc import answer_id, has_id, unreadable_answer
+from ._relay import ReadRelay, WriteRelay
 from ._server import AgentServer, InFlight, check_identity, check_uris, request_calls, serve_runtime, withhold_sdk_logs
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from mcp.server.models import InitializationOptions
     from mcp.shared._stream_protocols import ReadStream, WriteStream
     from starlette.types import Message, Receive, Scope, Send
@@ -334,7 +333,7 @@ class _Session:
             await quiet.wait()
 
 
-class _Stopping:
+class _Stopping(WriteRelay[SessionMessage]):
     """A session's write stream, in which the dispatcher's answers to requests cut short by shutdown say so.
 
     When its loop stops, the SDK's dispatcher answers every request still in
@@ -342,10 +341,10 @@ class _Stopping:
     and the client is told that in this endpoint's words.
     """
 
-    __slots__ = ("_session", "_stream")
+    __slots__ = ("_session",)
 
     def __init__(self, stream: WriteStream[SessionMessage], session: _Session) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._session = session
 
     async def send(self, item: SessionMessage, /) -> None:
@@ -365,17 +364,6 @@ class _Stopping:
             # The request's answer, however its sending ended: the server has
             # nothing more to send about it.
             await _answered(self._session, _id_key(message.id))
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def __aenter__(self) -> _Stopping:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def _id_key(request_id: types.RequestId) -> str:
@@ -400,7 +388,7 @@ async def _answered(session: _Session, key: str) -> None:
     session.dispatched.discard(key)
 
 
-class _Dispatched:
+class _Dispatched(ReadRelay[SessionMessage | Exception]):
     """A session's read stream, in which each request the server takes holds its id until the server is done with it.
 
     The server is done with a request once its answer is handed to the
@@ -408,16 +396,11 @@ class _Dispatched:
     unanswered (cancelled), once the transport's own hook for that has run.
     """
 
-    __slots__ = ("_session", "_stream")
+    __slots__ = ("_session",)
 
     def __init__(self, stream: ReadStream[SessionMessage | Exception], session: _Session) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._session = session
-
-    @property
-    def last_context(self) -> object:
-        # The sender's context, for a transport whose stream carries one (the SDK reads it duck-typed).
-        return getattr(self._stream, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
         item = await self._stream.receive()
@@ -430,26 +413,6 @@ class _Dispatched:
                 self._session.dispatched.add(key)
                 metadata.on_request_unanswered = _settling(metadata.on_request_unanswered, self._session, key)
         return item
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    def __aiter__(self) -> _Dispatched:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Dispatched:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def _settling(

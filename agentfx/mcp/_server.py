@@ -69,11 +69,10 @@ from ..invocation import AbortController, Invocation, new_invocation_id
 from ..runtime import AgentRuntime
 from .._toolcall import offered, offered_views
 from . import _confirm, _wire
+from ._relay import ReadRelay
 from ._watch import LIST_CHANGED_DEBOUNCE, Burst, ListWatch, ResourceWatch, Watcher
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -596,19 +595,14 @@ class AgentServer(Server[Connection]):
             )
 
 
-class _Closing:
+class _Closing(ReadRelay[SessionMessage | Exception]):
     """A connection's read stream that aborts the connection's calls in flight once it ends or is cancelled."""
 
-    __slots__ = ("_calls", "_stream")
+    __slots__ = ("_calls",)
 
     def __init__(self, stream: ReadStream[SessionMessage | Exception], calls: InFlight) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._calls = calls
-
-    @property
-    def last_context(self) -> object:
-        # The sender's context, for a transport whose stream carries one (the SDK reads it duck-typed).
-        return getattr(self._stream, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
         try:
@@ -617,26 +611,6 @@ class _Closing:
             self._calls.close(_CONNECTION_CLOSED)
             raise
         return _bodiless(message)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    def __aiter__(self) -> _Closing:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Closing:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def _bodiless(message: SessionMessage | Exception) -> SessionMessage | Exception:
