@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -30,12 +30,11 @@ import mcp_types as types
 import pytest
 from mcp.server.streamable_http import GET_STREAM_KEY, REQUEST_CANCELLED
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
-from starlette.types import Message
 
 from agentfx.mcp import http_app
 from agentfx.mcp._http import HttpApp
 from agentfx.program import Program
-from tests.http_support import JSON_AND_SSE, LIST, MODERN, modern, open_session, post, serving
+from tests.http_support import JSON_AND_SSE, LIST, MODERN, exchange, modern, open_session, post, serving
 from tests.mcp_app import Added, Finished, Model, Selected, app
 from tests.mcp_wire import call
 
@@ -85,85 +84,6 @@ async def served() -> AsyncGenerator[Served]:
         asgi = http_app(lambda _principal: nullcontext(runtime))
         async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
             yield Served(asgi, http, program, await open_session(http, URL))
-
-
-@dataclass
-class Exchange:
-    """One exchange driven straight through the ASGI app: what it carried, and whether its response is whole."""
-
-    status: int | None = None
-    messages: list[dict[str, Any]] = field(default_factory=lambda: [])
-    finished: anyio.Event = field(default_factory=anyio.Event)
-    leave: anyio.Event = field(default_factory=anyio.Event)
-
-    async def answered(self) -> dict[str, Any]:
-        with anyio.fail_after(1):
-            await self.finished.wait()
-        return self.messages[-1]
-
-
-@asynccontextmanager
-async def exchange(asgi: HttpApp[None], session: str, body: object | None = None) -> AsyncGenerator[Exchange]:
-    """A POST of ``body`` in ``session`` (a GET of its stream without one) whose client stays until ``leave`` is set.
-
-    httpx's ASGI transport answers only once a response is whole, and tells
-    the app the client left only then; this client leaves when told to (at
-    the latest when the block ends).
-    """
-    seen = Exchange()
-    started = anyio.Event()
-    content = b"" if body is None else json.dumps(body).encode()
-    asked = False
-    headers = [
-        (b"host", b"127.0.0.1"),
-        (b"accept", b"text/event-stream" if body is None else b"application/json, text/event-stream"),
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(content)).encode()),
-        (b"mcp-session-id", session.encode()),
-        (b"mcp-protocol-version", b"2025-11-25"),
-    ]
-    scope: dict[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET" if body is None else "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-
-    async def receive() -> Message:
-        nonlocal asked
-        if not asked:
-            asked = True
-            return {"type": "http.request", "body": content, "more_body": False}
-        await seen.leave.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            seen.status = message["status"]
-            started.set()
-        for line in bytes(message.get("body", b"")).decode().splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                seen.messages.append(json.loads(line[5:]))
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            seen.finished.set()
-
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(asgi, scope, receive, send)
-        with anyio.fail_after(1):
-            await started.wait()
-        assert seen.status == 200, seen.messages
-        try:
-            yield seen
-        finally:
-            seen.leave.set()
 
 
 # --- an id in flight --------------------------------------------------------------------------

@@ -33,7 +33,6 @@ from mcp.shared.subscriptions import ToolsListChanged
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
-from starlette.types import Message
 
 import agentfx
 from agentfx.app import App
@@ -45,6 +44,7 @@ from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
 from agentfx.program import Command
 from agentfx.runtime import AgentRuntime
 from agentfx.testing import RecordingHost
+from tests.http_support import exchange
 from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app, definition
 from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
 
@@ -644,55 +644,8 @@ async def get_stream(asgi: HttpApp[Any], session: str) -> AsyncGenerator[list[di
     GET stream never is until the client leaves: so the stream is opened
     here, and left when the block ends.
     """
-    messages: list[dict[str, Any]] = []
-    started = anyio.Event()
-    leave = anyio.Event()
-    asked = False
-    headers = [
-        (b"host", b"127.0.0.1"),
-        (b"accept", b"text/event-stream"),
-        (b"mcp-session-id", session.encode()),
-        (b"mcp-protocol-version", b"2025-11-25"),
-    ]
-    scope: dict[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-
-    async def receive() -> Message:
-        nonlocal asked
-        if not asked:
-            asked = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await leave.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            assert message["status"] == 200, message
-            started.set()
-        for line in bytes(message.get("body", b"")).decode().splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                messages.append(json.loads(line[5:]))
-
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(asgi, scope, receive, send)
-        with anyio.fail_after(5):
-            await started.wait()
-        try:
-            yield messages
-        finally:
-            leave.set()
+    async with exchange(asgi, session) as stream:
+        yield stream.messages
 
 
 def list_changes(messages: list[dict[str, Any]]) -> int:
