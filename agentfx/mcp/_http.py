@@ -24,8 +24,8 @@ session and holds no room under the caps. In a session, a request's id is its
 own while the request is in flight: from its POST until the server is done
 with it (answered, or settled unanswered once cancelled), even after its
 client left. The SDK's transport routes answers by an id's text, so a request
-whose id another request of the session still holds (``5`` and ``"5"`` are
-one), or whose id is the text the transport keeps for the GET stream, is
+whose id another request of the session still holds (``5``, ``"5"`` and
+``"05"`` are one), or whose id is the text the transport keeps for the GET stream, is
 answered 400 ``-32600`` with no id, and nothing of it is dispatched. A
 2026-07-28 request has no session: it is served by its principal's tenant
 alone, so it can never reach another principal's runtime, and
@@ -189,9 +189,10 @@ _SECURITY_ANSWERS = {
     413: ("Request body too large", 413),
 }
 
-# A session's request whose id another of its requests in flight has (in the
-# transport's sense: ``5`` and ``"5"`` are one), or whose id the transport
-# keeps for the session's GET stream. Answered with no id: the one it has
+# A session's request whose id another of its requests in flight has (as the
+# transport or the SDK's dispatcher tells ids apart: ``5``, ``"5"`` and ``"05"``
+# are one, see :func:`_id_key`), or whose id the transport keeps for the
+# session's GET stream. Answered with no id: the one it has
 # names something else.
 _ID_IN_FLIGHT = "Invalid Request: a request with this id is in flight"
 _ID_RESERVED = "Invalid Request: this id is reserved"
