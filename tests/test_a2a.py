@@ -365,6 +365,50 @@ async def test_a_raw_0_3_message_send_is_answered_in_0_3() -> None:
     assert host.dispatched == [Count(n=4)]
 
 
+_COUNT_0_3 = {
+    "kind": "message",
+    "messageId": "m1",
+    "role": "user",
+    "parts": [{"kind": "data", "data": {"skill": "count", "input": {"n": 4}}}],
+}
+
+
+@ASYNCIO
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("version", "method", "params"),
+    [
+        ("1.0", "SendMessage", _send("count", {"n": 4})["params"]),
+        ("1.0", "SendStreamingMessage", _send("count", {"n": 4})["params"]),
+        ("0.3", "message/send", {"message": _COUNT_0_3}),
+    ],
+)
+async def test_a_request_without_an_id_is_refused_and_dispatches_nothing(version: str, method: str, params: object) -> None:
+    # JSON-RPC would call it a notification; A2A defines none, and a call
+    # whose outcome nobody hears must not run. The same request with an id runs.
+    host = _host()
+    notification = {"jsonrpc": "2.0", "method": method, "params": params}
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        refused = await http.post("/a2a", json=notification, headers={"A2A-Version": version})
+        assert host.dispatched == []
+        with_id = await http.post("/a2a", json={**notification, "id": 7}, headers={"A2A-Version": version})
+    assert refused.status_code == 200
+    assert refused.json() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": a2a_answers.NO_ID}}
+    assert with_id.status_code == 200 and "error" not in with_id.text
+    assert host.dispatched == [Count(n=4)]
+
+
+@ASYNCIO
+@pytest.mark.anyio
+async def test_a_1_0_request_whose_id_is_null_is_still_a_request() -> None:
+    # JSON-RPC discourages a null id but allows it; only an absent one makes a notification.
+    host = _host()
+    async with _http(a2a_app(_runtime(host), CARD)) as http:
+        answer = await http.post("/a2a", json={**_send("count", {"n": 4}), "id": None})
+    assert answer.json()["id"] is None and "result" in answer.json()
+    assert host.dispatched == [Count(n=4)]
+
+
 @ASYNCIO
 @pytest.mark.anyio
 async def test_streaming_sends_the_task_then_working_the_artifact_and_completed() -> None:

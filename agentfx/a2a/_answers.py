@@ -10,7 +10,10 @@ past 32 bits) as ``-32603``, an internal error.
 So, as the MCP HTTP server does:
 
 - a body that is not JSON, or not one JSON object, is answered here, before
-  the SDK reads it (:func:`read_envelope`): ``-32700`` or ``-32600``;
+  the SDK reads it (:func:`read_envelope`): ``-32700`` or ``-32600``; so is
+  an object without an ``id`` (a JSON-RPC notification), which the SDK would
+  carry out and answer: every A2A method is a request, and a call nobody
+  hears the outcome of must not run;
 - every error answer the SDK sends, a JSON body or an event of a stream, is
   rewritten (:class:`Answers`): its ``id`` and ``code`` kept, its message
   one of a fixed set per code (:data:`MESSAGES`) unless it is one of the
@@ -54,6 +57,7 @@ __all__ = [
     "MESSAGES",
     "NOT_ONE_REQUEST",
     "NOT_READABLE",
+    "NO_ID",
     "PARSE_ERROR",
     "VERSION_MISMATCH_0_3",
     "Answers",
@@ -64,6 +68,7 @@ __all__ = [
 
 PARSE_ERROR = "Parse error: the body is not JSON, or is nested too deep to read"
 NOT_ONE_REQUEST = "Invalid Request: the body must be one JSON-RPC 2.0 request object"
+NO_ID = "Invalid Request: an A2A request must have an id; A2A defines no notifications"
 INVALID_PARAMS = "Invalid params: the params are not what the method takes"
 NOT_READABLE = "Invalid params: the message could not be read (file bytes that are not base64, data nested too deep)"
 VERSION_MISMATCH_0_3 = "Invalid Request: an A2A 0.3 method, sent with an A2A-Version header of another version"
@@ -144,8 +149,10 @@ def read_envelope(body: bytes) -> Envelope | JSONResponse:
 
     >>> read_envelope(b'{"jsonrpc": "2.0", "id": 3, "method": "GetTask"}')
     Envelope(method='GetTask', finite=True)
-    >>> read_envelope(b'{"method": "SendMessage", "params": {"x": [1.5, -1e400]}}').finite
+    >>> read_envelope(b'{"id": 1, "method": "SendMessage", "params": {"x": [1.5, -1e400]}}').finite
     False
+    >>> json.loads(read_envelope(b'{"jsonrpc": "2.0", "method": "SendMessage"}').body)["error"]["code"]
+    -32600
     >>> json.loads(read_envelope(b"{nope").body)["error"]
     {'code': -32700, 'message': 'Parse error: the body is not JSON, or is nested too deep to read'}
     """
@@ -171,7 +178,12 @@ def read_envelope(body: bytes) -> Envelope | JSONResponse:
         return _answer(None, -32700, PARSE_ERROR)
     if not isinstance(raw, dict):
         return _answer(None, -32600, NOT_ONE_REQUEST)
-    method = cast("dict[str, object]", raw).get("method")
+    request = cast("dict[str, object]", raw)
+    if "id" not in request:
+        # A notification, to JSON-RPC, but A2A defines none: refused, not run,
+        # and answered (with no id to echo) so the client learns why.
+        return _answer(None, -32600, NO_ID)
+    method = request.get("method")
     return Envelope(method if isinstance(method, str) else None, finite)
 
 

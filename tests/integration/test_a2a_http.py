@@ -901,6 +901,7 @@ def message_0_3(*parts: Any, **fields: Any) -> dict[str, Any]:
 
 PARSE = (-32700, "Parse error: the body is not JSON, or is nested too deep to read")
 NOT_ONE = (-32600, "Invalid Request: the body must be one JSON-RPC 2.0 request object")
+NO_ID = (-32600, "Invalid Request: an A2A request must have an id; A2A defines no notifications")
 INVALID_REQUEST = (-32600, "Invalid Request: the request is not what its method takes")
 INVALID_PARAMS = (-32602, "Invalid params: the params are not what the method takes")
 NOT_READABLE = (
@@ -918,6 +919,8 @@ MALFORMED_BODIES: dict[str, tuple[bytes, str, object, tuple[int, str]]] = {
     "not UTF-8": (b'{"jsonrpc": "2.0", "id": 1, "method": "\xff\xfe"}', "1.0", None, PARSE),
     "nested past the decoder": (b"[" * 100_000 + b"]" * 100_000, "1.0", None, PARSE),
     "an array": (b"[]", "1.0", None, NOT_ONE),
+    "no id": (json.dumps({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": SECRET}}).encode(), "1.0", None, NO_ID),
+    "no id, 0.3": (json.dumps({"jsonrpc": "2.0", "method": "tasks/get", "params": {"id": SECRET}}).encode(), "0.3", None, NO_ID),
     "a string": (json.dumps(SECRET).encode(), "0.3", None, NOT_ONE),
     "1.0, message a string": (rpc("SendMessage", {"message": SECRET}), "1.0", 1, INVALID_PARAMS),
     "1.0, role wrong": (rpc("SendMessage", {"message": {"messageId": "m", "role": SECRET, "parts": []}}), "1.0", 1, INVALID_PARAMS),
