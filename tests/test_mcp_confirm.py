@@ -583,6 +583,25 @@ def test_a_full_ledger_refuses_rather_than_forgets() -> None:
     assert ledger.redeem(states[0], "remove", {"item": "0"}) is None
 
 
+def test_a_server_given_a_keep_nothing_ledger_never_lets_go_of_its_principals_real_one() -> None:
+    # One room: b's first server gets a ledger that keeps nothing; once a is
+    # gone, b's second server (the first still closing) gets the real one.
+    # The first one's end must not let the second one's ledger go, or a state
+    # the second redeemed would be redeemable again by b's next server.
+    ledgers = _confirm.Ledgers(ttl=600.0, max_ledgers=1)
+    a = ledgers.hold("a")
+    first = ledgers.hold("b")
+    ledgers.release("a", a)
+    second = ledgers.hold("b")
+    assert first is not second
+    ledgers.release("b", first)
+    state = second.mint("remove", {"item": "milk"}, 'Remove "milk"?')
+    assert second.redeem(state, "remove", {"item": "milk"}) == 'Remove "milk"?'
+    ledgers.release("b", second)
+    assert ledgers.hold("b").redeem(state, "remove", {"item": "milk"}) is None
+    assert len(ledgers) == 1
+
+
 def test_the_ledger_checks_its_own_binding_too() -> None:
     ledger = _confirm.Approvals(ttl=10.0)
     state = ledger.mint("remove", {"item": "a", "n": 1}, "Remove a?")

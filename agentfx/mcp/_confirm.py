@@ -271,12 +271,14 @@ class Ledgers:
     let through), until others are let go.
 
     >>> ledgers = Ledgers(ttl=60.0, max_ledgers=2)
-    >>> ann = ledgers.hold("ann")
-    >>> ann is ledgers.hold("ann"), ann is ledgers.hold("bea")
+    >>> ann, bea = ledgers.hold("ann"), ledgers.hold("bea")
+    >>> ann is ledgers.hold("ann"), ann is bea
     (True, False)
-    >>> ledgers.hold("cy").redeem(ledgers.hold("cy").mint("remove", {}, "Sure?"), "remove", {}) is None
+    >>> cy = ledgers.hold("cy")  # the table is full: a ledger that keeps nothing
+    >>> cy.redeem(cy.mint("remove", {}, "Sure?"), "remove", {}) is None
     True
-    >>> ledgers.release("ann"); ledgers.release("ann"); ledgers.release("bea"); ledgers.release("cy")
+    >>> for name, ledger in [("ann", ann), ("ann", ann), ("bea", bea), ("cy", cy)]:
+    ...     ledgers.release(name, ledger)
     >>> len(ledgers)
     0
     """
@@ -313,8 +315,16 @@ class Ledgers:
         self._held[principal] = self._held.get(principal, 0) + 1
         return ledger
 
-    def release(self, principal: str) -> None:
-        """A server made for ``principal`` ended."""
+    def release(self, principal: str, ledger: Approvals) -> None:
+        """A server made for ``principal``, given ``ledger`` by :meth:`hold`, ended.
+
+        Counted down only for the ledger kept for ``principal``: a server given
+        one that keeps nothing (the table was full) held nothing, and its end
+        must not let go of the ledger a later server of the same principal
+        holds, which would forget the states that server redeemed.
+        """
+        if self._ledgers.get(principal) is not ledger:
+            return
         held = self._held.get(principal, 0) - 1
         if held > 0:
             self._held[principal] = held

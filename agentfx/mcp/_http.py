@@ -1044,6 +1044,7 @@ class HttpApp(Generic[P]):
     async def _run_tenant(self, tenant: _Tenant, *, task_status: TaskStatus[None]) -> None:
         started = False
         principal: str | None = None
+        approvals: _confirm.Approvals | None = None
         try:
             principal = _principal_text(tenant.key)
             approvals = self._approvals.hold(principal)
@@ -1078,8 +1079,8 @@ class HttpApp(Generic[P]):
             # Once started, one principal's failing runtime must not take the others down.
             _logger.exception("the runtime of a principal ended with an error")
         finally:
-            if principal is not None:
-                self._approvals.release(principal)
+            if principal is not None and approvals is not None:
+                self._approvals.release(principal, approvals)
             tenant.done.set()
             if self._tenants.get(tenant.key) is tenant:
                 del self._tenants[tenant.key]
