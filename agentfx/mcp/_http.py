@@ -221,6 +221,10 @@ class _Unavailable(Exception):
     """A principal's runtime could not be started (logged where it failed)."""
 
 
+class _NotServing(Exception):
+    """The server stopped while the request was read or authenticated: it is answered as one that arrived after."""
+
+
 @dataclass(eq=False)
 class _Tenant:
     """What one principal is served by: its runtime's server, shared by its sessions and its sessionless requests."""
@@ -774,14 +778,8 @@ class HttpApp(Generic[P]):
             message, status = _SECURITY_ANSWERS.get(refused.status_code, ("Bad Request", 400))
             await _error(message, status)(scope, receive, send)
             return
-        if self._state == _FAILED:
-            # What stopped it is for the server's log; a client learns only that it did.
-            await _error("Internal error: the application stopped", 500, types.INTERNAL_ERROR)(scope, receive, send)
-            return
         if self._state != _RUNNING:
-            await _error(f"Service Unavailable: the server {self._state}", 503, types.INTERNAL_ERROR)(
-                scope, receive, send
-            )
+            await self._not_serving()(scope, receive, send)
             return
         raw_receive = receive
         body = await _read_body(raw_receive)
@@ -955,6 +953,9 @@ class HttpApp(Generic[P]):
         except _Unavailable:
             await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
             return
+        except _NotServing:
+            await self._not_serving()(scope, receive, send)
+            return
         request = anyio.CancelScope()
         watched = _Watched(send)
         # This request's own calls: its principal's other clients share the
@@ -985,6 +986,13 @@ class HttpApp(Generic[P]):
                 self._no_requests.set()
             tenant.release()
 
+    def _not_serving(self) -> Response:
+        """The answer to a request the server, not running, cannot serve."""
+        if self._state == _FAILED:
+            # What stopped it is for the server's log; a client learns only that it did.
+            return _error("Internal error: the application stopped", 500, types.INTERNAL_ERROR)
+        return _error(f"Service Unavailable: the server {self._state}", 503, types.INTERNAL_ERROR)
+
     def _modern_state(self, tenant: _Tenant) -> Connection:
         # The connection of a principal's sessionless requests (their listen
         # streams, what they listed) is made with the first such request: a
@@ -998,15 +1006,23 @@ class HttpApp(Generic[P]):
     # --- principals' runtimes ----------------------------------------------------------
 
     async def _tenant(self, principal: object, key: Hashable) -> _Tenant:
-        """The principal's tenant, started when needed, with one use acquired; release it when done."""
+        """The principal's tenant, started when needed, with one use acquired; release it when done.
+
+        Raises :class:`_NotServing` when the server is no longer running, as it
+        may have stopped while the request was read or authenticated: no
+        tenant is made then, since nothing would ever start or end it.
+        """
+        if self._state != _RUNNING:
+            raise _NotServing
         tenant = self._tenants.get(key)
         if tenant is not None and not tenant.closing:
             tenant.present(principal)
             tenant.acquire()
             await tenant.ready.wait()
-            if tenant.failed:
+            if tenant.failed or self._state != _RUNNING:
+                # Stopped while this request waited for the runtime to start.
                 tenant.release()
-                raise _Unavailable
+                raise _Unavailable if tenant.failed else _NotServing
             return tenant
         if len(self._tenants) >= MAX_PRINCIPALS and not self._release_an_idle_tenant():
             _logger.warning("refusing a request: %d principals are already being served", MAX_PRINCIPALS)
@@ -1031,6 +1047,10 @@ class HttpApp(Generic[P]):
                 raise _Unavailable from None
             raise
         tenant.ready.set()
+        if self._state != _RUNNING:
+            # Stopped while the runtime started: closing the tenants has begun, or is done.
+            tenant.release()
+            raise _NotServing
         return tenant
 
     def _release_an_idle_tenant(self) -> bool:
@@ -1161,6 +1181,9 @@ class HttpApp(Generic[P]):
                 return
             except _Unavailable:
                 await _error("Internal error", 500, types.INTERNAL_ERROR)(scope, receive, send)
+                return
+            except _NotServing:
+                await self._not_serving()(scope, receive, send)
                 return
             task_group = self._task_group
             assert task_group is not None

@@ -44,7 +44,8 @@ from agentfx.mcp._server import LIST_CHANGED_DEBOUNCE
 from agentfx.program import Command
 from agentfx.runtime import AgentRuntime
 from agentfx.testing import RecordingHost
-from tests.http_support import exchange
+from tests.http_support import exchange, modern
+from tests.http_support import post as raw_post
 from tests.mcp_app import ADMIN, GUEST, SECRET, Model, User, app, definition
 from tests.mcp_wire import INITIALIZE, call, nested, text, tools_changed
 
@@ -597,6 +598,49 @@ async def test_a_failed_program_stops_the_app_and_every_request_is_answered_500(
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
         status, answer, _ = await post(http, "http://127.0.0.1/mcp", INITIALIZE)
         assert (status, answer["error"]["message"]) == (503, "Service Unavailable: the server has stopped")
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_request_still_authenticating_when_the_server_stops_is_answered_503_and_leaves_no_principal(
+    era: str,
+) -> None:
+    # It passed the running check before the server stopped; what it would
+    # start then would never be started or ended, and its principal's requests
+    # would wait on it forever once serving began again.
+    authenticating = anyio.Event()
+    go_on = anyio.Event()
+
+    async def slow(request: Request) -> User | None:
+        authenticating.set()
+        await go_on.wait()
+        return authenticate(request)
+
+    asgi = http_app(lambda principal: app.run(principal=principal), authenticate=slow)
+    first = (INITIALIZE, None) if era == "2025-11-25" else (modern("tools/list"), era)
+    answers: list[tuple[int, Any]] = []
+
+    async def request(http: httpx.AsyncClient) -> None:
+        status, answer, _ = await raw_post(http, "http://127.0.0.1/mcp", first[0], token="ann", version=first[1])
+        answers.append((status, answer))
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        async with anyio.create_task_group() as task_group:
+            async with asgi.running():
+                task_group.start_soon(request, http)
+                await authenticating.wait()
+            go_on.set()
+        assert [(status, answer["error"]["message"]) for status, answer in answers] == [
+            (503, "Service Unavailable: the server has stopped")
+        ]
+        assert (asgi.session_count, asgi.principal_count) == (0, 0)
+        # Serving again, the same principal is served, not left waiting on what the stopped server began.
+        async with asgi.running():
+            with anyio.fail_after(5):
+                await open_session(http, "http://127.0.0.1/mcp", "ann")
+                status, answer, _ = await raw_post(
+                    http, "http://127.0.0.1/mcp", modern("tools/list"), token="ann", version="2026-07-28"
+                )
+        assert status == 200 and "tools" in answer["result"]
 
 
 async def test_under_a_servers_lifespan_a_failed_program_is_logged_and_answered_500(
