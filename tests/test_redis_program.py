@@ -247,6 +247,58 @@ async def test_a_lost_reply_then_a_takeover_still_runs_the_batchs_commands_exact
         assert first.model.keys == (*(f"during{index}" for index in range(later)), "after")
 
 
+@pytest.mark.parametrize(
+    ("log_length", "said"),
+    [(10_000, "update raised"), (50, "whether update raised on it is no longer known")],
+    ids=["the log holds it", "the log was trimmed past it"],
+)
+async def test_a_refused_send_whose_reply_comes_back_after_a_flood_of_other_refusals_still_raises(
+    server: RedisServer, log_length: int, said: str
+) -> None:
+    # The log can outrun a send's reply: the copy reads the refusal before
+    # the sender knows its entry, and parks it. Other processes' refusals are
+    # parked too, a bounded number; more of them before the reply must not
+    # turn this refusal into a success. The log says what became of it, or,
+    # trimmed past it, that nobody here knows any more.
+    async with programs(server.url, namespace(), 2, log_length=log_length) as copies:
+        writer = await writer_among(copies)
+        sender = copies[1] if writer is copies[0] else copies[0]
+        await sender.send(Added(key="a"))
+        scripts: tuple[Any, ...] = getattr(sender, "_scripts")
+        enqueue = scripts[0]
+        flooded = anyio.Event()
+        queued = anyio.Event()
+
+        async def reply_held(*args: Any, **kwargs: Any) -> object:
+            reply = await enqueue(*args, **kwargs)
+            queued.set()
+            await flooded.wait()
+            return reply
+
+        setattr(sender, "_scripts", (reply_held, *scripts[1:]))
+
+        async def flood() -> None:
+            await queued.wait()
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as task_group:
+                    for _ in range(300):
+                        task_group.start_soon(refused, writer)
+                await settled(sender, version=writer.version)
+            flooded.set()
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(flood)
+            with pytest.raises(RedisProgramError, match=said):
+                await sender.send(Boom())
+        assert len(getattr(sender, "_failures")) <= 256
+        assert sender.model.keys == ("a",)
+
+
+async def refused(copy: RedisProgram[Model, Message]) -> None:
+    with pytest.raises(RedisProgramError, match="update raised"):
+        await copy.send(Boom())
+
+
 async def test_a_writer_whose_lease_was_taken_cannot_apply(server: RedisServer) -> None:
     ns = namespace()
     async with programs(server.url, ns, 1, apply_timeout=0.2) as (a,), client(server.url) as raw:

@@ -456,11 +456,24 @@ class _Stored:
         self.first_version = cast("bytes | None", first_version)
         self._ids = {"log": log, "applied": applied, "last": last, "first": first}
 
-    def refused(self, entry: StreamId) -> bool:
-        """Whether ``update`` raised on the inbox entry ``entry``, as far as the stored record of the last 256 says."""
+    def refused(self, entry: StreamId) -> bool | None:
+        """Whether ``update`` raised on the applied inbox entry ``entry``, from the stored record of the last 256.
+
+        ``None`` when the record cannot say: it is full, and ``entry`` is older
+        than all it holds (refusals are recorded in the order they were
+        applied, so one older than its first may have been let go).
+        """
         if not self._failed:
             return False
-        return f"{entry[0]}-{entry[1]}".encode() in self._failed.split()
+        kept = self._failed.split()
+        if f"{entry[0]}-{entry[1]}".encode() in kept:
+            return True
+        if len(kept) < _REFUSALS_KEPT:
+            return False
+        try:
+            return False if entry > _stream_id(kept[0]) else None
+        except ValueError:
+            return None
 
     def stream_id(self, name: str) -> StreamId | None:
         """The stored ``log``, ``applied``, ``last`` or ``first`` (the log's last or first entry) id; ``None`` when absent.
@@ -560,6 +573,13 @@ _LOST = (
     "waited: it is not in the Model Redis holds now and will not be applied; send it again if it still should be"
 )
 _RAISED = "update raised while the writer applied this Message; the Model is unchanged"
+_ILLEGIBLE = "this process cannot decode the Model the writer stored"
+_REFUSALS_KEPT = 256
+"""How many of the inbox ids ``update`` refused ``<ns>:model`` keeps (the apply script's ``255``, plus one)."""
+_UNKNOWN_OUTCOME = (
+    "A writer applied the Message, but whether update raised on it is no longer known here: "
+    "the log and the record of refusals no longer hold it"
+)
 
 
 class _Keys:
@@ -603,6 +623,7 @@ class RedisProgram(Program[M, Msg]):
         "_model_decoder",
         "_message_decoder",
         "_namespace",
+        "_evicted",
         "_failures",
         "_fingerprint",
         "_flushing",
@@ -676,6 +697,9 @@ class RedisProgram(Program[M, Msg]):
         self._outbox: list[_Outgoing] = []
         self._flushing = False
         self._failures: dict[StreamId, str] = {}
+        # The newest entry whose parked failure was let go to keep _failures
+        # bounded: a send at or below it that finds none asks the log.
+        self._evicted: StreamId = (0, 0)
         self._fingerprint = _fingerprint(model_type, message_type)
         # Why this process does not write now (its types cannot take the stored Model), or None.
         self._refusal: str | None = None
@@ -739,7 +763,10 @@ class RedisProgram(Program[M, Msg]):
                 Message was not queued, or whether it was is unknown), no
                 writer applied it within ``apply_timeout`` (or before the
                 program stopped), ``update`` raised on the writer, or Redis
-                lost the data it was queued in (it will not be applied).
+                lost the data it was queued in (it will not be applied). Or,
+                rarely, the writer applied it but whether ``update`` raised is
+                no longer known: this copy read past it before the send's
+                reply came back, and the log was trimmed past it meanwhile.
         """
         if self._closed:
             raise RuntimeError("Cannot send a Message: the program has stopped (its run_program block has exited)")
@@ -749,6 +776,8 @@ class RedisProgram(Program[M, Msg]):
         if entry <= self._applied and current and generation == self._generation:
             # The log may already have been read past it by the time the reply came back.
             failure = self._failures.get(entry)
+            if failure is None and entry <= self._evicted:
+                failure = await self._outcome_past_parking(entry)
             if failure is not None:
                 raise RedisProgramError(failure)
             return
@@ -1062,7 +1091,7 @@ class RedisProgram(Program[M, Msg]):
                         version, self._keys.log,
                     )
                 self._illegible = True
-                failure = "this process cannot decode the Model the writer stored"
+                failure = _ILLEGIBLE
             else:
                 self._illegible = False
                 if flag == _CHANGED:
@@ -1076,8 +1105,29 @@ class RedisProgram(Program[M, Msg]):
             # Its sender may not be waiting yet (the log outran the send's reply).
             self._failures[entry] = failure
             if len(self._failures) > _BATCH:
-                del self._failures[next(iter(self._failures))]
+                # Any process's refusals are parked here, so a flood of others'
+                # could push out the one a sender is about to claim: it is
+                # looked up again then (_outcome_past_parking), never taken for a success.
+                oldest = next(iter(self._failures))
+                del self._failures[oldest]
+                self._evicted = max(self._evicted, oldest)
         return True
+
+    async def _outcome_past_parking(self, entry: StreamId) -> str | None:
+        """The failure of a send whose entry this copy applied before the send learned its id, its parked one let go.
+
+        The log's entry for it says whether ``update`` raised; a copy that
+        cannot decode what the writer stores says so, as it would have; a log
+        trimmed past it (or unreadable now) leaves the outcome unknown, which
+        is said, not taken for a success.
+        """
+        flags, _ = await self._outcomes({entry})
+        flag = flags.get(entry)
+        if flag is None:
+            return _UNKNOWN_OUTCOME
+        if flag == _FAILED:
+            return _RAISED
+        return _ILLEGIBLE if self._illegible else None
 
     def _notify(self, listeners: tuple[Any, ...], args: tuple[object, ...]) -> None:
         for listener in listeners:
@@ -1278,9 +1328,12 @@ class RedisProgram(Program[M, Msg]):
                 waiter.failure = _LOST
             elif replay:
                 continue  # Applied in the log the copy reads from its start (or not known to be lost): it tells.
-            elif flag == _FAILED or (flag is None and stored.refused(entry)):
-                # Without its log entry (trimmed away), the stored record of what update refused says.
+            elif flag == _FAILED:
                 waiter.failure = _RAISED
+            elif flag is None:
+                # Without its log entry (trimmed away), the stored record of what update refused says, if it can.
+                refused = stored.refused(entry)
+                waiter.failure = _UNKNOWN_OUTCOME if refused is None else _RAISED if refused else None
             waiter.done.set()
 
     async def _outcomes(self, wanted: set[StreamId]) -> tuple[dict[StreamId, bytes], StreamId | None]:
