@@ -17,6 +17,7 @@ import anyio.abc
 import msgspec
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError as RedisResponseError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from returns.io import IOSuccess
@@ -297,6 +298,51 @@ async def test_a_refused_send_whose_reply_comes_back_after_a_flood_of_other_refu
 async def refused(copy: RedisProgram[Model, Message]) -> None:
     with pytest.raises(RedisProgramError, match="update raised"):
         await copy.send(Boom())
+
+
+async def test_a_stored_version_rewritten_as_no_writer_writes_it_is_refused_not_applied_in_a_loop(
+    server: RedisServer,
+) -> None:
+    # Python's int() reads "1_0", the apply script's tonumber() does not: a
+    # writer that took it would be fenced on every apply and try again at once.
+    ns = namespace()
+    async with programs(server.url, ns, 1, apply_timeout=1.0) as (a,), client(server.url) as raw:
+        await writer_among([a])
+        await a.send(Added(key="before"))
+        await raw.hset(f"{ns}:model", "version", b"1_0")
+        scripts: tuple[Any, ...] = getattr(a, "_scripts")
+        apply = scripts[1]
+        applies: list[None] = []
+
+        async def counted(*args: Any, **kwargs: Any) -> object:
+            applies.append(None)
+            return await apply(*args, **kwargs)
+
+        setattr(a, "_scripts", (scripts[0], counted, *scripts[2:]))
+        with pytest.raises(RedisProgramError, match="holds a version or an inbox id no writer stored"):
+            await a.send(Added(key="after"))
+        # One fenced apply, then the stored version is read and refused: no busy loop.
+        assert len(applies) <= 2
+        assert a.model.keys == ("before",)
+
+
+async def test_a_writer_fenced_on_every_apply_competes_again_at_its_polling_pace_not_at_once(server: RedisServer) -> None:
+    # Whatever makes the apply script refuse every batch, the writer must not
+    # spin on take the lease, apply, refused, take it again.
+    async with programs(server.url, namespace(), 1, apply_timeout=0.6) as (a,):
+        await writer_among([a])
+        scripts: tuple[Any, ...] = getattr(a, "_scripts")
+        applies: list[None] = []
+
+        async def fenced(*_args: Any, **_kwargs: Any) -> object:
+            applies.append(None)
+            raise RedisResponseError("AGENTFX_LEASE the lease moved")
+
+        setattr(a, "_scripts", (scripts[0], fenced, *scripts[2:]))
+        with pytest.raises(RedisProgramError, match="no writer applied it"):
+            await a.send(Added(key="fenced"))
+        # Polled every quarter lease (75 ms) over 0.6 s: about 8 tries, where a loop would make hundreds.
+        assert 1 <= len(applies) <= 20
 
 
 async def test_a_writer_whose_lease_was_taken_cannot_apply(server: RedisServer) -> None:

@@ -421,16 +421,34 @@ def _server_version(reported: object) -> tuple[int, int] | None:
 
 
 def _version_of(stored: object) -> int | None:
-    """A stored version, or ``None`` when the value is no writer's."""
-    try:
-        return int(cast("bytes", stored)) if stored is not None else 0
-    except ValueError:
-        return None
+    """A stored version, or ``None`` when the value is no writer's.
+
+    Only ASCII digits, as the apply script's ``tonumber`` reads a count:
+    ``int`` would also take ``1_0``, `` 1`` or ``+1``, which the script
+    refuses, and a writer that took one would try to apply forever.
+
+    >>> _version_of(b"10"), _version_of(None), _version_of(b"1_0"), _version_of(b" 1")
+    (10, 0, None, None)
+    """
+    if stored is None:
+        return 0
+    raw = cast("bytes", stored)
+    return int(raw) if raw.isdigit() else None
 
 
 def _stream_id(raw: bytes | str) -> StreamId:
+    """A stream id's two numbers, ASCII digits only, as Redis writes them.
+
+    >>> _stream_id(b"5-1"), _stream_id("7")
+    ((5, 1), (7, 0))
+    >>> _stream_id(b"1_0-0")
+    Traceback (most recent call last):
+    ValueError: not a stream id: '1_0-0'
+    """
     text = raw.decode() if isinstance(raw, bytes) else raw
     ms, _, seq = text.partition("-")
+    if not (ms.isdigit() and (not seq or seq.isdigit())):
+        raise ValueError(f"not a stream id: {text!r}")
     return int(ms), int(seq or 0)
 
 
@@ -1552,6 +1570,9 @@ class RedisProgram(Program[M, Msg]):
                 await self._write(init)
             except _LeaseLost:
                 _logger.warning("lost the writer lease of %s", self._namespace)
+                # Before competing again: a refusal that comes back at once
+                # (the script fenced every apply) must not become a busy loop.
+                await anyio.sleep(poll)
             except _Refused as refusal:
                 # _write has handed the lease back; the copy keeps what it has.
                 self._writer = False
@@ -1640,9 +1661,12 @@ class RedisProgram(Program[M, Msg]):
                 # Never the decoder's text: it may quote the Model.
                 raise _Refused(*self._undecodable()) from None
         try:
-            base = 0 if version is None else int(cast("bytes", version))
+            stored_version = _version_of(version)
             position = "0-0" if applied is None else cast("bytes", applied).decode()
             _stream_id(position)
+            if stored_version is None:
+                raise ValueError(version)
+            base = stored_version
         except ValueError:
             raise _Refused(
                 f"{self._keys.model} holds a version or an inbox id no writer stored",
