@@ -564,13 +564,28 @@ async def test_a_legacy_session_never_answers_input_required() -> None:
 
 def test_the_ledger_forgets_a_redeemed_state_only_once_its_seal_has_expired() -> None:
     now = [0.0]
-    ledger = _confirm.Approvals(ttl=10.0, clock=lambda: now[0])
+    ledger = _confirm.Approvals(ttl=10.0, clock=lambda: now[0], wall_clock=lambda: 1_000.0 + now[0])
     state = ledger.mint("remove", {"item": "a"}, "Remove a?")
     assert ledger.redeem(state, "remove", {"item": "a"}) == "Remove a?"
     now[0] = 9.0
     assert ledger.redeem(state, "remove", {"item": "a"}) is None
     assert len(ledger) == 1
     now[0] = 20.0
+    assert len(ledger) == 0
+
+
+def test_a_wall_clock_set_back_after_a_redemption_keeps_the_state_refused() -> None:
+    # The seal's expiry is read on the wall clock: set back an hour, a seal
+    # past its ttl on the monotonic clock is in time again, and the ledger
+    # must still remember its nonce.
+    now, wall = [0.0], [5_000.0]
+    ledger = _confirm.Approvals(ttl=10.0, clock=lambda: now[0], wall_clock=lambda: wall[0])
+    state = ledger.mint("remove", {"item": "a"}, "Remove a?")
+    assert ledger.redeem(state, "remove", {"item": "a"}) == "Remove a?"
+    now[0], wall[0] = 20.0, 5_000.0 - 3_600.0 + 20.0
+    assert ledger.redeem(state, "remove", {"item": "a"}) is None
+    assert len(ledger) == 1
+    wall[0] = 5_020.0
     assert len(ledger) == 0
 
 

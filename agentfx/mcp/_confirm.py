@@ -201,7 +201,10 @@ class Approvals:
     replay). It remembers a redeemed nonce for ``ttl`` (after which the seal
     itself expires) and at most ``capacity`` of them: when full, a redemption
     is refused rather than forgotten, so memory stays bounded and a replay is
-    never let through.
+    never let through. ``ttl`` is counted on both clocks: the seal's expiry is
+    checked against the wall clock, so a nonce is forgotten only once the wall
+    clock has passed it too (set back after a redemption, it would otherwise
+    make a seal the ledger forgot valid again).
 
     >>> ledger = Approvals(ttl=60.0, clock=lambda: 0.0)
     >>> state = ledger.mint("remove", {"item": "a"}, "Remove a?")
@@ -211,23 +214,33 @@ class Approvals:
     True
     """
 
-    def __init__(self, *, ttl: float, capacity: int = APPROVALS_CAPACITY, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        ttl: float,
+        capacity: int = APPROVALS_CAPACITY,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         self._ttl = ttl
         self._capacity = capacity
         self._clock = clock
-        self._redeemed: OrderedDict[str, float] = OrderedDict()
+        self._wall_clock = wall_clock
+        # nonce -> when it may be forgotten, on the monotonic clock and on the wall clock.
+        self._redeemed: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def __len__(self) -> int:
         self._expire()
         return len(self._redeemed)
 
     def _expire(self) -> None:
-        now = self._clock()
+        now, wall = self._clock(), self._wall_clock()
         redeemed = self._redeemed
-        # Recorded in order with one ttl, so the oldest expire first.
+        # Recorded in order with one ttl, so the oldest expire first (on the
+        # wall clock too, unless it was set back: then some are kept longer).
         while redeemed:
-            nonce, expires = next(iter(redeemed.items()))
-            if expires > now:
+            nonce, (expires, wall_expires) = next(iter(redeemed.items()))
+            if expires > now or wall_expires > wall:
                 break
             del redeemed[nonce]
 
@@ -254,7 +267,7 @@ class Approvals:
         if len(self._redeemed) >= self._capacity:
             _logger.warning("too many confirmations redeemed within their lifetime; refusing %r", capability)
             return None
-        self._redeemed[decoded.nonce] = self._clock() + self._ttl
+        self._redeemed[decoded.nonce] = (self._clock() + self._ttl, self._wall_clock() + self._ttl)
         return decoded.prompt
 
 
@@ -283,7 +296,7 @@ class Ledgers:
     0
     """
 
-    __slots__ = ("_capacity", "_clock", "_held", "_ledgers", "_max", "_ttl")
+    __slots__ = ("_capacity", "_clock", "_held", "_ledgers", "_max", "_ttl", "_wall_clock")
 
     def __init__(
         self,
@@ -292,11 +305,13 @@ class Ledgers:
         max_ledgers: int,
         capacity: int = LEDGER_CAPACITY,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._ttl = ttl
         self._max = max_ledgers
         self._capacity = capacity
         self._clock = clock
+        self._wall_clock = wall_clock
         self._ledgers: dict[str, Approvals] = {}
         self._held: dict[str, int] = {}
 
@@ -310,8 +325,10 @@ class Ledgers:
         if ledger is None:
             if len(self._ledgers) >= self._max:
                 _logger.warning("too many principals' confirmation ledgers are kept; this one's retries are refused")
-                return Approvals(ttl=self._ttl, capacity=0, clock=self._clock)
-            ledger = self._ledgers[principal] = Approvals(ttl=self._ttl, capacity=self._capacity, clock=self._clock)
+                return Approvals(ttl=self._ttl, capacity=0, clock=self._clock, wall_clock=self._wall_clock)
+            ledger = self._ledgers[principal] = Approvals(
+                ttl=self._ttl, capacity=self._capacity, clock=self._clock, wall_clock=self._wall_clock
+            )
         self._held[principal] = self._held.get(principal, 0) + 1
         return ledger
 
