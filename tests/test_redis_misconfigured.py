@@ -380,6 +380,36 @@ async def test_a_key_of_the_wrong_type_stops_the_program_with_an_error_naming_it
     assert not records(caplog, "retrying")
 
 
+async def test_an_inbox_of_the_wrong_type_met_by_the_apply_script_stores_nothing(server: RedisServer) -> None:
+    # The writer has read the batch; the inbox is replaced before it applies.
+    # The script fails on it before writing the log or the Model (Redis undoes
+    # nothing), so no version is stored whose commands would never run.
+    ns = namespace()
+    stopped: RedisProgramError | None = None
+    async with client(server.url) as raw:
+        try:
+            async with running(server.url, ns, apply_timeout=5.0) as copy:
+                await copy.send(Added(key="a"))
+                scripts: tuple[Any, ...] = getattr(copy, "_scripts")
+                apply = scripts[1]
+
+                async def replaced_first(*args: Any, **kwargs: Any) -> object:
+                    await raw.delete(f"{ns}:inbox")
+                    await raw.set(f"{ns}:inbox", "oops")
+                    return await apply(*args, **kwargs)
+
+                setattr(copy, "_scripts", (scripts[0], replaced_first, *scripts[2:]))
+                with pytest.raises(RedisProgramError):
+                    await copy.send(Added(key="b"))
+                with anyio.fail_after(5):
+                    await anyio.sleep_forever()
+        except RedisProgramError as failure:
+            stopped = failure
+        assert stopped is not None and str(stopped).startswith(f"{ns}:inbox is a string")
+        assert await raw.hget(f"{ns}:model", "version") == b"1"
+        assert await raw.xlen(f"{ns}:log") == 1
+
+
 async def test_starting_on_a_model_key_of_the_wrong_type_fails_with_an_error_naming_it(server: RedisServer) -> None:
     ns = namespace()
     async with client(server.url) as raw:

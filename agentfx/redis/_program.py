@@ -244,6 +244,9 @@ return reply
 # wrong type fails the script before it changes anything.
 _APPLY = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('AGENTFX_LEASE lost') end
+-- Read only to fail here, before any write, if either stream is of the wrong type.
+redis.call('XLEN', KEYS[3])
+redis.call('XLEN', KEYS[4])
 local version = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
 if version ~= tonumber(ARGV[4]) then return redis.error_reply('AGENTFX_VERSION moved') end
 if redis.call('HGET', KEYS[2], 'epoch') ~= ARGV[7] then return redis.error_reply('AGENTFX_VERSION another history') end
