@@ -93,7 +93,7 @@ from __future__ import annotations
 import logging
 import secrets
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -183,8 +183,9 @@ def _tool(
         return offers.enabled(ctx, available)
 
     # The Model each call needing approval was read on when the SDK stopped
-    # for a person, by call id (in a 1-tuple: a Model may be None).
-    asked = Remembered[str, tuple[object]](_MAX_ASKED)
+    # for a person, by call id (in a 1-tuple: a Model may be None), and how
+    # many stops on that id are still to be resumed.
+    asked = Remembered[str, _Asked](_MAX_ASKED)
 
     async def needs_approval(_ctx: RunContextWrapper[Any], _params: dict[str, Any], call_id: str) -> bool:
         # The person is asked about the call on the Model as it is now: keep it,
@@ -199,17 +200,25 @@ def _tool(
         # A call id is the model's text, and two runs of these tools may stop on
         # the same one (a provider that numbers the calls of each response): one
         # person's "yes" must never be checked against the Model another was
-        # asked on, so such an id covers no Model, and either approval asks again.
-        asked.remember(call_id, (model,) if before is None or _same(model, before[0]) else _TWO_MODELS)
+        # asked on, so such an id covers no Model, and every approval of it asks
+        # again, until no stop on it is left to resume (the SDK gives a tool
+        # nothing that tells one run's resumed checkpoint from another's).
+        if before is None:
+            asked.remember(call_id, _Asked((model,), 1))
+        else:
+            seen = before.seen if _same(model, before.seen[0]) else _TWO_MODELS
+            asked.remember(call_id, _Asked(seen, before.pending + 1))
         return True
 
     async def on_invoke_tool(ctx: ToolContext[Any], arguments: str) -> str:
         invocation = Invocation(id=call_invocation_id(ctx.tool_call_id), transport=TRANSPORT)
         approval: _Approval | None = None
         if _approval(ctx, ctx.tool_call_id) is True:
-            seen = asked.pop(ctx.tool_call_id)
-            if seen is _TWO_MODELS:
-                seen = None
+            entry = asked.pop(ctx.tool_call_id)
+            seen = None if entry is None or entry.seen is _TWO_MODELS else entry.seen
+            if entry is not None and entry.pending > 1:
+                # Other stops on this id are still to be resumed: what they were asked on stays.
+                asked.remember(ctx.tool_call_id, _Asked(entry.seen, entry.pending - 1))
             if _approval(ctx, _NO_CALL) is True:
                 # "Always approve": the person allowed every call of this tool for
                 # the rest of this run, whatever it would do, so the SDK asks about
@@ -255,6 +264,13 @@ def _tool(
 
 _MAX_ASKED = 4096
 """How many calls waiting for a person one tool remembers the Model of."""
+
+class _Asked(NamedTuple):
+    """What a tool remembers of a call id it stopped on: the Model asked on, and the stops not yet resumed."""
+
+    seen: tuple[object]
+    pending: int
+
 
 _TWO_MODELS: tuple[object] = (object(),)
 """What a tool remembers of a call id it stopped on twice, on two different Models: no Model it covers."""

@@ -834,6 +834,39 @@ async def test_two_runs_stopped_on_one_call_id_over_different_models_approve_nei
     assert h.recorder.dispatched == []
 
 
+@pytest.mark.parametrize("first_resumed", [False, True], ids=["the other run resumed", "a run on the same Model resumed"])
+async def test_a_call_id_stays_ambiguous_while_any_run_stopped_on_it_is_still_to_be_resumed(first_resumed: bool) -> None:
+    # Run A stops on call_0 over the milk. Another run stops on call_0 and is
+    # resumed; then run D stops on call_0 over the report. A's "yes" (about the
+    # milk) must not be checked against D's Model: resuming one run must not
+    # make the table forget that A still waits.
+    todos = (*INITIAL.todos, Todo("report", "Write the report"))
+    h = harness(msgspec.structs.replace(INITIAL, todos=todos, selected="milk"))
+    tools = function_tools(h.runtime)
+
+    def run_on_call_0(name: str) -> tuple[ScriptedModel, Agent[Any]]:
+        model = ScriptedModel([function_call("delete_selected_todo", {}, call_id="call_0")], "done")
+        return model, Agent(name=name, model=model, tools=list(tools))
+
+    model_a, agent_a = run_on_call_0("a")
+    a = await Runner.run(agent_a, "Delete the milk", run_config=_CONFIG)
+    if not first_resumed:
+        h.recorder.set_model(msgspec.structs.replace(h.recorder.model(), selected="report"))
+    _, agent_c = run_on_call_0("c")
+    c = await Runner.run(agent_c, "Delete it", run_config=_CONFIG)
+    state = c.to_state()
+    state.approve(c.interruptions[0])
+    await Runner.run(agent_c, state, run_config=_CONFIG)
+    h.recorder.set_model(msgspec.structs.replace(h.recorder.model(), selected="report"))
+    _, agent_d = run_on_call_0("d")
+    await Runner.run(agent_d, "Delete the report", run_config=_CONFIG)
+    state = a.to_state()
+    state.approve(a.interruptions[0])
+    await Runner.run(agent_a, state, run_config=_CONFIG)
+    assert model_a.outputs[1] == [("call_0", f'"delete_selected_todo" needs a person to confirm: {REPORT_PROMPT}')]
+    assert RequestedDeleteTodo(id="report") not in h.recorder.dispatched
+
+
 async def test_a_run_stopped_again_on_its_call_id_over_the_same_model_is_still_approved() -> None:
     h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
     tools = function_tools(h.runtime)
