@@ -265,6 +265,7 @@ def _tool(
 _MAX_ASKED = 4096
 """How many calls waiting for a person one tool remembers the Model of."""
 
+
 class _Asked(NamedTuple):
     """What a tool remembers of a call id it stopped on: the Model asked on, and the stops not yet resumed."""
 
