@@ -112,6 +112,8 @@ def json_arguments(text: str | bytes | bytearray) -> object:
 
     >>> json_arguments('{"title": "Buy milk"}'), json_arguments("  "), json_arguments('{"n": NaN}')
     ({'title': 'Buy milk'}, {}, UNREADABLE)
+    >>> json_arguments('{"title": "Buy milk"}'.encode("utf-16"))
+    UNREADABLE
     """
     if not text.strip():
         return {}
@@ -125,8 +127,13 @@ def json_arguments(text: str | bytes | bytearray) -> object:
         # rest; the standard decoder keeps it, and refuses everything else
         # that is not JSON (bytes that are not UTF-8 included).
         try:
-            return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+            # Bytes are read as UTF-8 only: the standard decoder would also
+            # take UTF-16 or UTF-32 (it guesses), which msgspec, rightly, refused.
+            # An encoded lone surrogate passes, as it would there, for the check.
+            readable = bytes(text).decode("utf-8", "surrogatepass") if isinstance(text, (bytes, bytearray)) else text
+            return json.loads(readable, parse_float=_finite, parse_constant=_no_constant)
         except (ValueError, RecursionError):
+            # UnicodeDecodeError is a ValueError.
             return UNREADABLE
     return decoded
 

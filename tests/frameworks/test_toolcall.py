@@ -78,8 +78,11 @@ def test_text_that_is_not_json_reads_as_the_stand_in(text: str) -> None:
     assert json_arguments(text) is UNREADABLE
 
 
-def test_bytes_that_are_not_utf8_read_as_the_stand_in() -> None:
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_bytes_that_are_not_utf8_read_as_the_stand_in(encoding: str) -> None:
     assert json_arguments(b'{"title": "a\xffb"}') is UNREADABLE
+    # JSON text, but not in UTF-8, which is all a JSON exchange carries (RFC 8259 8.1).
+    assert json_arguments('{"title": "a"}'.encode(encoding)) is UNREADABLE
 
 
 @pytest.mark.parametrize(
