@@ -76,9 +76,7 @@ def request_deadlines(base: type[H11Protocol]) -> type[H11Protocol]:
             super().resume_writing()
 
         def _writable(self) -> None:
-            if self._write_timer is not None:
-                self._write_timer.cancel()
-                self._write_timer = None
+            self._write_timer = _cancelled(self._write_timer)
 
         def _unread(self) -> None:
             self._write_timer = None
@@ -119,9 +117,7 @@ def request_deadlines(base: type[H11Protocol]) -> type[H11Protocol]:
             self._timer = self.loop.call_later(seconds, late)
 
         def _disarm(self) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._timer = _cancelled(self._timer)
 
         def _head_late(self) -> None:
             self._timer = None
@@ -146,3 +142,9 @@ def request_deadlines(base: type[H11Protocol]) -> type[H11Protocol]:
                 self.transport.close()
 
     return RequestDeadlines
+
+
+def _cancelled(timer: asyncio.TimerHandle | None) -> None:
+    """Cancel ``timer``, if there is one; what the slot that held it holds now."""
+    if timer is not None:
+        timer.cancel()

@@ -1346,14 +1346,13 @@ class _MirrorBuilder:
             # A UUID beside another member but None stays one: as a string it would
             # change how msgspec reads the union (every mapping key as the string).
             mixed = sum(arg is not type(None) for arg in args) > 1
-            members = tuple(
-                self.record(arg)
-                if _record(arg) is not None
-                else arg
-                if mixed and _unwrapped(arg) is uuid.UUID
-                else self.type(arg)
-                for arg in args
-            )
+
+            def member(arg: Any) -> Any:
+                if _record(arg) is not None:
+                    return self.record(arg)
+                return arg if mixed and _unwrapped(arg) is uuid.UUID else self.type(arg)
+
+            members = tuple(member(arg) for arg in args)
             required = _tag_required(list(args))
             return Union[members if required is None else (*members, required)]  # noqa: UP007
         mirrored_args = tuple(arg if arg is Ellipsis else self.type(arg) for arg in args)
