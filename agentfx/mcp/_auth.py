@@ -193,5 +193,14 @@ class BearerTokens:
         return app
 
 
+    def expired(self) -> ASGIApp:
+        """The SDK's ``401`` for a token no longer valid, with ``WWW-Authenticate`` naming the metadata."""
+        return self.guard(None, _unreachable)
+
+
+async def _unreachable(scope: Scope, receive: Receive, send: Send) -> None:
+    raise AssertionError("the SDK's guard let a request without a token through")  # pragma: no cover
+
+
 PrincipalFromToken = Callable[[AccessToken], "Any | Awaitable[Any]"]
 """``principal_from_token(access_token)``: the principal a verified token proves. May be async."""

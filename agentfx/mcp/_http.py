@@ -48,6 +48,7 @@ import inspect
 import json
 import logging
 import math
+import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
@@ -94,7 +95,7 @@ from ._server import AgentServer, InFlight, check_identity, check_uris, request_
 if TYPE_CHECKING:
     from mcp.server.models import InitializationOptions
     from mcp.shared._stream_protocols import ReadStream, WriteStream
-    from starlette.types import Message, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from ..program import Program
     from ..runtime import AgentRuntime
@@ -205,6 +206,11 @@ _FAILED = "stopped with an error"
 
 _SHUTTING_DOWN = types.ErrorData(code=types.CONNECTION_CLOSED, message="Server shutting down: the request was cancelled")
 """The answer of every request still in flight when the server stops (the SDK's code; its reason)."""
+
+_TOKEN_EXPIRED = types.ErrorData(
+    code=types.CONNECTION_CLOSED, message="The access token expired: listen again with a fresh token"
+)
+"""The last frame of a ``subscriptions/listen`` stream whose bearer token expired while it was open."""
 
 _STOPPING = "The server is shutting down"
 _CLIENT_LEFT = "The client's connection closed"
@@ -456,16 +462,27 @@ class _Watched:
                 self._finishing()
         await self._send(message)
 
-    async def stopped(self, scope: Scope, receive: Receive, request_id: types.RequestId | None) -> None:
-        """Answer a request the server's shutdown cut short, however far its response got."""
+    async def stopped(
+        self,
+        scope: Scope,
+        receive: Receive,
+        request_id: types.RequestId | None,
+        error: types.ErrorData = _SHUTTING_DOWN,
+        unstarted: ASGIApp | None = None,
+    ) -> None:
+        """Answer a request cut short, however far its response got.
+
+        ``error`` ends a response already under way; ``unstarted`` answers one
+        not yet begun (by default, ``error`` as a ``503``).
+        """
         if self.finished:
             return
-        answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=_SHUTTING_DOWN)
+        answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
         with anyio.move_on_after(_ANSWER_WAIT, shield=True):
             if not self.started:
-                await _error(_SHUTTING_DOWN.message, 503, _SHUTTING_DOWN.code, request_id=request_id)(
-                    scope, receive, self
-                )
+                if unstarted is None:
+                    unstarted = _error(error.message, 503, error.code, request_id=request_id)
+                await unstarted(scope, receive, self)
             elif self.streaming:
                 data = answer.model_dump_json(by_alias=True, exclude_unset=True)
                 await self({"type": "http.response.body", "body": f"event: message\r\ndata: {data}\r\n\r\n".encode()})
@@ -812,7 +829,7 @@ class HttpApp(Generic[P]):
         if principal is None:
             await _error("Unauthorized", 401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
-        await self._serve_as(principal, envelope, scope, receive, send)
+        await self._serve_as(principal, envelope, scope, receive, send, None)
 
     async def _with_token(
         self,
@@ -840,7 +857,7 @@ class HttpApp(Generic[P]):
                 return
             if principal is _LEFT:
                 return
-            await self._serve_as(principal, envelope, scope, receive, send)
+            await self._serve_as(principal, envelope, scope, receive, send, token.expires_at)
 
         # The SDK's own answers: 401 without a valid token, 403 without the
         # required scopes, each with WWW-Authenticate naming the metadata.
@@ -911,8 +928,18 @@ class HttpApp(Generic[P]):
         return outcome[0]
 
     async def _serve_as(
-        self, principal: object, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+        self,
+        principal: object,
+        envelope: _Envelope | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        expires_at: float | None,
     ) -> None:
+        # ``expires_at`` is the bearer token's (wall clock, seconds), None
+        # without one: a stream that would outlive it (a session's GET stream,
+        # a listen stream) is ended then, so what it carries is never sent on
+        # a token no longer valid. The client opens it again with a fresh one.
         try:
             key = _key(principal)
             hash(key)
@@ -923,7 +950,7 @@ class HttpApp(Generic[P]):
         headers = Request(scope).headers
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            await self._serve_sessionless(principal, key, envelope, scope, receive, send)
+            await self._serve_sessionless(principal, key, envelope, scope, receive, send, expires_at)
             return
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         if session_id is None:
@@ -938,12 +965,19 @@ class HttpApp(Generic[P]):
             return
         # A session's requests may each bring a refreshed token: authorize sees the freshest, as sessionless ones do.
         session.tenant.present(principal)
-        await self._in_session(session, envelope, scope, receive, send)
+        await self._in_session(session, envelope, scope, receive, send, expires_at)
 
     # --- 2026-07-28: one request, one principal -----------------------------------------
 
     async def _serve_sessionless(
-        self, principal: object, key: Hashable, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+        self,
+        principal: object,
+        key: Hashable,
+        envelope: _Envelope | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        expires_at: float | None,
     ) -> None:
         try:
             tenant = await self._tenant(principal, key)
@@ -970,16 +1004,31 @@ class HttpApp(Generic[P]):
                 calls.close(_CLIENT_LEFT)
             return message
 
+        # Only a listen stream is ended at its token's expiry: any other
+        # request was authorized when it began, and a call cut short there
+        # could leave its Message sent and its answer lost.
+        deadline = math.inf
+        if expires_at is not None and envelope is not None and envelope.method == "subscriptions/listen":
+            deadline = _deadline(expires_at)
+        expiry = anyio.CancelScope(deadline=deadline)
         try:
             with request, request_calls(calls):
                 state = self._modern_state(tenant)
                 assert tenant.server is not None
-                await handle_modern_request(tenant.server, self._checked, False, state, scope, leaving, watched)
+                with expiry:
+                    await handle_modern_request(tenant.server, self._checked, False, state, scope, leaving, watched)
+            request_id = None if envelope is None else envelope.request_id
             if request.cancel_called:
                 # Only shutting down cancels it. The SDK's entry answers
                 # nothing when cancelled (the server would log that the app
                 # never responded): the request is answered here instead.
-                await watched.stopped(scope, receive, None if envelope is None else envelope.request_id)
+                await watched.stopped(scope, receive, request_id)
+            elif expiry.cancelled_caught:
+                # An error, not the graceful close (its result): the client
+                # takes the stream as lost and listens again. Before the
+                # stream began, the SDK's 401 sends it for a fresh token.
+                assert self._tokens is not None, "only a bearer token has an expiry"
+                await watched.stopped(scope, receive, request_id, _TOKEN_EXPIRED, self._tokens.expired())
         finally:
             self._requests.pop(request, None)
             if not self._requests and self._no_requests is not None:
@@ -1286,7 +1335,13 @@ class HttpApp(Generic[P]):
                     await session.transport.terminate()
 
     async def _in_session(
-        self, session: _Session, envelope: _Envelope | None, scope: Scope, receive: Receive, send: Send
+        self,
+        session: _Session,
+        envelope: _Envelope | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        expires_at: float | None,
     ) -> None:
         calling = envelope is not None and envelope.request_id is not None
         # The transport keys a request's response stream by the ``str()`` of
@@ -1343,6 +1398,8 @@ class HttpApp(Generic[P]):
         try:
             if calling:
                 await session.transport.handle_request(scope, watched, response)
+            elif streaming is not None and expires_at is not None:
+                await _stream_until(session.transport, _deadline(expires_at), scope, receive, send)
             else:
                 await session.transport.handle_request(scope, receive, send)
         finally:
@@ -1390,6 +1447,28 @@ class HttpApp(Generic[P]):
                 )
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the session's loop ended meanwhile, taking the call with it
+
+
+def _deadline(expires_at: float) -> float:
+    """A token's expiry (wall clock) on the event loop's clock."""
+    return anyio.current_time() + (expires_at - time.time())
+
+
+async def _stream_until(
+    transport: StreamableHTTPServerTransport, deadline: float, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Serve a session's GET stream, closing it at ``deadline`` as the SDK closes one: the client reconnects."""
+    async with anyio.create_task_group() as group:
+
+        async def expire() -> None:
+            await anyio.sleep_until(deadline)
+            # Still inside this GET's handling, so the session's one GET
+            # stream is this request's (a second GET is refused 409 at once).
+            transport.close_standalone_sse_stream()
+
+        group.start_soon(expire)
+        await transport.handle_request(scope, receive, send)
+        group.cancel_scope.cancel()
 
 
 async def _never() -> Message:
@@ -1674,6 +1753,8 @@ def http_app(
             ``auth.validate_token_resource``, one issued for another
             resource) gets 401, a token without ``auth.required_scopes`` 403,
             both with ``WWW-Authenticate`` naming the resource metadata.
+            A GET or ``subscriptions/listen`` stream ends at its token's
+            ``expires_at`` (a call in flight does not).
         auth: The SDK's ``AuthSettings`` for the token verifier:
             ``issuer_url`` (the authorization server) and
             ``resource_server_url`` (this endpoint's URL) are required; the

@@ -469,3 +469,94 @@ async def test_a_token_verifier_that_raises_is_a_500_without_its_text_or_the_tok
     assert secret not in response.text and token not in response.text and token not in str(response.headers)
     assert asgi.principal_count == 0
     assert not any(token in record.getMessage() for record in caplog.records)
+
+
+def _expiring_soon(monkeypatch: pytest.MonkeyPatch, url: str, left: float = 0.3) -> Issued:
+    """A verifier of one token, ``soon``, that the endpoint's streams take to expire ``left`` seconds from now.
+
+    The token itself expires in about 300 s, so every request is let through;
+    the endpoint's clock for a stream's end is moved on to ``left`` before that.
+    """
+    import agentfx.mcp._http as served
+
+    real = time.time
+    start = real()
+    expires = int(start) + 300
+    # On the endpoint's clock, the token has ``left`` seconds left when this returns.
+    monkeypatch.setattr(served, "time", type("Clock", (), {"time": staticmethod(lambda: real() - start + expires - left)}))
+    token = AccessToken(token="soon", client_id="agent-app", scopes=[READ], subject="ann", resource=url, expires_at=expires)
+    return Issued({"soon": token})
+
+
+def _sse_data(response: httpx.Response) -> list[Any]:
+    return [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+
+async def test_a_session_s_get_stream_ends_when_the_token_that_opened_it_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    # httpx's ASGI transport answers once a response is whole: the GET comes
+    # back only because the stream was ended, as the SDK ends one (the client
+    # reconnects, with a fresh token).
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(app, token_verifier=_expiring_soon(monkeypatch, url), auth=settings(url), principal_from_token=user_from_token)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        session = await open_session(http, url, "soon")
+        headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+        with anyio.fail_after(5):
+            stream = await http.get(url, headers={**headers, "Authorization": "Bearer soon"})
+        assert stream.status_code == 200
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        # The session lives on: a request with the (here, same) token is served, and a new GET stream opens.
+        status, answer, _ = await post(http, url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, token="soon", session=session)
+        assert status == 200 and answer["result"]["tools"], answer
+        with anyio.fail_after(5):
+            again = await http.get(url, headers={**headers, "Authorization": "Bearer soon"})
+        assert again.status_code == 200
+
+
+async def test_a_listen_stream_ends_with_an_error_when_its_token_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(app, token_verifier=_expiring_soon(monkeypatch, url), auth=settings(url), principal_from_token=user_from_token)
+    listen = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id=7)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        with anyio.fail_after(5):
+            status, answer, response = await post(http, url, listen, token="soon", version=MODERN)
+        assert status == 200, response.text
+        frames = _sse_data(response)
+        assert frames[0]["method"] == "notifications/subscriptions/acknowledged", frames
+        # An error, not the graceful close's result: the SDK's client takes the stream as lost and listens again.
+        assert answer == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {"code": -32000, "message": "The access token expired: listen again with a fresh token"},
+        }
+        # Other requests of the principal are served as before.
+        status, answer, _ = await post(http, url, modern("tools/list"), token="soon", version=MODERN)
+        assert status == 200 and answer["result"]["tools"]
+
+
+async def test_a_call_is_not_cut_short_by_its_token_s_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only streams end at a token's expiry: a call was authorized when it began.
+    url = "http://127.0.0.1/mcp"
+    asgi = http_app(app, token_verifier=_expiring_soon(monkeypatch, url), auth=settings(url), principal_from_token=user_from_token)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        status, answer, _ = await post(http, url, modern("tools/list"), token="soon", version=MODERN)
+        assert status == 200
+        await anyio.sleep(0.5)  # past the moved clock's expiry
+        status, answer, _ = await post(http, url, modern("tools/list", request_id=2), token="soon", version=MODERN)
+        assert status == 200 and answer["result"]["tools"]
+
+
+async def test_a_listen_stream_whose_token_expired_before_it_began_is_answered_the_sdk_s_401(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = "http://127.0.0.1/mcp"
+    verifier = _expiring_soon(monkeypatch, url, left=-1)
+    asgi = http_app(app, token_verifier=verifier, auth=settings(url), principal_from_token=user_from_token)
+    listen = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, request_id=7)
+    async with asgi.running(), httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi)) as http:
+        with anyio.fail_after(5):
+            status, _, response = await post(http, url, listen, token="soon", version=MODERN)
+        assert status == 401, response.text
+        challenge = response.headers["www-authenticate"]
+        assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge
+        assert "/.well-known/oauth-protected-resource/mcp" in challenge
