@@ -31,7 +31,7 @@ is partially unknown to pyright in strict mode). :func:`dispatch` is::
 
 from __future__ import annotations
 
-from asyncio import Future, isfuture
+from asyncio import CancelledError, Future, current_task, isfuture
 from inspect import isawaitable
 from collections.abc import Awaitable, Callable, Coroutine
 from types import CoroutineType
@@ -406,10 +406,10 @@ def waited(pending: Awaitable[T], role: str = "the host or a hook") -> Awaitable
     every Message, one cached permission check), so an invocation's abort or
     deadline would cancel it for every other invocation waiting on it: the
     wait alone is cancelled instead. A coroutine is this call's own, and
-    awaited as it is.
+    awaited as it is (through :func:`_owned`).
 
-    The other way round, such a future that ``role`` (``"host.dispatch"``,
-    ``"authorize"``, ``"confirm"``) cancels itself, while nothing cancelled
+    The other way round, such a future (or a coroutine's ``CancelledError``)
+    that ``role`` (``"host.dispatch"``, ``"authorize"``, ``"confirm"``) cancels itself, while nothing cancelled
     the invocation, is a defect of ``role``: it raises :class:`RuntimeError`,
     never the future's ``CancelledError``, which would pass for the caller's
     own cancellation (audited ``interrupted``, and silently ending a task
@@ -417,7 +417,31 @@ def waited(pending: Awaitable[T], role: str = "the host or a hook") -> Awaitable
     """
     if type(pending) is not COROUTINE and isfuture(pending):
         return _shielded(pending, role)
-    return pending
+    return _owned(pending, role)
+
+
+async def _owned(pending: Awaitable[T], role: str) -> T:
+    """``await pending``; an asyncio ``CancelledError`` out of it that cancelled nothing here is ``role``'s defect.
+
+    A coroutine that awaited a task someone else cancelled raises that task's
+    ``CancelledError`` as its own. A cancellation of this task (a scope, the
+    invocation's abort, its deadline) is counted by ``Task.cancelling()``;
+    anything else, and any asyncio ``CancelledError`` on trio, is not one.
+    """
+    try:
+        return await pending
+    except CancelledError:
+        if _cancelling():
+            raise
+        raise RuntimeError(_cancelled_by(role, "awaitable")) from None
+
+
+def _cancelling() -> bool:
+    try:
+        task = current_task()
+    except RuntimeError:  # no asyncio loop: trio, whose cancellation is not this exception
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 def _shielded(inner: Future[T], role: str) -> Future[T]:
@@ -461,15 +485,16 @@ def _shielded(inner: Future[T], role: str) -> Future[T]:
     return outer
 
 
-def _cancelled_by(role: str) -> str:
-    """The defect of a future ``role`` handed out and then cancelled itself.
+def _cancelled_by(role: str, noun: str = "future") -> str:
+    """The defect of a future (or another awaitable) ``role`` handed out and then cancelled itself.
 
     >>> _cancelled_by("host.dispatch")
     'A future that "host.dispatch" handed out was cancelled while an invocation awaited it, though nothing cancelled the invocation: such a future must end with a result or an exception'
     """
+    article = "an" if noun[0] in "aeiou" else "a"
     return (
-        f'A future that "{role}" handed out was cancelled while an invocation awaited it, '
-        "though nothing cancelled the invocation: such a future must end with a result or an exception"
+        f'{article.capitalize()} {noun} that "{role}" handed out was cancelled while an invocation awaited it, '
+        f"though nothing cancelled the invocation: such {article} {noun} must end with a result or an exception"
     )
 
 

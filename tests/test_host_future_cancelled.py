@@ -1,12 +1,14 @@
 """A future that the host or a hook hands out, and then cancels itself, is their defect.
 
-Its ``CancelledError`` would pass for the caller's own cancellation: audited
+So is a coroutine that raises a ``CancelledError`` of its own (it awaited a
+task someone else cancelled). Its ``CancelledError`` would pass for the caller's own cancellation: audited
 ``interrupted``, and inside a task group a child that nobody cancelled would
 end without a trace. It raises a defect instead, audited ``AgentDefect``;
 the caller's own abort, deadline or cancellation still ends only its own
 wait, never the future other invocations may share.
 
-asyncio only: futures are asyncio's, and a trio host has none to hand out.
+asyncio only: futures are asyncio's, and a trio host has none to hand out
+(an asyncio ``CancelledError`` raised on trio is tested at the end).
 """
 # pyright: reportPrivateUsage=false
 # (the composed run is reached through the runtime's internal entry, on purpose)
@@ -24,7 +26,9 @@ import pytest
 import agentfx
 from agentfx import DispatchResult
 
-pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+pytestmark = pytest.mark.anyio
+
+ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])
 
 
 class _Do(msgspec.Struct, frozen=True, tag=True):
@@ -52,8 +56,9 @@ def _no_model() -> None:
 class _Setup:
     """One capability whose host, ``authorize`` or ``confirm`` answers with the future :attr:`handed`."""
 
-    def __init__(self, shared: str) -> None:
+    def __init__(self, shared: str, kind: str = "future") -> None:
         self.shared = shared
+        self.kind = kind
         self.handed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.sent: list[object] = []
         self.listeners: list[Callable[[object], None]] = []
@@ -73,20 +78,30 @@ class _Setup:
 
     def dispatch(self, message: object) -> object:
         self.sent.append(message)
-        return self.handed if self.shared.startswith("host") else None
+        return self.hand() if self.shared.startswith("host") else None
+
+    def hand(self) -> Awaitable[Any]:
+        """The future itself, or a coroutine of the hook's own that awaits it (shielded, so a cancel of the caller leaves it)."""
+        if self.kind == "future":
+            return self.handed
+
+        async def awaiting() -> Any:
+            return await asyncio.shield(self.handed)
+
+        return awaiting()
 
     def observe(self, listener: Callable[[object], None]) -> Callable[[], None]:
         self.listeners.append(listener)
         return lambda: self.listeners.remove(listener)
 
     def authorize(self, request: Any) -> Any:
-        return self.handed
+        return self.hand()
 
     def confirming(self, request: Any) -> Any:
         return agentfx.Confirm("Do it?")
 
     def ask(self, request: agentfx.ConfirmationRequest) -> Awaitable[bool]:
-        return self.handed
+        return self.hand()
 
     def call(self, runner: str, signal: agentfx.AbortSignal | None = None) -> Awaitable[object]:
         confirm = self.ask if self.shared == "confirm" else None
@@ -97,14 +112,19 @@ class _Setup:
         return self.runtime.messages.attempt("do", {"id": "a"}, invocation, on_dispatched=told)
 
 
+KINDS = pytest.mark.parametrize("kind", ["future", "coroutine"])
+
+
+@ASYNCIO
+@KINDS
 @pytest.mark.parametrize("runner", ["direct", "composed"])
 @pytest.mark.parametrize("signalled", [False, True], ids=["no-signal", "signal"])
 @pytest.mark.parametrize("shared", list(_ROLES))
 @pytest.mark.parametrize("when", ["while-awaited", "before"])
 async def test_a_future_cancelled_by_whoever_handed_it_out_is_their_defect(
-    anyio_backend: str, shared: str, signalled: bool, runner: str, when: str
+    anyio_backend: str, shared: str, signalled: bool, runner: str, when: str, kind: str
 ) -> None:
-    setup = _Setup(shared)
+    setup = _Setup(shared, kind)
     role, decision = _ROLES[shared]
     controller = agentfx.AbortController()
     if when == "before":
@@ -113,9 +133,10 @@ async def test_a_future_cancelled_by_whoever_handed_it_out_is_their_defect(
         asyncio.get_running_loop().call_later(0.01, setup.handed.cancel)
     with anyio.fail_after(5), pytest.raises(RuntimeError) as raised:
         await setup.call(runner, controller.signal if signalled else None)
+    noun, article = ("future", "a") if kind == "future" else ("awaitable", "an")
     assert str(raised.value) == (
-        f'A future that "{role}" handed out was cancelled while an invocation awaited it, '
-        "though nothing cancelled the invocation: such a future must end with a result or an exception"
+        f'{article.capitalize()} {noun} that "{role}" handed out was cancelled while an invocation awaited it, '
+        f"though nothing cancelled the invocation: such {article} {noun} must end with a result or an exception"
     )
     assert [(e.decision, e.outcome) for e in setup.log.entries()] == [(decision, "AgentDefect")]
     assert setup.listeners == []
@@ -125,11 +146,13 @@ async def test_a_future_cancelled_by_whoever_handed_it_out_is_their_defect(
     await anyio.lowlevel.checkpoint()
 
 
+@ASYNCIO
+@KINDS
 @pytest.mark.parametrize("shared", list(_ROLES))
-async def test_in_a_task_group_the_defect_reaches_the_parent(anyio_backend: str, shared: str) -> None:
+async def test_in_a_task_group_the_defect_reaches_the_parent(anyio_backend: str, shared: str, kind: str) -> None:
     # The CancelledError, raised in a child nobody cancelled, ended the child
     # and was swallowed by the group: the call vanished without a trace.
-    setup = _Setup(shared)
+    setup = _Setup(shared, kind)
     finished: list[object] = []
 
     async def child() -> None:
@@ -143,6 +166,7 @@ async def test_in_a_task_group_the_defect_reaches_the_parent(anyio_backend: str,
     assert finished == []
 
 
+@ASYNCIO
 @pytest.mark.parametrize("runner", ["direct", "composed"])
 @pytest.mark.parametrize("shared", list(_ROLES))
 async def test_a_future_that_ends_otherwise_is_awaited_as_it_ends(anyio_backend: str, shared: str, runner: str) -> None:
@@ -162,11 +186,13 @@ async def test_a_future_that_ends_otherwise_is_awaited_as_it_ends(anyio_backend:
     assert [e.outcome for e in failing.log.entries()] == ["AgentDefect"]
 
 
+@ASYNCIO
+@KINDS
 @pytest.mark.parametrize("shared", list(_ROLES))
 async def test_the_callers_own_cancellation_is_still_interrupted_and_leaves_the_future_alone(
-    anyio_backend: str, shared: str
+    anyio_backend: str, shared: str, kind: str
 ) -> None:
-    setup = _Setup(shared)
+    setup = _Setup(shared, kind)
     with anyio.fail_after(5):
         with anyio.move_on_after(0.01):
             await setup.call("direct")
@@ -178,11 +204,15 @@ async def test_the_callers_own_cancellation_is_still_interrupted_and_leaves_the_
     await anyio.lowlevel.checkpoint()
 
 
+@ASYNCIO
+@KINDS
 @pytest.mark.parametrize("shared", list(_ROLES))
-async def test_an_abort_and_the_futures_cancellation_together_are_the_abort(anyio_backend: str, shared: str) -> None:
+async def test_an_abort_and_the_futures_cancellation_together_are_the_abort(
+    anyio_backend: str, shared: str, kind: str
+) -> None:
     # The invocation's own abort lands first: its wait was cut short, and what
     # becomes of the future afterwards is no longer this call's.
-    setup = _Setup(shared)
+    setup = _Setup(shared, kind)
     controller = agentfx.AbortController()
 
     def both() -> None:
@@ -194,3 +224,20 @@ async def test_an_abort_and_the_futures_cancellation_together_are_the_abort(anyi
         outcome = await setup.call("direct", controller.signal)
     assert isinstance(outcome, agentfx.AgentCancelledError)
     assert [e.outcome for e in setup.log.entries()] == ["AgentCancelledError"]
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_on_trio_an_asyncio_cancelled_error_from_the_host_is_its_defect(anyio_backend: str) -> None:
+    # trio's cancellation is trio.Cancelled: an asyncio CancelledError raised
+    # on trio cancelled nothing, and must not end a trio task as if it had.
+    log = agentfx.audit_log()
+
+    async def dispatch(message: object) -> None:
+        await anyio.lowlevel.checkpoint()
+        raise asyncio.CancelledError
+
+    host: agentfx.Host[None, Any, None] = agentfx.Host(model=_no_model, dispatch=dispatch)
+    runtime = agentfx.bind(agentfx.define(agentfx.expose(_Do, agentfx.variant(_Do, "Do", name="do"))), host=host, audit=log)
+    with anyio.fail_after(5), pytest.raises(RuntimeError, match='An awaitable that "host.dispatch" handed out was cancelled'):
+        await runtime.messages.attempt("do", {"id": "a"})
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("unknown", "AgentDefect")]
