@@ -20,7 +20,7 @@ from typing import TypeAlias, cast
 
 import msgspec
 
-from .errors import ContractError
+from .errors import ContractError, encodable
 from .invocation import Invocation
 
 __all__ = ["Confirm", "ConfirmationRequest", "Confirmer"]
@@ -36,6 +36,9 @@ class Confirm(msgspec.Struct, frozen=True):
     invocation has no ``confirm`` and is not ``confirmed``) the call is
     refused with :class:`~agentfx.AgentConfirmationRequiredError`, and
     nothing is sent.
+
+    A lone surrogate in ``prompt`` (from the caller's input, say) is
+    replaced by U+FFFD, so that everything made of it encodes as JSON.
 
     Raises:
         ContractError: ``prompt`` is not a non-blank string: a person cannot
@@ -56,6 +59,9 @@ class Confirm(msgspec.Struct, frozen=True):
         prompt = cast(object, self.prompt)
         if not isinstance(prompt, str) or not prompt.strip():
             raise ContractError("Confirm needs a prompt to show the person who confirms")
+        # Often built from the caller's input, which may hold a lone surrogate:
+        # every failure, question and record made of the prompt must encode.
+        msgspec.structs.force_setattr(self, "prompt", encodable(prompt))
 
 
 class ConfirmationRequest(msgspec.Struct, frozen=True):

@@ -347,7 +347,8 @@ class Refusal(msgspec.Struct, frozen=True):
 
     A blank reason, or ``None`` (a reason looked up and not found), is no
     reason: the agent is told what ``False`` tells it, ``Not authorized to
-    invoke "<capability>"``.
+    invoke "<capability>"``. A lone surrogate in ``reason`` is replaced by
+    U+FFFD, so that the failure encodes as JSON.
 
     Raises:
         ContractError: ``reason`` is neither a string nor ``None``, so no
@@ -371,6 +372,10 @@ class Refusal(msgspec.Struct, frozen=True):
                 f"Refusal takes its reason as a string the agent is told, got {kind_of(reason)}; "
                 "return False to refuse without one"
             )
+        if reason is not None:
+            # Often built from the caller's input, which may hold a lone
+            # surrogate: the failure made of the reason must encode.
+            msgspec.structs.force_setattr(self, "reason", encodable(reason))
 
 
 class DispatchFailed(Exception):

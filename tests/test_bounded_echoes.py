@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from returns.result import Failure
 
@@ -247,3 +248,52 @@ async def test_an_invalid_input_failure_naming_a_key_the_caller_sent_encodes_bou
     assert isinstance(error, agentfx.AgentInvalidInputError)
     assert error.problem == '"\ufffd' + "k" * 127 + '…" is not a field of this input'
     assert msgspec.json.decode(encodes(error), type=agentfx.DispatchError) == error
+
+
+class _Named(msgspec.Struct, frozen=True, tag=True):
+    title: str
+
+
+class _Bumped(msgspec.Struct, frozen=True, tag=True):
+    title: str
+
+
+@given(ANY_TEXT.filter(lambda text: text.strip() != ""))
+@example("milk\ud800").via("a lone high surrogate")
+@example("\udfff\ud83d\ude00").via("a lone low surrogate beside a pair")
+@settings(max_examples=50, deadline=None)
+def test_a_refusal_reason_and_a_confirm_prompt_made_of_caller_text_encode(title: str) -> None:
+    # The strict decoder lets a lone surrogate through (JSON may escape one),
+    # and an application's reason or prompt often repeats the caller's input.
+    refusal, confirm = agentfx.Refusal(f'"{title}" is taken'), agentfx.Confirm(f'Bump "{title}"?')
+    assert refusal.reason == f'"{encodable(title)}" is taken'
+    assert confirm.prompt == f'Bump "{encodable(title)}"?'
+    asked: list[agentfx.ConfirmationRequest] = []
+    definition = agentfx.define(
+        agentfx.expose(
+            _Named | _Bumped,
+            agentfx.variant(_Named, "Refused", name="refuse", authorize=lambda request: agentfx.Refusal(f'"{request.input.title}" is taken')),
+            agentfx.variant(_Bumped, "Asked", name="ask", authorize=lambda request: agentfx.Confirm(f'Bump "{request.input.title}"?')),
+        )
+    )
+    host: agentfx.Host[None, Any, None] = agentfx.Host(model=lambda: None, dispatch=lambda message: None)
+    runtime = agentfx.bind(definition, host=host)
+
+    async def no(request: agentfx.ConfirmationRequest) -> bool:
+        asked.append(request)
+        return False
+
+    async def main() -> list[object]:
+        return [
+            await runtime.messages.attempt("refuse", {"title": title}),
+            await runtime.messages.attempt("ask", {"title": title}),
+            await runtime.messages.attempt("ask", {"title": title}, Invocation(id="c", confirm=no)),
+        ]
+
+    refused, required, declined = anyio.run(main)
+    assert isinstance(refused, agentfx.AgentAuthorizationError) and refused.message == refusal.reason
+    assert isinstance(required, agentfx.AgentConfirmationRequiredError) and required.prompt == confirm.prompt
+    assert isinstance(declined, agentfx.AgentAuthorizationError) and declined.message == f"Declined: {confirm.prompt}"
+    assert [request.prompt for request in asked] == [confirm.prompt]
+    for value in (refused, required, declined, asked[0].prompt):
+        encodes(value)
