@@ -66,6 +66,10 @@ def _seconds(timeout: float | timedelta) -> float:
     Traceback (most recent call last):
     ...
     agentfx.ContractError: A completion timeout must be seconds (a real number: an int or a float) or a datetime.timedelta; it is a str
+    >>> _seconds(10**400)
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: A completion timeout must be a positive, finite duration, got inf
     """
     value = cast(object, timeout)
     # ``float("10")`` would quietly accept a string, and a bool is an int to Python.
@@ -73,7 +77,12 @@ def _seconds(timeout: float | timedelta) -> float:
         seconds = value.total_seconds()
     elif not isinstance(value, bool) and isinstance(value, numbers.Real | decimal.Decimal):
         # Any real number (a Fraction, a Decimal, a NumPy integer) is seconds.
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int or a Fraction past a float's range
+            seconds = math.inf if cast(float, value) > 0 else -math.inf
+        except ValueError:  # a signalling NaN Decimal
+            seconds = math.nan
     else:
         raise ContractError(
             "A completion timeout must be seconds (a real number: an int or a float) or a datetime.timedelta; "

@@ -233,7 +233,9 @@ async def test_timeouts_accept_timedelta_and_render_with_g(anyio_backend: str) -
 @pytest.mark.parametrize(
     ("timeout", "shown"),
     [(0, "0s"), (-1, "-1s"), (-0.5, "-0.5s"), (timedelta(0), "0s"), (timedelta(seconds=-3), "-3s"),
-     (math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan")],
+     (math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan"),
+     # Past a float's range, or a signalling NaN: float() raises, and the timeout is still refused in these words.
+     (10**400, "inf"), (-(10**400), "-inf"), (Fraction(10**400, 3), "inf"), (Decimal("sNaN"), "nan")],
 )
 def test_a_timeout_must_be_positive_and_finite(timeout: float | timedelta, shown: str) -> None:
     message = f"^A completion timeout must be a positive, finite duration, got {re.escape(shown)}$"
