@@ -12,7 +12,9 @@ It mirrors the decoding rule of the contract without importing it: a payload
 is an object; unknown keys are refused at every nesting level, the root
 Struct's own tag key included; types are strict (``"3"`` is not an int, ``1``
 is a float); datetimes, dates, times, durations, UUIDs, decimals and bytes
-travel as their JSON strings; object keys are strings. It deliberately knows
+travel as their JSON strings; object keys are strings; a ``pattern`` holds
+when both JSON Schema's reading (ECMA-262, translated by :mod:`agentfx._patterns`,
+the one piece of the contract it shares) and Python's match. It deliberately knows
 nothing of variants and capabilities beyond their ``input_type`` attribute,
 of JSON Schema, or of the runtime.
 """
@@ -38,6 +40,8 @@ try:
     from hypothesis.strategies import SearchStrategy
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("agentfx.testing needs hypothesis: pip install 'agentfx[testing]'") from exc
+
+from .._patterns import ecma_pattern
 
 __all__ = ["HasInputType", "InvalidPayload", "invalid_payloads", "valid_payloads"]
 
@@ -344,6 +348,19 @@ def _fixed_dict(required: dict[str, _Strategy], optional: dict[str, _Strategy]) 
     return st.fixed_dictionaries(required, optional=optional)
 
 
+_ANY_JSON: SearchStrategy[Any] = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-1000, 1000),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(_TEXT, max_size=8),
+    ),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(_TEXT, max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+"""Any JSON value, for a field typed ``Any``: every shape such a field takes (a float, an array, an object), small."""
+
 # Malformed strings for types that travel as strings; each is checked against
 # msgspec before use, so a candidate that happens to parse is simply dropped.
 _MALFORMED: dict[type[mi.Type], tuple[type[Any], tuple[str, ...]]] = {
@@ -409,7 +426,11 @@ def _pieces(pattern: str) -> tuple[str, list[_Piece], str] | None:
 
 
 def _matching_of_length(pattern: str, min_size: int, max_size: int | None) -> SearchStrategy[str] | str | None:
-    """Strings matching ``pattern`` (as msgspec does: anywhere) with a length in bounds, drawn without filtering.
+    """Strings matching ``pattern`` (anywhere) with a length in bounds, drawn without filtering.
+
+    Each piece is read as JSON Schema (ECMA-262) reads it, as the decoder
+    matches it too (``\\d`` takes ASCII digits only, ``$`` is the end of
+    the text), so a string drawn here is one the advertised schema allows.
 
     Each piece's repetitions are narrowed so that the whole match has a
     length in bounds; a match that cannot reach ``min_size`` is padded with
@@ -444,13 +465,13 @@ def _matching_of_length(pattern: str, min_size: int, max_size: int | None) -> Se
             # The other pieces take at least their share; this one may have the rest.
             room = max_size - (total - low)
             high = room if high is None else min(high, room)
-        narrowed.append(f"{p.atom}{{{low},{'' if high is None else high}}}")
+        narrowed.append(f"{ecma_pattern(p.atom)}{{{low},{'' if high is None else high}}}")
     matches = st.from_regex(start + "".join(narrowed) + end, fullmatch=True, alphabet=_TEXT)
     if not missing:
         return matches
-    # Even the longest match is too short: text beside it keeps the string a match.
-    if start and end == "$" and missing == 1:
-        return matches.map(lambda match: match + "\n")  # "$" also matches before a final newline
+    # Even the longest match is too short: text beside it keeps the string a
+    # match, where the pattern does not anchor that side. (Python's "$" also
+    # matches before a final newline; JSON Schema's, and the decoder's, do not.)
     if start and end:
         return ""
     upper = max_size if max_size is not None else min_size + _MAX_TEXT
@@ -559,7 +580,7 @@ class _Deriver:
         if isinstance(t, mi.Metadata):
             return self.valid(t.type)
         if isinstance(t, mi.AnyType):
-            return st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(_TEXT, max_size=8))
+            return _ANY_JSON
         if isinstance(t, mi.NoneType):
             return st.none()
         if isinstance(t, mi.BoolType):
@@ -687,12 +708,19 @@ class _Deriver:
         upper = t.max_length
         matching = _matching_of_length(t.pattern, min_size, upper)
         if matching is None:
-            matching = st.from_regex(t.pattern, fullmatch=True, alphabet=_TEXT)
+            matching = st.from_regex(ecma_pattern(t.pattern), fullmatch=True, alphabet=_TEXT)
         elif isinstance(matching, str):
             raise _Unsatisfiable(f"no string of a length within the bounds of {self._field} matches {t.pattern!r}")
-        # Exact for the patterns _matching_of_length reads; a safety net, and the
-        # only length rule, for the others.
-        return matching.filter(lambda s: len(s) >= min_size and (upper is None or len(s) <= upper))
+        # The decoder takes a string only when both readings of the pattern
+        # match it: drawn by ECMA-262's, it is kept when Python's matches too
+        # (they differ only where ECMA's takes more: \D, \S, \W, U+FEFF as
+        # white space). The length check is exact for the patterns
+        # _matching_of_length reads; a safety net, and the only length rule,
+        # for the others.
+        python = re.compile(t.pattern)
+        return matching.filter(
+            lambda s: len(s) >= min_size and (upper is None or len(s) <= upper) and python.search(s) is not None
+        )
 
     def _items_valid(self, item: mi.Type, min_length: int | None, max_length: int | None, *, unique: bool) -> _Strategy:
         min_size = min_length or 0
