@@ -1339,6 +1339,46 @@ def _port(text: str) -> int:
     return port
 
 
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+
+
+def _allowed_host(text: str) -> str:
+    """An ``--allowed-host`` value: a ``Host`` header as clients send it (``name``, ``name:port``), or ``name:*``.
+
+    Checked here: the value is matched against Host headers and names the
+    A2A agent card's URL, so a URL given instead would refuse every request
+    and publish a card no client can follow.
+
+    >>> _allowed_host("agents.example:*"), _allowed_host("[::1]:8443")
+    ('agents.example:*', '[::1]:8443')
+    >>> _allowed_host("https://agents.example")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 'https://agents.example' is not a host: give a Host header's name (agents.example), name:port or name:* (any port), not a URL
+    """
+    name, port = text, None
+    if text.startswith("["):
+        end = text.find("]")
+        name, rest = text[: end + 1], text[end + 1 :]
+        try:
+            valid = end > 0 and ipaddress.ip_address(name[1:-1]).version == 6 and rest[:1] in ("", ":")
+        except ValueError:
+            valid = False
+        port = rest[1:] if rest else None
+    else:
+        if ":" in text:
+            name, _, port = text.rpartition(":")
+        labels = name.removesuffix(".").split(".")
+        valid = name != "" and len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+    if valid and port is not None:
+        valid = port == "*" or (port.isascii() and port.isdigit() and 0 < int(port) <= 65535)
+    if not valid:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a host: give a Host header's name (agents.example), name:port or name:* (any port), not a URL"
+        )
+    return text
+
+
 def _exit_codes() -> str:
     return "exit status:\n" + "\n".join(f"  {int(code)}  {meaning}" for code, meaning in _MEANINGS.items())
 
@@ -1380,6 +1420,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--allowed-host",
         action="append",
+        type=_allowed_host,
         metavar="HOST",
         help=(
             "network transports only; a Host header to accept besides loopback and --host (name:* for any port); "

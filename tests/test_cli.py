@@ -259,6 +259,26 @@ def test_the_ports_at_either_end_of_the_range_are_accepted(port: str) -> None:
     assert code == 3 and err.startswith(f"agentfx: cannot listen on no-such-host.invalid:{port}: ")
 
 
+@pytest.mark.parametrize("allowed", ["https://agents.example", "", "*", "agents.example:abc", "agents.example:0", "a b", "agents.example/a2a", "[::1", "[nope]:80"])
+def test_an_allowed_host_that_is_not_a_host_header_is_a_usage_error(allowed: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Matched against Host headers (a URL there refuses every request 421)
+    # and named by the A2A agent card (which would read http://https://...).
+    argv = ["serve", "tests.mcp_app:app", "--transport", "a2a", "--host", "no-such-host.invalid", "--allowed-host", allowed]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        f"agentfx serve: error: argument --allowed-host: {allowed!r} is not a host: give a Host header's name "
+        "(agents.example), name:port or name:* (any port), not a URL\n"
+    )
+
+
+@pytest.mark.parametrize("allowed", ["agents.example", "agents.example:*", "agents.example:8443", "10.0.0.5", "[::1]:*", "my_service", "agents.example."])
+def test_an_allowed_host_header_is_accepted(allowed: str) -> None:
+    code, _, err = run("serve", "tests.mcp_app:app", "--transport", "http", "--host", "no-such-host.invalid", "--allowed-host", allowed)
+    assert code == 3 and err.startswith("agentfx: cannot listen on no-such-host.invalid:8000: "), err
+
+
 # --- the installed ``agentfx`` command, in a subprocess ----------------------------------
 
 AGENTFX = str(Path(sys.executable).with_name("agentfx"))
