@@ -560,6 +560,23 @@ def _check_description(where: str, description: object, says: str) -> None:
     """
     if not (isinstance(description, str) and description.strip()):
         raise ContractError(f"{where}: its description must be a non-empty string telling the agent {says}")
+    _check_encodable(where, "description", description)
+
+
+def _check_encodable(where: str, what: str, text: str) -> None:
+    """Refuse text holding a surrogate code point: no manifest, tool list or document could carry it.
+
+    >>> _check_encodable('Cannot expose "A"', "title", "Caf\\udce9")
+    Traceback (most recent call last):
+    ...
+    agentfx.ContractError: Cannot expose "A": its title holds a surrogate code point (U+DCE9 at index 3), which no JSON or UTF-8 text can carry; was it read from bytes that are not UTF-8?
+    """
+    at = next((i for i, char in enumerate(text) if "\ud800" <= char <= "\udfff"), None)
+    if at is not None:
+        raise ContractError(
+            f"{where}: its {what} holds a surrogate code point (U+{ord(text[at]):04X} at index {at}), "
+            "which no JSON or UTF-8 text can carry; was it read from bytes that are not UTF-8?"
+        )
 
 
 def _check_resource_name(name: object) -> str:
@@ -587,6 +604,8 @@ def _check_presentation(tag: str, title: object, hints: object) -> tuple[str | N
     """The title and hints as a capability keeps them: a blank title is a mistake, unsaid hints are none."""
     if title is not None and not (isinstance(title, str) and title.strip()):
         raise ContractError(f'Cannot expose "{tag}": its title must be a non-empty string')
+    if title is not None:
+        _check_encodable(f'Cannot expose "{tag}"', "title", title)
     if hints is not None and not isinstance(hints, Hints):
         raise ContractError(f'Cannot expose "{tag}": its hints must be an agentfx.Hints')
     if hints is not None and not hints.said():

@@ -745,6 +745,23 @@ def test_a_blank_or_non_string_description_is_refused(description: Any) -> None:
         agentfx.expose(ClearedSelection, agentfx.action(action))
 
 
+SURROGATE_REFUSED = "holds a surrogate code point (U+DCE9 at index 5), which no JSON or UTF-8 text can carry; was it read from bytes that are not UTF-8?"
+
+
+def test_a_description_or_title_with_a_surrogate_is_refused() -> None:
+    # Text read with errors="surrogateescape" looks like this; no manifest,
+    # tool list or generated document could carry it, so it fails here, not in the CLI.
+    text = "Clear\udce9 it"
+    with raises(f'Cannot expose "ClearedSelection": its description {SURROGATE_REFUSED}'):
+        agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, text))
+    with raises(f'Cannot expose "ClearedSelection": its title {SURROGATE_REFUSED}'):
+        agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear", title=text))
+    with raises(f'Cannot define the resource "todos": its description {SURROGATE_REFUSED}'):
+        agentfx.resource("todos", text, schema=list[Todo], read=lambda m: m.todos)
+    # A character past the BMP, written as itself, is fine.
+    agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear \U0001f9f9", title="\U0001f9f9"))
+
+
 def test_hints_must_be_hints() -> None:
     with pytest.raises(ContractError, match=re.escape('Cannot expose "ClearedSelection": its hints must be an agentfx.Hints')):
         agentfx.expose(ClearedSelection, agentfx.variant(ClearedSelection, "Clear", hints=cast(Any, {"destructive": True})))
