@@ -1315,6 +1315,11 @@ class _MirrorBuilder:
         if self.decoding and _unwrapped(tp) is uuid.UUID:
             return _UUID_TEXT
         origin = typing.get_origin(tp)
+        if tp is msgspec.Raw:
+            raise TypeError(
+                "msgspec.Raw cannot be read from a tool call's arguments (msgspec builds one only when it decodes "
+                "JSON bytes itself); take Any, or the type the value has"
+            )
         if origin is Literal or origin is None:
             if _is_flag(tp):
                 # msgspec decodes any combination of the members, which the
@@ -1355,6 +1360,8 @@ class _MirrorBuilder:
             members = tuple(member(arg) for arg in args)
             required = _tag_required(list(args))
             return Union[members if required is None else (*members, required)]  # noqa: UP007
+        if origin in _SET_ORIGINS and args:
+            _check_hashable_items(tp, args[0])
         mirrored_args = tuple(arg if arg is Ellipsis else self.type(arg) for arg in args)
         names = _property_names(args[0]) if _is_mapping(origin) and args else None
         if names is not None:
@@ -1366,6 +1373,54 @@ class _MirrorBuilder:
         if origin is Union or origin is types.UnionType:
             return Union[mirrored_args]  # noqa: UP007
         return origin[mirrored_args]
+
+
+_SET_ORIGINS: frozenset[object] = frozenset({set, frozenset, AbstractSet})
+_UNHASHABLE: frozenset[object] = frozenset({list, dict, set, bytearray})
+"""What msgspec decodes into values no set can hold."""
+
+
+def _check_hashable_items(tp: Any, item: Any) -> None:
+    """Refuse a set whose items msgspec cannot hash: every value but the empty set would be refused.
+
+    >>> class Tag(msgspec.Struct):
+    ...     name: str
+    >>> _check_hashable_items(set[Tag], Tag)
+    Traceback (most recent call last):
+    ...
+    TypeError: set[Tag] cannot hold Tag: its values are not hashable, so no set of them can be decoded; declare Tag with frozen=True, or take a list
+    """
+    unhashable = _unhashable(item)
+    if unhashable is not None:
+        shown, fix = unhashable
+        raise TypeError(
+            f"{_class_name(tp)} cannot hold {shown}: its values are not hashable, so no set of them can be decoded; {fix}"
+        )
+
+
+def _unhashable(tp: Any) -> tuple[str, str] | None:
+    """What in ``tp`` decodes to a value that cannot be hashed, and the fix, or ``None``."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _unhashable(typing.get_args(tp)[0])
+    inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
+    if inner is not None and origin is None:
+        return _unhashable(inner)
+    if origin is Union or origin is types.UnionType:
+        return next((found for arg in typing.get_args(tp) if (found := _unhashable(arg)) is not None), None)
+    if origin is tuple:
+        return next((found for arg in typing.get_args(tp) if arg is not Ellipsis and (found := _unhashable(arg)) is not None), None)
+    cls: object = origin or tp
+    if cls in _UNHASHABLE or _is_mapping(cls) or (isinstance(cls, type) and typing.is_typeddict(cls)):
+        return _class_name(tp), "take a tuple or a frozen record for each item, or a list instead of the set"
+    if isinstance(cls, type) and issubclass(cls, msgspec.Struct):
+        config = cls.__struct_config__
+        if config.eq and not config.frozen:
+            return cls.__name__, f"declare {cls.__name__} with frozen=True, or take a list"
+        return None
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and getattr(cls, "__hash__", None) is None:
+        return cls.__name__, f"declare {cls.__name__} with @dataclass(frozen=True), or take a list"
+    return None
 
 
 def _needs_decoding_mirror(root: type) -> bool:

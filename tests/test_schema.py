@@ -899,6 +899,56 @@ def test_an_input_with_a_flag_enum_is_refused_as_its_schema_cannot_say_what_deco
         InputCodec(tp)
 
 
+class _OpenTag(msgspec.Struct):
+    name: str
+
+
+class _ClosedTag(msgspec.Struct, frozen=True):
+    name: str
+
+
+@dataclasses.dataclass
+class _OpenLabel:
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _ClosedLabel:
+    name: str
+
+
+@pytest.mark.parametrize(
+    ("field", "shown", "fix"),
+    [
+        (set[_OpenTag], "_OpenTag", "declare _OpenTag with frozen=True, or take a list"),
+        (frozenset[_OpenLabel], "_OpenLabel", "declare _OpenLabel with @dataclass(frozen=True), or take a list"),
+        (set[list[int]], "list[int]", "take a tuple or a frozen record for each item, or a list instead of the set"),
+        (set[tuple[int, dict[str, int]]], "dict[str, int]", "take a tuple or a frozen record for each item, or a list instead of the set"),
+        (frozenset[Annotated[_OpenTag, msgspec.Meta(title="t")] | None], "_OpenTag", "declare _OpenTag with frozen=True, or take a list"),
+    ],
+    ids=["struct", "dataclass", "list", "dict-in-tuple", "annotated-optional"],
+)
+def test_a_set_of_values_msgspec_cannot_hash_is_refused_as_none_of_them_decodes(field: Any, shown: str, fix: str) -> None:
+    # Advertised as an array of its items, while every value but [] was refused.
+    probe = msgspec.defstruct("Probe", [("items", field)])
+    with pytest.raises(TypeError, match=f"cannot hold {re.escape(shown)}: its values are not hashable, so no set of them can be decoded; {re.escape(fix)}$"):
+        InputCodec(probe)
+
+
+def test_a_set_of_frozen_records_and_tuples_still_decodes() -> None:
+    probe = msgspec.defstruct(
+        "Probe", [("tags", set[_ClosedTag]), ("labels", frozenset[_ClosedLabel]), ("pairs", set[tuple[int, str]])]
+    )
+    decoded = InputCodec(probe).attempt({"tags": [{"name": "a"}], "labels": [{"name": "b"}], "pairs": [[1, "x"]]})
+    assert decoded == probe(tags={_ClosedTag("a")}, labels=frozenset({_ClosedLabel("b")}), pairs={(1, "x")})
+
+
+def test_a_raw_field_is_refused_as_no_tool_call_can_send_one() -> None:
+    probe = msgspec.defstruct("Probe", [("document", msgspec.Raw)])
+    with pytest.raises(TypeError, match="^msgspec.Raw cannot be read from a tool call's arguments"):
+        InputCodec(probe)
+
+
 class _Tenths(msgspec.Struct):
     amount: Annotated[float, msgspec.Meta(multiple_of=0.1)]
 
