@@ -375,6 +375,10 @@ _FORMATS = {
     "Invalid RFC3339 encoded date": "an RFC 3339 date",
     "Invalid RFC3339 encoded time": "an RFC 3339 time",
     "Invalid ISO8601 duration": "an ISO 8601 duration",
+    # msgspec reads no weeks, months or years (P1W, P1M, P1Y), which the schema's "duration" format admits.
+    "Only units 'D', 'H', 'M', and 'S' are supported when parsing ISO8601 durations": (
+        "an ISO 8601 duration in days, hours, minutes and seconds (such as P7D or PT1H30M)"
+    ),
     "Invalid base64 encoded string": "a base64-encoded string",
     "Invalid decimal string": "a decimal number",
     "Invalid epoch timestamp": "a valid timestamp",
@@ -496,14 +500,26 @@ def _rule(subject: str, expected: str, rule: str, schema: dict[str, Any], locati
     ``schema`` and ``location`` (with ``keys``, the keys of the mapping
     there) are read only for a pattern, to name it as the schema does.
     """
+    unit = _UNITS.get(expected)
+    if rule.startswith((" of at least length ", " of at most length ")) and unit is not None:
+        # A record sent as an array (an array_like Struct) short of its
+        # required fields, or past all of its fields.
+        number = rule.partition(" length ")[2].partition(",")[0]
+        if number.isdigit():
+            bound = "at least" if rule.startswith(" of at least ") else "at most"
+            return f"{subject} must have {bound} {_count(number, unit)}"
+        return None
     if rule.startswith(" of length "):
         if expected == "str" and _declares_uuid(schema, location, keys=keys):
             # The decoding mirror's length, not a declared one: a UUID sent as bare hex digits.
             return f"{subject} must be a UUID written with hyphens (8-4-4-4-12 hex digits)"
         comparison, _, number = rule[11:].partition(" ")
         bound = _COMPARISONS.get(comparison)
-        unit = _UNITS.get(expected)
         exact = comparison.rstrip(",")
+        low, to, high = rule[11:].partition(",")[0].partition(" to ")
+        if to and low.isdigit() and high.isdigit() and unit is not None:
+            # A NamedTuple with defaulted fields: "of length 1 to 2, got 3".
+            return f"{subject} must have {low} to {_count(high, unit)}"
         if exact.isdigit() and unit is not None:
             # A fixed-length tuple: "of length 2, got 3" (the length sent is not repeated).
             return f"{subject} must have exactly {_count(exact, unit)}"

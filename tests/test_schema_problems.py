@@ -7,7 +7,7 @@ import decimal
 import enum
 import re
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 import pytest
@@ -50,6 +50,16 @@ class Line(msgspec.Struct, frozen=True):
     quantity: Annotated[int, Meta(ge=1, le=10)]
 
 
+class Point(NamedTuple):
+    x: int
+    y: int = 0
+
+
+class Cell(msgspec.Struct, frozen=True, array_like=True):
+    row: int
+    col: int = 0
+
+
 class Everything(msgspec.Struct, frozen=True):
     title: str = ""
     count: int = 0
@@ -74,6 +84,8 @@ class Everything(msgspec.Struct, frozen=True):
     maybe: int | None = None
     maybe_priority: Literal["a", "b"] | None = None
     pair: tuple[int, int] = (1, 2)
+    point: Point = Point(0)
+    cell: Cell = Cell(0)
     shape: Circle | Square | None = None
     lines: list[Line] = msgspec.field(default_factory=lambda: list[Line]())
     by_key: dict[int, int] = msgspec.field(default_factory=lambda: dict[int, int]())
@@ -141,6 +153,11 @@ EVERYTHING: list[tuple[str, dict[str, Any], str, str]] = [
     ("max_length list", {"few": [1, 2]}, "$.few", '"few" must have at most 1 item'),
     ("min_length dict", {"filled": {}}, "$.filled", '"filled" must have at least 1 entry'),
     ("tuple length", {"pair": [1, 2, 3]}, "$.pair", '"pair" must have exactly 2 items'),
+    # a record sent as an array, whose trailing fields have defaults
+    ("named tuple too long", {"point": [1, 2, 3]}, "$.point", '"point" must have 1 to 2 items'),
+    ("named tuple empty", {"point": []}, "$.point", '"point" must have 1 to 2 items'),
+    ("array-like record too long", {"cell": [1, 2, 3]}, "$.cell", '"cell" must have at most 2 items'),
+    ("array-like record empty", {"cell": []}, "$.cell", '"cell" must have at least 1 item'),
     # pattern
     ("pattern", {"code": "nope"}, "$.code", "\"code\" must match ^\\d+\\.x'$"),
     # enums and literals
@@ -159,6 +176,9 @@ EVERYTHING: list[tuple[str, dict[str, Any], str, str]] = [
     ("date", {"day": "x"}, "$.day", '"day" must be an RFC 3339 date'),
     ("time", {"clock": "x"}, "$.clock", '"clock" must be an RFC 3339 time'),
     ("duration", {"span": "x"}, "$.span", '"span" must be an ISO 8601 duration'),
+    # The schema's "duration" format admits weeks, months and years; msgspec reads none.
+    ("duration in weeks", {"span": "P1W"}, "$.span", '"span" must be an ISO 8601 duration in days, hours, minutes and seconds (such as P7D or PT1H30M)'),
+    ("duration in years", {"span": "P1Y2M"}, "$.span", '"span" must be an ISO 8601 duration in days, hours, minutes and seconds (such as P7D or PT1H30M)'),
     ("base64", {"blob": "!!!"}, "$.blob", '"blob" must be a base64-encoded string'),
     ("decimal", {"amount": "x"}, "$.amount", '"amount" must be a decimal number'),
     # nested paths
