@@ -541,11 +541,17 @@ class AgentfxExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Abort the task's running call, and wait (briefly) for it to settle as ``canceled``.
 
-        A task parked in ``input-required`` runs nothing: the SDK closes it
-        as ``canceled`` itself.
+        A task parked in ``input-required`` runs nothing: it is settled
+        ``canceled`` here, on its still open event queue, so that its
+        subscribers see the end. The SDK would write that state too, but only
+        once the queue is closed, which ends their streams without it.
         """
-        running = self._running.get(context.task_id or "")
+        task_id = context.task_id or ""
+        running = self._running.get(task_id)
         if running is None:
+            current = context.current_task
+            if current is not None and current.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                await TaskUpdater(event_queue, task_id, current.context_id).cancel()
             return
         running.controller.abort("cancelled by the A2A client")
         # The call settles as cancelled and execute writes the state; the SDK

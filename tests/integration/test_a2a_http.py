@@ -43,6 +43,7 @@ from a2a.types.a2a_pb2 import (
     SendMessageConfiguration,
     SendMessageRequest,
     SendMessageResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -727,6 +728,42 @@ async def test_a_task_waiting_for_confirmation_can_be_cancelled(served: Served, 
         waiting = await erase_waiting(a2a, served)
         cancelled = await a2a.cancel(waiting.id)
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert len(served.audited(waiting.id)) == 1
+
+
+@PROTOCOLS
+async def test_a_subscriber_to_a_task_waiting_for_confirmation_sees_it_cancelled(served: Served, protocol: str) -> None:
+    # The SDK writes a parked task's cancel once its event queue is closed,
+    # which ends every subscriber's stream without the final state.
+    async with caller(served, protocol) as a2a:
+        waiting = await erase_waiting(a2a, served)
+        card = AgentCard()
+        card.CopyFrom(served.card)
+        keep = [i for i in card.supported_interfaces if i.protocol_version == protocol]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(keep)
+        seen: list[int] = []
+        following = anyio.Event()
+        cancelled: Task | None = None
+        async with httpx.AsyncClient(headers={"Authorization": "Bearer ann"}, timeout=20) as http:
+            stream = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+
+            async def follow() -> None:
+                async for response in stream.subscribe(SubscribeToTaskRequest(id=waiting.id)):
+                    update = response.task if response.HasField("task") else response.status_update
+                    seen.append(update.status.state)
+                    following.set()
+
+            try:
+                with anyio.fail_after(10):
+                    async with anyio.create_task_group() as tasks:
+                        tasks.start_soon(follow)
+                        await following.wait()
+                        cancelled = await a2a.cancel(waiting.id)
+            finally:
+                await stream.close()
+    assert cancelled is not None and cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert seen == [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_CANCELED]
     assert len(served.audited(waiting.id)) == 1
 
 
