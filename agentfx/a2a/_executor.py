@@ -97,9 +97,11 @@ MALFORMED_TAG = "MalformedMessage"
 """The ``_tag`` of the data part that rejects a message which names no skill call."""
 
 MAX_CONFIRM_REASKS = 3
-"""How many malformed answers a task waiting for confirmation asks again after; the next one rejects it.
+"""How many answers a task waiting for confirmation asks again after; the next that would ask again rejects it.
 
-Each answer is kept in the task's history (the SDK keeps every message, up
+An answer asks again when it is malformed, or when it is a yes the call's
+prompt no longer matches (the Model changed what it would do). Each answer
+is kept in the task's history (the SDK keeps every message, up
 to the request body's bound each), so this bounds a task's history to
 ``2 * MAX_CONFIRM_REASKS + 3`` messages: the call, then each prompt with the
 answer it got; the rejection is the task's status. The answers are counted
@@ -155,6 +157,13 @@ _GAVE_UP = (
     f"No valid answer after {MAX_CONFIRM_REASKS + 1} tries: the call was not made. "
     "Start a new task to try again"
 )
+
+
+_ASKED_TOO_OFTEN = (
+    f"Asked to confirm {MAX_CONFIRM_REASKS + 1} times, the prompt changing each time: the call was not made. "
+    "Start a new task to try again"
+)
+"""The rejection of a task whose every answer found a new prompt to ask, once it has taken :data:`MAX_CONFIRM_REASKS` answers."""
 
 
 @dataclass(eq=False)
@@ -379,7 +388,11 @@ class AgentfxExecutor(AgentExecutor):
     answer asks again, in the same words, :data:`MAX_CONFIRM_REASKS` times
     at most; the answer after that rejects the task (``No valid answer
     after <n> tries: ...``, a ``MalformedMessage`` data part) with nothing
-    dispatched and nothing audited, so a task's history stays bounded.
+    dispatched and nothing audited, so a task's history stays bounded. A yes
+    whose prompt changed meanwhile asks again too, about the call as it
+    would now be; once the task has taken :data:`MAX_CONFIRM_REASKS`
+    answers, such an answer rejects it (``Asked to confirm <n> times...``,
+    the ``AgentConfirmationRequiredError`` as data) with nothing dispatched.
 
     Only an answer that finds its task in ``input-required`` is taken: the
     SDK queues every message sent to a task and hands each over with the
@@ -461,6 +474,15 @@ class AgentfxExecutor(AgentExecutor):
         try:
             await updater.start_work()
             answer = await self._dispatch(context, task_id, skill, payload, running, confirmation, asked)
+            if (
+                current is not None
+                and answer[0] == TaskState.TASK_STATE_INPUT_REQUIRED
+                and _answers_before(current) >= MAX_CONFIRM_REASKS
+            ):
+                # Asked again (the prompt changed, so the yes no longer
+                # covered it): past the cap the task ends, as after a slip,
+                # rather than grow with every answer.
+                answer = (TaskState.TASK_STATE_REJECTED, msgspec.structs.replace(answer[1], text=_ASKED_TOO_OFTEN), False)
             if _carries_doubles(call):
                 answer = _steered(answer, payload)
             await self._settle(updater, answer)

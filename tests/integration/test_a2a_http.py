@@ -53,7 +53,7 @@ from google.protobuf import json_format
 from starlette.requests import Request
 
 import agentfx
-from agentfx.a2a import NOT_WAITING, BoundedTaskStore, a2a_app, agent_card
+from agentfx.a2a import MAX_CONFIRM_REASKS, NOT_WAITING, BoundedTaskStore, a2a_app, agent_card
 from agentfx.app import App
 from agentfx.audit import AuditRecord
 from agentfx.mcp import server as mcp_server
@@ -765,6 +765,30 @@ async def test_a_subscriber_to_a_task_waiting_for_confirmation_sees_it_cancelled
     assert cancelled is not None and cancelled.status.state == TaskState.TASK_STATE_CANCELED
     assert seen == [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_CANCELED]
     assert len(served.audited(waiting.id)) == 1
+
+
+@PROTOCOLS
+async def test_a_task_whose_prompt_changes_at_every_yes_ends_after_the_cap(fresh: Served, protocol: str) -> None:
+    # Each yes finds the total changed, so the call is asked about again: the
+    # task's history must not grow with every round.
+    async with caller(fresh, protocol) as a2a:
+        waiting = await erase_waiting(a2a, fresh)
+        for asked in range(MAX_CONFIRM_REASKS):
+            await a2a.call("add", {"amount": 1})
+            again = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+            assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, asked
+            assert f"Erase the total of {asked + 1}?" in texts(again)[0]
+        await a2a.call("add", {"amount": 1})
+        ended = await a2a.send(new_data_part({"confirm": True}), task_id=waiting.id)
+        kept = await a2a.get(waiting.id)
+    assert ended.status.state == TaskState.TASK_STATE_REJECTED
+    assert texts(ended) == [
+        f"Asked to confirm {MAX_CONFIRM_REASKS + 1} times, the prompt changing each time: the call was not made. "
+        "Start a new task to try again"
+    ]
+    assert data(ended.status.message.parts)[0]["_tag"] == "AgentConfirmationRequiredError"
+    assert len(kept.history) <= 2 * MAX_CONFIRM_REASKS + 3
+    assert fresh.count(Erased) == 0
 
 
 @PROTOCOLS
