@@ -19,7 +19,7 @@ from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentfx.a2a import MAX_LIVE_TASKS_PER_OWNER, MAX_TASK_BYTES, MAX_TASKS, BoundedTaskStore
+from agentfx.a2a import MAX_LIVE_TASK_BYTES_PER_OWNER, MAX_LIVE_TASKS_PER_OWNER, MAX_TASK_BYTES, MAX_TASKS, BoundedTaskStore
 from agentfx.a2a import _store as store_module  # pyright: ignore[reportPrivateUsage]
 from agentfx.a2a._app import _Owner  # pyright: ignore[reportPrivateUsage]
 from agentfx.errors import ContractError
@@ -571,6 +571,34 @@ async def test_a_room_abandoned_long_ago_no_longer_counts_when_a_task_is_saved_w
     assert (await d.kept("b"), d.store.size) == (WORKING, 1)
 
 
+async def test_an_owners_tasks_in_progress_take_at_most_its_share_of_the_bytes_while_other_owners_proceed() -> None:
+    # A few large requests left waiting must not take the whole budget from everyone else.
+    d = driver(10, max_bytes=1000, max_live_bytes_per_owner=100)
+    await d.store.admit("big", ANN, 100)  # exactly ann's share
+    before = (d.store.size, d.store.bytes)
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await d.store.admit("more", GUS, 101)
+    assert refused.value.message == store_module.OWNER_AT_CAPACITY
+    assert (d.store.size, d.store.bytes) == before
+    d = driver(10, max_bytes=1000, max_live_bytes_per_owner=200)
+    await d.store.admit("a", ANN, 150)
+    await d.store.save(task("a", WAITING, 120), ANN)  # its size, saved, replaces the 150 reserved
+    held = d.store.bytes
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await d.store.admit("b", ANN, 200 - held + 1)
+    assert refused.value.message == store_module.OWNER_AT_CAPACITY
+    # A follow-up to the waiting task counts the same way; gus is served meanwhile.
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await d.store.admit_follow_up("a", ANN, 200 - held + 1)
+    assert refused.value.message == store_module.OWNER_AT_CAPACITY
+    await d.store.admit("g", GUS, 199)
+    await d.store.admit_follow_up("a", ANN, 200 - held)
+    # A finished task is not in progress: its bytes stop counting toward the share.
+    await d.store.save(task("a", TaskState.TASK_STATE_COMPLETED, 120), ANN)
+    await d.store.admit("b", ANN, 200)
+    assert d.store.size == 3
+
+
 async def test_without_a_per_owner_bound_one_owner_may_fill_the_store() -> None:
     d = driver(3, max_live_per_owner=None)
     for name in "abc":
@@ -581,6 +609,7 @@ async def test_without_a_per_owner_bound_one_owner_may_fill_the_store() -> None:
 def test_the_default_bounds_are_the_constants() -> None:
     store = BoundedTaskStore()
     assert (store.max_bytes, store.max_live_per_owner) == (MAX_TASK_BYTES, MAX_LIVE_TASKS_PER_OWNER)
+    assert store.max_live_bytes_per_owner == MAX_LIVE_TASK_BYTES_PER_OWNER == MAX_TASK_BYTES // 10
     assert (MAX_TASK_BYTES, MAX_LIVE_TASKS_PER_OWNER) == (256 * 1024 * 1024, MAX_TASKS // 10)
     assert BoundedTaskStore(max_bytes=None).max_bytes is None
 
@@ -598,6 +627,7 @@ class Model:
     bound: int
     max_bytes: int | None
     per_owner: int | None
+    per_owner_bytes: int | None
     waiting_timeout: float
     working: set[str] = field(default_factory=lambda: set())
     waiting: dict[str, float] = field(default_factory=lambda: {})  # since, in the order they started waiting
@@ -614,6 +644,16 @@ class Model:
 
     def live(self, owner: int) -> int:
         return sum(1 for name in (*self.working, *self.waiting) if self.owners[name] == owner)
+
+    def live_bytes(self, owner: int) -> int:
+        return sum(self.sizes[name] for name in (*self.working, *self.waiting) if self.owners[name] == owner)
+
+    def past_share(self, owner: int, request: int) -> bool:
+        """Whether ``request`` more bytes take ``owner``'s tasks in progress past ``per_owner_bytes``."""
+        share = self.per_owner_bytes
+        if share is None or (self.max_bytes is not None and share >= self.max_bytes):
+            return False
+        return self.live_bytes(owner) + request > share
 
     def forget(self, name: str) -> None:
         self.working.discard(name)
@@ -668,10 +708,18 @@ _OPS = st.lists(
 )
 
 
-async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops: list[tuple[Any, ...]]) -> None:
+async def _run_ops(
+    bound: int, max_bytes: int | None, per_owner: int | None, per_owner_bytes: int | None, ops: list[tuple[Any, ...]]
+) -> None:
     timeout = 8.0
-    d = driver(bound, max_bytes=max_bytes, max_live_per_owner=per_owner, waiting_timeout=timeout)
-    model = Model(bound, max_bytes, per_owner, timeout)
+    d = driver(
+        bound,
+        max_bytes=max_bytes,
+        max_live_per_owner=per_owner,
+        max_live_bytes_per_owner=per_owner_bytes,
+        waiting_timeout=timeout,
+    )
+    model = Model(bound, max_bytes, per_owner, per_owner_bytes, timeout)
     created = 0
 
     def admitted_within_bounds() -> None:
@@ -694,6 +742,10 @@ async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops
                 with pytest.raises(UnsupportedOperationError) as refused:
                     await d.store.admit(name, context, request)
                 assert refused.value.message == store_module.TOO_LARGE
+            elif model.past_share(owner, request):
+                with pytest.raises(UnsupportedOperationError) as refused:
+                    await d.store.admit(name, context, request)
+                assert refused.value.message == store_module.OWNER_AT_CAPACITY
             elif not model.room(d.clock.now, None, bound - 1, request):
                 with pytest.raises(UnsupportedOperationError) as refused:
                     await d.store.admit(name, context, request)
@@ -718,6 +770,11 @@ async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops
                     with pytest.raises(UnsupportedOperationError) as refused:
                         await d.store.admit_follow_up(name, context, request)
                     assert refused.value.message == store_module.TOO_LARGE
+                    continue
+                if model.past_share(model.owners[name], request):
+                    with pytest.raises(UnsupportedOperationError) as refused:
+                        await d.store.admit_follow_up(name, context, request)
+                    assert refused.value.message == store_module.OWNER_AT_CAPACITY
                     continue
                 if not model.room(d.clock.now, name, bound, request):
                     with pytest.raises(UnsupportedOperationError) as refused:
@@ -760,10 +817,16 @@ async def _run_ops(bound: int, max_bytes: int | None, per_owner: int | None, ops
     bound=st.integers(1, 5),
     max_bytes=st.one_of(st.none(), st.integers(1, 300)),
     per_owner=st.one_of(st.none(), st.integers(1, 3)),
+    per_owner_bytes=st.one_of(st.none(), st.integers(1, 200)),
     ops=_OPS,
 )
 def test_the_store_keeps_exactly_what_the_eviction_rule_keeps(
-    backend: str, bound: int, max_bytes: int | None, per_owner: int | None, ops: list[tuple[Any, ...]]
+    backend: str,
+    bound: int,
+    max_bytes: int | None,
+    per_owner: int | None,
+    per_owner_bytes: int | None,
+    ops: list[tuple[Any, ...]],
 ) -> None:
     run: Callable[..., Awaitable[None]] = _run_ops
-    anyio.run(run, bound, max_bytes, per_owner, ops, backend=backend)
+    anyio.run(run, bound, max_bytes, per_owner, per_owner_bytes, ops, backend=backend)

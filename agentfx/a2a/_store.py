@@ -24,9 +24,11 @@ read at each save). Room is made, until both ``max_tasks`` and
    task past it) is refused the same way with :data:`TOO_LARGE`.
 
 Beside that global rule, one owner may have at most ``max_live_per_owner``
-tasks in progress (working or waiting, and admitted ones not saved yet): a
-new task past it is refused (:data:`OWNER_AT_CAPACITY`) whatever the room,
-so one caller cannot fill the store with tasks it may not lose.
+tasks in progress (working or waiting, and admitted ones not saved yet),
+and those may take at most ``max_live_bytes_per_owner`` bytes (a tenth of
+the default budget): a request past either is refused (:data:`OWNER_AT_CAPACITY`)
+whatever the room, so one caller cannot fill the store with tasks it may
+not lose, by their number or by their size.
 
 An evicted task is gone: ``GetTask`` answers ``TaskNotFoundError`` as for an
 id that never existed. Room is taken when the request is read, before the
@@ -65,6 +67,7 @@ __all__ = [
     "AT_CAPACITY",
     "FINISHED",
     "MAX_LIVE_TASKS_PER_OWNER",
+    "MAX_LIVE_TASK_BYTES_PER_OWNER",
     "MAX_TASKS",
     "MAX_TASK_BYTES",
     "OWNER_AT_CAPACITY",
@@ -99,6 +102,15 @@ with them and every other caller would be refused. Ten owners at their
 bound fill it. Without ``authenticate`` every caller of
 :func:`~agentfx.a2a.a2a_app` is one owner: this then bounds the whole
 server's tasks in progress.
+"""
+
+MAX_LIVE_TASK_BYTES_PER_OWNER = MAX_TASK_BYTES // 10
+"""Bytes one owner's tasks in progress may take in the default store: a tenth of :data:`MAX_TASK_BYTES`.
+
+The count of :data:`MAX_LIVE_TASKS_PER_OWNER` alone does not keep one
+caller from the whole budget: a few dozen tasks of the largest request each,
+left waiting for input, are never evicted for ``waiting_timeout``. Six such
+tasks fill an owner's share.
 """
 
 WAITING_TIMEOUT = 30 * 60.0
@@ -182,6 +194,10 @@ class BoundedTaskStore(TaskStore):
             (working, waiting for input, or admitted and not saved yet): at
             least 1, or ``None`` for no such bound.
             :data:`MAX_LIVE_TASKS_PER_OWNER` by default.
+        max_live_bytes_per_owner: How many bytes one owner's tasks in
+            progress may take, counted as ``max_bytes`` counts them: at least
+            1, or ``None`` for no such bound (one at or above ``max_bytes``
+            is none either). :data:`MAX_LIVE_TASK_BYTES_PER_OWNER` by default.
         waiting_timeout: Seconds a task waiting for input
             (``input-required``, ``auth-required``) is never evicted; after
             that it may be, once no finished task is left to evict.
@@ -219,6 +235,7 @@ class BoundedTaskStore(TaskStore):
         *,
         max_bytes: int | None = MAX_TASK_BYTES,
         max_live_per_owner: int | None = MAX_LIVE_TASKS_PER_OWNER,
+        max_live_bytes_per_owner: int | None = MAX_LIVE_TASK_BYTES_PER_OWNER,
         waiting_timeout: float | None = WAITING_TIMEOUT,
         terminal_ttl: float | None = None,
         owner_resolver: OwnerResolver = resolve_user_scope,
@@ -227,12 +244,20 @@ class BoundedTaskStore(TaskStore):
         _check_bound("max_tasks", max_tasks, optional=False)
         _check_bound("max_bytes", max_bytes, optional=True)
         _check_bound("max_live_per_owner", max_live_per_owner, optional=True)
+        _check_bound("max_live_bytes_per_owner", max_live_bytes_per_owner, optional=True)
         for name, value in (("waiting_timeout", waiting_timeout), ("terminal_ttl", terminal_ttl)):
             if value is not None and not value > 0:
                 raise ContractError(f"BoundedTaskStore({name}={value!r}): a timeout is a positive number of seconds, or None")
         self._max = max_tasks
         self._max_bytes = max_bytes
         self._max_live = max_live_per_owner
+        self._max_live_bytes_given = max_live_bytes_per_owner
+        # None when it is the whole budget or more: the global bound says it.
+        self._max_live_bytes = (
+            None
+            if max_live_bytes_per_owner is None or (max_bytes is not None and max_live_bytes_per_owner >= max_bytes)
+            else max_live_bytes_per_owner
+        )
         self._waiting_timeout = waiting_timeout
         self._terminal_ttl = terminal_ttl
         self._owner = owner_resolver
@@ -257,6 +282,8 @@ class BoundedTaskStore(TaskStore):
         # rooms each owner has held, for ``max_live_per_owner``.
         self._live: Counter[str] = Counter()
         self._held: Counter[str] = Counter()
+        # The bytes of each owner's records in progress (working, waiting or held).
+        self._live_bytes: Counter[str] = Counter()
         # Bookkeeping is changed without suspending; the lock keeps each
         # change and the wrapped store's matching writes in one piece (so a
         # task evicted cannot be saved again between the two).
@@ -278,6 +305,11 @@ class BoundedTaskStore(TaskStore):
         return self._max_live
 
     @property
+    def max_live_bytes_per_owner(self) -> int | None:
+        """How many bytes one owner's tasks in progress may take, as given, or ``None`` for no such bound."""
+        return self._max_live_bytes_given
+
+    @property
     def size(self) -> int:
         """How many tasks are kept (or have their room held for), live and finished."""
         return len(self._finished) + len(self._waiting) + len(self._working) + len(self._pending)
@@ -297,9 +329,18 @@ class BoundedTaskStore(TaskStore):
     def _known(self, key: _Key) -> bool:
         return self._stored(key) or key in self._pending
 
+    def _in_progress(self, key: _Key) -> bool:
+        return key in self._working or key in self._waiting or key in self._pending
+
     def _resize(self, key: _Key, size: int) -> None:
-        self._bytes += size - self._sizes.get(key, 0)
+        # After the record is placed: its bytes count as in progress only if it is.
+        change = size - self._sizes.get(key, 0)
+        self._bytes += change
         self._sizes[key] = size
+        if change and self._in_progress(key):
+            self._live_bytes[key[0]] += change
+            if not self._live_bytes[key[0]]:
+                del self._live_bytes[key[0]]
 
     @staticmethod
     def _drop(counter: Counter[str], owner: str) -> None:
@@ -310,6 +351,10 @@ class BoundedTaskStore(TaskStore):
     def _forget(self, key: _Key) -> bool:
         """Drop ``key``'s record wherever it is; whether there was one."""
         known = self._known(key)
+        if self._in_progress(key) and self._sizes.get(key, 0):
+            self._live_bytes[key[0]] -= self._sizes[key]
+            if not self._live_bytes[key[0]]:
+                del self._live_bytes[key[0]]
         if key in self._working or key in self._waiting:
             self._drop(self._live, key[0])
         if key in self._pending:
@@ -345,6 +390,10 @@ class BoundedTaskStore(TaskStore):
 
     def _at_owner_bound(self, owner: str) -> bool:
         return self._max_live is not None and self._live[owner] + self._held[owner] >= self._max_live
+
+    def _past_owner_share(self, owner: str, request_bytes: int) -> bool:
+        """Whether ``request_bytes`` more in progress take ``owner`` past its share of the bytes."""
+        return self._max_live_bytes is not None and self._live_bytes[owner] + request_bytes > self._max_live_bytes
 
     def _candidates(self, now: float, keep: _Key) -> Iterator[_Key]:
         """The records room may be made from, in the order the rule takes them."""
@@ -430,6 +479,8 @@ class BoundedTaskStore(TaskStore):
                     raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
                 if self._max_bytes is not None and request_bytes > self._max_bytes:
                     raise UnsupportedOperationError(message=TOO_LARGE)
+                if self._past_owner_share(owner, request_bytes):
+                    raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
                 victims = self._make_room(now, key, self._max - 1, request_bytes)
                 if victims is None:
                     raise UnsupportedOperationError(message=AT_CAPACITY)
@@ -476,6 +527,8 @@ class BoundedTaskStore(TaskStore):
                 if self._max_bytes is not None and self._sizes[key] + request_bytes > self._max_bytes:
                     # The task itself is never evicted for its own message: no room can ever be made.
                     raise UnsupportedOperationError(message=TOO_LARGE)
+                if self._in_progress(key) and self._past_owner_share(owner, request_bytes):
+                    raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
                 victims = self._make_room(now, key, self._max, request_bytes)
                 if victims is None:
                     raise UnsupportedOperationError(message=AT_CAPACITY)
@@ -544,7 +597,7 @@ class BoundedTaskStore(TaskStore):
             gone = self._outlived(now)
             state = task.status.state
             try:
-                if not known and state not in FINISHED and self._at_owner_bound(owner):
+                if not known and state not in FINISHED and (self._at_owner_bound(owner) or self._past_owner_share(owner, size)):
                     raise UnsupportedOperationError(message=OWNER_AT_CAPACITY)
                 if state in FINISHED:
                     self._finished[key] = now
