@@ -404,6 +404,39 @@ async def test_at_the_end_of_input_what_waits_on_the_client_ends_and_held_reques
 
 
 @pytest.mark.anyio
+async def test_at_the_end_of_input_a_request_still_without_room_is_answered_and_serving_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The calls in flight never end by themselves, so the held request never
+    # gets room: once the input ended, it is answered after a bounded wait
+    # (never served), and the end of input then aborts the calls in flight.
+    monkeypatch.setattr(_stdio, "MAX_UNANSWERED", 2)
+    monkeypatch.setattr(_stdio, "HELD_AT_END_TIMEOUT", 0.3)
+    log = agentfx.audit_log()
+    async with served_to_its_end(log) as (peer, runtime, ended):
+        await peer.send(call(1, "hold", {}))
+        await peer.send(call(2, "hold", {}))
+        await until(lambda: runtime.host.model().held == 2)
+        await peer.send(call(3, "note", {"text": "no room"}))
+        await anyio.sleep(0.1)  # read, and held
+        peer.close_writing()
+        with anyio.fail_after(5):
+            await ended.wait()
+        answers = {answer["id"]: answer for answer in peer.received()}
+    assert answers[3] == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {
+            "code": types.CONNECTION_CLOSED,
+            "message": "Connection closed: the input ended before the server had room for this request",
+        },
+    }
+    assert sorted((e.capability, e.decision, e.outcome) for e in log.entries()) == [
+        ("hold", "dispatched", "AgentCancelledError")
+    ] * 2
+
+
+@pytest.mark.anyio
 async def test_a_server_that_stops_reading_ends_the_reader_quietly() -> None:
     server_in, client_out = os.pipe()
     client_in, server_out = os.pipe()

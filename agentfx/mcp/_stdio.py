@@ -29,9 +29,12 @@ the wait for it. (An answer the reader writes itself, a parse error, the
 busy one or a repeated id's, waits for the writer like any other: a client
 that reads nothing makes it wait. Writing it frees no room: it answers no
 request the server had.) Every request read reaches the server before the
-end of the input does; meanwhile, since the client can answer nothing more,
-each request the server sent it and still waits on (a person's confirmation)
-is answered for it with an error, which declines such a confirmation. It
+end of the input does, if the server has room for it within
+:data:`HELD_AT_END_TIMEOUT` seconds (else it is answered that the connection
+closed, never served, and the end of input aborts the calls in flight);
+meanwhile, since the client can answer nothing more, each request the server
+sent it and still waits on (a person's confirmation) is answered for it with
+an error, which declines such a confirmation. It
 stops reading once stdout is broken, since no answer can reach the client
 any more.
 
@@ -83,6 +86,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRAIN_TIMEOUT",
+    "HELD_AT_END_TIMEOUT",
     "MAX_LINE",
     "MAX_UNANSWERED",
     "protocol_error",
@@ -107,6 +111,15 @@ many requests each is answered that the server is busy.
 
 DRAIN_TIMEOUT = 2.0
 """Seconds the answers already written by the server may take to reach stdout once serving stops."""
+
+HELD_AT_END_TIMEOUT = 5.0
+"""Seconds the requests held when the input ends may wait for the server to have room for them.
+
+Past that (the calls in flight do not end by themselves) each still held is
+answered that the connection closed, and the end of input, reaching the
+server, aborts the calls in flight: a client that closed stdin sees the
+server exit, not wait forever.
+"""
 
 _CHUNK = 64 * 1024
 _JSON_WHITESPACE = b" \t\r\n"
@@ -401,6 +414,10 @@ class _Held:
     request the server has no room for. At most :data:`MAX_UNANSWERED`
     requests and :data:`MAX_LINE` bytes are held; a request past that is
     answered at once that the server is busy.
+
+    A request being handed over is handed over whole (see :meth:`hand_over`),
+    so once the hand-over has been cancelled and has returned, every request
+    still here is one the server never had (see :meth:`release`).
     """
 
     __slots__ = ("_bytes", "_changed", "_requests", "_sending")
@@ -462,7 +479,11 @@ class _Held:
             # Held until the server has it: the end of input waits for it, and a cancellation now is the server's to hear.
             self._sending = True
             try:
-                await inbound.send(admitted)
+                # Shielded: a send cancelled after the server took the request
+                # would leave it here as well, to be answered twice. It cannot
+                # outlast the server: closing the read stream breaks it.
+                with anyio.CancelScope(shield=True):
+                    await inbound.send(admitted)
             finally:
                 self._sending = False
             self._requests.popleft()
@@ -473,6 +494,13 @@ class _Held:
         """Return once every held request has reached the server."""
         while self._requests:
             await self.changed()
+
+    def release(self) -> list[types.RequestId]:
+        """Forget every held request, once the hand-over has stopped: the ids of those the server never had."""
+        ids = [held_id for _, held_id, _ in self._requests]
+        self._requests.clear()
+        self._bytes = 0
+        return ids
 
 
 class _OwnAnswer(SessionMessage):
@@ -547,7 +575,8 @@ async def _read(
             await answers.send(_OwnAnswer(message=item))
 
     async with inbound, answers, anyio.create_task_group() as task_group:
-        task_group.start_soon(_handing_over, held, inbound, unanswered)
+        handing_over, stopped = anyio.CancelScope(), anyio.Event()
+        task_group.start_soon(_handing_over, held, inbound, unanswered, handing_over, stopped)
         # Caught in here: the task group would wrap it in an exception group.
         try:
             while chunk := await end.read():
@@ -560,10 +589,23 @@ async def _read(
             # Meanwhile what waits on the client ends: calls waiting on a person
             # would otherwise keep the room held requests wait for, forever.
             task_group.start_soon(_fail_unanswerable, unanswered, inbound)
-            await held.handed_over()
+            with anyio.move_on_after(HELD_AT_END_TIMEOUT):
+                await held.handed_over()
+            if held:
+                # The calls in flight are not ending: what is still held never
+                # reaches the server, and is told so, once the hand-over has
+                # stopped (it may be handing one over this instant).
+                handing_over.cancel()
+                await stopped.wait()
+                with anyio.move_on_after(DRAIN_TIMEOUT):
+                    for request_id in held.release():
+                        await answers.send(_OwnAnswer(message=_error(request_id, types.CONNECTION_CLOSED, _NO_ROOM)))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the server stopped reading: nothing more to deliver
         task_group.cancel_scope.cancel()
+
+
+_NO_ROOM = "Connection closed: the input ended before the server had room for this request"
 
 
 async def _fail_unanswerable(unanswered: _Unanswered, inbound: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
@@ -589,12 +631,19 @@ def _no_answer(request_id: types.RequestId) -> types.JSONRPCError:
 
 
 async def _handing_over(
-    held: _Held, inbound: MemoryObjectSendStream[SessionMessage | Exception], unanswered: _Unanswered
+    held: _Held,
+    inbound: MemoryObjectSendStream[SessionMessage | Exception],
+    unanswered: _Unanswered,
+    scope: anyio.CancelScope,
+    stopped: anyio.Event,
 ) -> None:
     try:
-        await held.hand_over(inbound, unanswered)
+        with scope:
+            await held.hand_over(inbound, unanswered)
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass  # the server stopped reading
+    finally:
+        stopped.set()
 
 
 def _frame(message: SessionMessage) -> bytes:
