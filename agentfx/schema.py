@@ -30,6 +30,7 @@ import enum
 import functools
 import itertools
 import math
+import reprlib
 import types
 import typing
 import uuid
@@ -1289,6 +1290,9 @@ class _MirrorBuilder:
             fields = [(f.name, self.type(f.type), _field_spec(f)) for f in info.fields]
         finally:
             self.frames.pop()
+        if not self.decoding:
+            for field in info.fields:
+                _check_default(info.name, field)
         mirror = msgspec.defstruct(
             # A tagged type nested in itself has a second, tagged mirror; a
             # distinct name keeps msgspec from qualifying that one's $defs key.
@@ -1389,6 +1393,35 @@ class _MirrorBuilder:
         if origin is Union or origin is types.UnionType:
             return Union[mirrored_args]  # noqa: UP007
         return origin[mirrored_args]
+
+
+def _check_default(record: str, field: _Field) -> None:
+    """Refuse a default its own field refuses: a call that leaves the field out would hand ``update`` a value no agent could send.
+
+    The default is read back from its JSON as an agent's value would be, so
+    every constraint of the field applies. A default factory is not called
+    here (it may build something new each time) and is not checked.
+
+    >>> from typing import Annotated
+    >>> _check_default("AddTodo", _Field("priority", "priority", Annotated[int, msgspec.Meta(ge=1)], 0))
+    Traceback (most recent call last):
+    ...
+    TypeError: the default of AddTodo.priority, 0, is not a value the field takes (Expected `int` >= 1); change the default or the field's type
+    """
+    default = field.default
+    if default is msgspec.NODEFAULT or default is msgspec.UNSET:
+        return
+    try:
+        encoded = msgspec.json.encode(default)
+    except (TypeError, OverflowError):
+        return  # Not JSON at all: describing the field's default refuses it, in msgspec's words.
+    try:
+        msgspec.json.decode(encoded, type=field.type)
+    except msgspec.ValidationError as exc:
+        raise TypeError(
+            f"the default of {record}.{field.name}, {reprlib.repr(default)}, is not a value the field takes ({exc}); "
+            "change the default or the field's type"
+        ) from None
 
 
 _SET_ORIGINS: frozenset[object] = frozenset({set, frozenset, AbstractSet})

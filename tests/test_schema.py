@@ -949,6 +949,87 @@ def test_a_raw_field_is_refused_as_no_tool_call_can_send_one() -> None:
         InputCodec(probe)
 
 
+class _Grade(enum.Enum):
+    LOW = "low"
+
+
+@dataclasses.dataclass
+class _Note:
+    text: Annotated[str, msgspec.Meta(max_length=3)] = "too long"
+
+
+class _Point(NamedTuple):
+    x: int
+    y: Annotated[int, msgspec.Meta(ge=0)] = -1
+
+
+class _Pair(NamedTuple):
+    x: int
+    y: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+@pytest.mark.parametrize(
+    ("field", "default", "shown", "why"),
+    [
+        (Annotated[int, msgspec.Meta(ge=1)], 0, "0", "Expected `int` >= 1"),
+        (int, None, "None", "Expected `int`, got `null`"),
+        (tuple[Annotated[int, msgspec.Meta(le=9)], ...], (1, 10), "(1, 10)", "Expected `int` <= 9 - at `$[1]`"),
+        (Annotated[str, msgspec.Meta(pattern="^[a-z]+$")], "Milk", "'Milk'", "Expected `str` matching regex '^[a-z]+$'"),
+        (Literal["a", "b"], "c", "'c'", "Invalid enum value 'c'"),
+        (int, 1.0, "1.0", "Expected `int`, got `float`"),
+    ],
+    ids=["bound", "none", "item", "pattern", "literal", "float-for-int"],
+)
+def test_a_default_its_own_field_refuses_is_refused_as_leaving_it_out_would_send_what_no_agent_could(
+    field: Any, default: object, shown: str, why: str
+) -> None:
+    # Before, the schema said {"minimum": 1, "default": 0} and a call without
+    # the field handed update a priority of 0 that every agent was refused.
+    probe = msgspec.defstruct("Probe", [("title", str), ("value", field, default)])
+    with pytest.raises(TypeError) as raised:
+        InputCodec(probe)
+    assert str(raised.value) == (
+        f"the default of Probe.value, {shown}, is not a value the field takes ({why}); change the default or the field's type"
+    )
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (_Note, "the default of _Note.text, 'too long', is not a value the field takes (Expected `str` of length <= 3)"),
+        (_Point, "the default of _Point.y, -1, is not a value the field takes (Expected `int` >= 0)"),
+    ],
+    ids=["dataclass", "namedtuple"],
+)
+def test_a_nested_records_default_is_checked_as_the_inputs_own(record: type, message: str) -> None:
+    probe = msgspec.defstruct("Probe", [("inner", record | None, None)])
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}"):
+        InputCodec(probe)
+
+
+_WHEN = datetime.datetime(2026, 1, 2, 3, 4, tzinfo=datetime.UTC)
+
+
+class _Defaulted(msgspec.Struct):
+    priority: Annotated[int, msgspec.Meta(ge=1)] = 1
+    note: Annotated[str, msgspec.Meta(max_length=3)] | None = None
+    tags: frozenset[str] = frozenset({"b", "a"})
+    grade: _Grade = _Grade.LOW
+    at: datetime.datetime = _WHEN
+    blob: bytes = b"\x00\xff"
+    pair: _Pair = _Pair(1)
+    later: int | msgspec.UnsetType = msgspec.UNSET
+    # A factory is not called at expose, so its value is not checked.
+    items: Annotated[list[int], msgspec.Meta(min_length=1)] = msgspec.field(default_factory=list[int])
+
+
+def test_defaults_the_field_takes_are_kept_and_decoded_when_left_out() -> None:
+    codec = InputCodec(_Defaulted)
+    assert codec.schema["properties"]["priority"]["default"] == 1
+    assert codec.decode({}) == _Defaulted()
+    assert codec.decode({"pair": [2]}).pair == _Pair(2, 0)
+
+
 class _Tenths(msgspec.Struct):
     amount: Annotated[float, msgspec.Meta(multiple_of=0.1)]
 
