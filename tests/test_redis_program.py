@@ -203,6 +203,45 @@ async def test_a_batch_whose_apply_reply_was_lost_runs_its_commands_exactly_once
         assert dropped and a.model.confirmed == ("r",)
 
 
+async def test_a_landed_batch_runs_its_commands_even_when_the_check_after_it_fails(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The apply is stored, but its reply names a log entry behind this copy's,
+    # so the writer checks the log before going on, and Redis is unreachable
+    # for that check. The batch landed: its command is owed either way, and
+    # nobody would ask for it again (the next read starts past the batch).
+    async with programs(server.url, namespace(), 1) as (a,):
+        await writer_among([a])
+        scripts: tuple[Any, ...] = getattr(a, "_scripts")
+        apply = scripts[1]
+        behind: list[bool] = []
+
+        async def reply_behind(**kwargs: Any) -> object:
+            logged = await apply(**kwargs)
+            if behind:
+                return logged
+            behind.append(True)
+            return b"0-0"
+
+        resync: Any = getattr(RedisProgram, "_resync")
+        failed: list[str] = []
+
+        async def unreachable(self: RedisProgram[Any, Any], kind: str, generation: int) -> bool | None:
+            if self is a and kind == "check" and behind and not failed:
+                failed.append(kind)
+                raise RedisConnectionError("the connection closed during the check")
+            return await resync(self, kind, generation)
+
+        monkeypatch.setattr(RedisProgram, "_resync", unreachable)
+        setattr(a, "_scripts", (scripts[0], reply_behind, *scripts[2:]))
+        await a.send(Requested(key="r"))
+        with anyio.fail_after(5):
+            while not a.model.confirmed:
+                await anyio.sleep(0.01)
+        await a.send(Added(key="after"))
+        assert failed == ["check"] and a.model.confirmed == ("r",)
+
+
 @pytest.mark.parametrize("later", [1, 70], ids=["one version since", "more versions since than a page of the log"])
 @pytest.mark.parametrize("stored", [True, False], ids=["stored, reply lost", "lost before it was stored"])
 async def test_a_lost_reply_then_a_takeover_still_runs_the_batchs_commands_exactly_once(

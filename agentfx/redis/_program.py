@@ -1777,12 +1777,15 @@ class RedisProgram(Program[M, Msg]):
             self._renewed = max(self._renewed, asked)
             base += count
             position = entries[-1][0].decode()
+            # Only after the apply is stored: a batch that was not applied
+            # asked for nothing, and its next writer will ask again. And
+            # before anything else that may fail: the batch landed, and
+            # nobody would ask for its commands again (the next read starts
+            # past it).
+            self._start_commands(commands)
             if _stream_id(cast("bytes", logged)) <= self._at:
                 # The log's ids went back behind this copy's: it is not the log this copy read.
                 await self._resync("check", self._generation)
-            # Only after the apply is stored: a batch that was not applied
-            # asked for nothing, and its next writer will ask again.
-            self._start_commands(commands)
 
     def _start_commands(self, commands: list[Command[Msg]]) -> None:
         start = self._task_group.start_soon
