@@ -25,7 +25,7 @@ from returns.io import IOSuccess
 import agentfx
 from agentfx.app import App
 from agentfx.contract import ContractError
-from agentfx.program import Program
+from agentfx.program import Command, Program
 from agentfx.redis import RedisProgram, RedisProgramError, program, run_program
 from tests.redis_app import Added, Boom, Confirmed, Message, Model, Opened, Requested, app, contract, fold, update
 from tests.redis_programs import LEASE, namespace, programs, running
@@ -129,6 +129,39 @@ async def test_a_listener_that_raises_is_skipped_and_the_others_still_run(server
         await a.send(Added(key="x"))
         await a.send(Added(key="y"))
         assert seen == [Added(key="x"), Added(key="y")]
+
+
+async def test_a_message_holding_an_integer_past_64_bits_is_refused_unqueued_and_the_program_goes_on(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The strict decoder takes any JSON integer, and msgpack holds 64 bits:
+    # before, send raised msgspec's OverflowError, and a command's Message
+    # holding one ended the whole program with it.
+    def big_answer(model: Model, message: Message) -> Model | tuple[Model, list[Command[Message]]]:
+        if isinstance(message, Requested):
+
+            async def answer() -> Message:
+                return Added(key="big", n=2**64)
+
+            return model, [answer]
+        return update(model, message)
+
+    ns = namespace()
+    async with run_program(server.url, namespace=ns, init=Model(), update=big_answer, message_type=Message, lease=LEASE) as a:
+        with pytest.raises(RedisProgramError) as refused:
+            await a.send(Added(key="huge", n=-(2**63) - 1))
+        assert str(refused.value) == (
+            "The Message was not queued: it holds an integer outside -2**63 to 2**64 - 1, which the inbox (msgpack) cannot store"
+        )
+        await a.send(Added(key="edge", n=2**63 - 1))
+        await a.send(Requested(key="r"))
+        await a.send(Added(key="after"))
+        assert a.model.keys == ("edge", "after") and a.version == 3
+        with anyio.fail_after(5):
+            while not any("a command's Message could not be queued; it is lost" in r.getMessage() for r in caplog.records):
+                await anyio.sleep(0.01)
+        await a.send(Added(key="still"))
+        assert a.model.keys == ("edge", "after", "still")
 
 
 async def test_an_update_that_raises_fails_that_send_and_changes_nothing(server: RedisServer) -> None:

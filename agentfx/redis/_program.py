@@ -589,6 +589,10 @@ def _taken(sizes: Iterable[int], budget: int) -> int:
 _UNSENT = "The program stopped while the Message was on its way to Redis; whether it was queued is unknown"
 _UNREACHABLE = "Redis is unreachable; the Message may not have been queued"
 _STOPPED = "The program stopped before the Message was applied; it may still be applied by another process"
+_TOO_LARGE = (
+    "The Message was not queued: it holds an integer outside -2**63 to 2**64 - 1, "
+    "which the inbox (msgpack) cannot store"
+)
 _LOST = (
     "Redis lost data (it restarted empty, was flushed or went back to an older copy) while the Message "
     "waited: it is not in the Model Redis holds now and will not be applied; send it again if it still should be"
@@ -781,7 +785,8 @@ class RedisProgram(Program[M, Msg]):
         Raises:
             RuntimeError: The program has stopped.
             RedisProgramError: Redis is unreachable or the inbox is full (the
-                Message was not queued, or whether it was is unknown), no
+                Message was not queued, or whether it was is unknown), the
+                Message holds an integer past 64 bits (not queued), no
                 writer applied it within ``apply_timeout`` (or before the
                 program stopped), ``update`` raised on the writer, or Redis
                 lost the data it was queued in (it will not be applied). Or,
@@ -829,7 +834,14 @@ class RedisProgram(Program[M, Msg]):
 
     async def _enqueue(self, message: Msg) -> tuple[StreamId, bytes]:
         """Queue ``message``: its inbox id, and the id of the stored history it joined."""
-        outgoing = _Outgoing(msgspec.msgpack.encode(message))
+        try:
+            data = msgspec.msgpack.encode(message)
+        except OverflowError:
+            # A strict decoder takes any JSON integer, and a command may build
+            # one; msgpack holds 64 bits. Nothing is queued, and a command's
+            # Message is lost with a line in the log, not the program.
+            raise RedisProgramError(_TOO_LARGE) from None
+        outgoing = _Outgoing(data)
         self._outbox.append(outgoing)
         if not self._flushing:
             self._flushing = True
