@@ -1413,7 +1413,7 @@ def _check_default(record: str, field: _Field) -> None:
         return
     try:
         encoded = msgspec.json.encode(default)
-    except (TypeError, OverflowError):
+    except (TypeError, ValueError):
         return  # Not JSON at all: describing the field's default refuses it, in msgspec's words.
     try:
         msgspec.json.decode(encoded, type=field.type)
