@@ -40,6 +40,7 @@ steps or of audit internals, and nothing in agentfx's core imports it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any, cast
 
 from ._toolcall import (
@@ -53,6 +54,8 @@ from ._toolcall import (
 )
 
 try:
+    from langchain_core.messages import ToolCall
+    from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import StructuredTool, ToolException
 except ImportError as missing:  # pragma: no cover - exercised in a subprocess by the tests
     missing_framework(
@@ -122,7 +125,21 @@ class _WholeInputTool(StructuredTool):
     meets only the runtime's strict decoding. The call id (``None`` when the
     tool is invoked with bare arguments, not a tool call) keeps the audit
     matched with the conversation, as on every framework.
+
+    LangChain reads any ``dict`` whose ``"type"`` is ``"tool_call"`` as a
+    ``ToolCall``; bare arguments holding that key would raise ``KeyError``
+    (no ``"id"``) or hand the runtime their ``"args"`` under a call id the
+    caller chose. Only a ``dict`` shaped as a ``ToolCall`` is read as one here;
+    any other is the bare input it is.
     """
+
+    async def ainvoke(
+        self, input: str | dict[str, Any] | ToolCall, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        if isinstance(input, dict) and input.get("type") == "tool_call" and not _is_tool_call(input):
+            # Wrapped as a call without id: LangChain passes the args on as bare input is passed.
+            input = ToolCall(name=self.name, args=cast("dict[str, Any]", input), id=None, type="tool_call")
+        return await super().ainvoke(input, config, **kwargs)
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None
@@ -130,6 +147,13 @@ class _WholeInputTool(StructuredTool):
         # LangChain annotates the positional arguments as strings (its
         # single-string tools); ``_arun`` passes them on to the coroutine as they are.
         return cast("tuple[str, ...]", (tool_input, tool_call_id)), {}
+
+
+def _is_tool_call(value: Mapping[str, object]) -> bool:
+    """Whether ``value`` has a ``ToolCall``'s fields with their types (LangChain reads it by its ``"type"`` alone)."""
+    call_id = value.get("id", 0)  # absent is not None: LangChain would raise KeyError
+    named = isinstance(value.get("name"), str)
+    return named and isinstance(value.get("args"), dict) and (call_id is None or isinstance(call_id, str))
 
 
 def _tool(runtime: AgentRuntime[Any, Any], view: ToolView, confirm: Confirmer | None) -> StructuredTool:

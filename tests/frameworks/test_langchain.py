@@ -397,3 +397,37 @@ async def test_a_model_that_cannot_be_read_offers_no_tool_and_the_loop_goes_on(c
         assert (await _loop(h, model))[0] == "done"
     assert model.names(0) == []
     assert SECRET in caplog.text and sum(h.asked.values()) == 0
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"type": "tool_call", "title": "Buy milk"},
+        {"type": "tool_call", "id": "call_9", "args": {"title": "Buy milk"}},
+        {"type": "tool_call", "id": 9, "name": "create_todo", "args": {"title": "Buy milk"}},
+        {"type": "tool_call", "id": "call_9", "name": "create_todo", "args": [{"title": "Buy milk"}]},
+    ],
+    ids=["no-id", "no-name", "id-not-a-string", "args-not-an-object"],
+)
+async def test_bare_arguments_shaped_almost_like_a_tool_call_reach_the_runtime_whole(arguments: dict[str, Any]) -> None:
+    # LangChain reads any dict whose "type" is "tool_call" as a ToolCall; one that is not
+    # (no "id", a number for it, no "name", no object for "args") is the bare input it is:
+    # refused as a whole, answered as bare input is (the text, no ToolMessage), nothing raised.
+    h = harness(audit=agentfx.audit_log(include_input=True))
+    create = next(tool for tool in structured_tools(h.runtime) if tool.name == "create_todo")
+    answer = await create.ainvoke(arguments)
+    assert answer == 'Invalid input for "create_todo": "type" is not a field of this input'
+    [entry] = h.audit.entries()
+    assert (entry.outcome, entry.input) == ("AgentInvalidInputError", arguments)
+    assert "/" not in entry.invocation
+    assert h.recorder.dispatched == []
+
+
+async def test_a_well_formed_tool_call_is_still_read_as_one() -> None:
+    h = harness()
+    create = next(tool for tool in structured_tools(h.runtime) if tool.name == "create_todo")
+    call = {"type": "tool_call", "id": "call_9", "name": "create_todo", "args": {"title": "Buy milk"}}
+    answer = await create.ainvoke(call)
+    assert isinstance(answer, ToolMessage) and answer.tool_call_id == "call_9" and answer.status == "success"
+    assert [type(m) for m in h.recorder.dispatched] == [RequestedCreateTodo]
+    assert h.audit.entries()[-1].invocation.endswith("/call_9")
