@@ -136,10 +136,18 @@ class _WholeInputTool(StructuredTool):
     async def ainvoke(
         self, input: str | dict[str, Any] | ToolCall, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
+        return await super().ainvoke(self._as_input(input), config, **kwargs)
+
+    def invoke(self, input: str | dict[str, Any] | ToolCall, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        # Synchronous calls are refused by StructuredTool (the coroutine is all there is),
+        # with its own error, not a KeyError from reading bare arguments as a call.
+        return super().invoke(self._as_input(input), config, **kwargs)
+
+    def _as_input(self, input: str | dict[str, Any] | ToolCall) -> str | dict[str, Any] | ToolCall:
         if isinstance(input, dict) and input.get("type") == "tool_call" and not _is_tool_call(input):
             # Wrapped as a call without id: LangChain passes the args on as bare input is passed.
-            input = ToolCall(name=self.name, args=cast("dict[str, Any]", input), id=None, type="tool_call")
-        return await super().ainvoke(input, config, **kwargs)
+            return ToolCall(name=self.name, args=cast("dict[str, Any]", input), id=None, type="tool_call")
+        return input
 
     def _to_args_and_kwargs(
         self, tool_input: str | dict[str, Any], tool_call_id: str | None

@@ -431,3 +431,12 @@ async def test_a_well_formed_tool_call_is_still_read_as_one() -> None:
     assert isinstance(answer, ToolMessage) and answer.tool_call_id == "call_9" and answer.status == "success"
     assert [type(m) for m in h.recorder.dispatched] == [RequestedCreateTodo]
     assert h.audit.entries()[-1].invocation.endswith("/call_9")
+
+
+def test_a_synchronous_call_is_refused_by_langchain_whatever_the_input() -> None:
+    h = harness()
+    create = next(tool for tool in structured_tools(h.runtime) if tool.name == "create_todo")
+    for arguments in ({"title": "Buy milk"}, {"type": "tool_call", "title": "Buy milk"}):
+        with pytest.raises(NotImplementedError, match="does not support sync invocation"):
+            create.invoke(arguments)
+    assert h.recorder.dispatched == [] and h.audit.entries() == []
