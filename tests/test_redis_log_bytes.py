@@ -20,6 +20,7 @@ import pytest
 
 from agentfx.redis import RedisProgram, run_program
 from agentfx.redis import _program  # pyright: ignore[reportPrivateUsage]
+from tests.redis_programs import APPLY, SEND, script, swap_script
 from tests.redis_server import Link, RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
@@ -70,15 +71,14 @@ async def writing(copy: RedisProgram[Blob, Put]) -> None:
 
 
 def sizes_of(calls: list[int], copy: RedisProgram[Blob, Put], slot: int) -> None:
-    """Record the bytes of every call of the script in ``slot`` (1: the apply, 0: the queueing call)."""
-    scripts: tuple[Any, ...] = getattr(copy, "_scripts")
-    script = scripts[slot]
+    """Record the bytes of every call of the script in ``slot`` (APPLY or SEND)."""
+    original = script(copy, slot)
 
     async def measured(**kwargs: Any) -> object:
         calls.append(sum(len(arg) for arg in kwargs["args"] if isinstance(arg, bytes)))
-        return await script(**kwargs)
+        return await original(**kwargs)
 
-    setattr(copy, "_scripts", (*scripts[:slot], measured, *scripts[slot + 1:]))
+    swap_script(copy, slot, measured)
 
 
 async def test_the_log_keeps_about_log_bytes_of_large_models_not_log_length_versions(server: RedisServer) -> None:
@@ -165,7 +165,7 @@ async def test_one_apply_carries_about_a_batch_budget_of_models_and_the_rest_wai
     async with client(server.url) as raw:
         await raw.set(f"{ns}:writer", "elsewhere", px=60_000)
         async with running(server.url, ns) as copy:
-            sizes_of(applies, copy, 1)
+            sizes_of(applies, copy, APPLY)
             async with anyio.create_task_group() as group:
                 for _ in range(40):
                     group.start_soon(copy.send, Put(size=model))
@@ -188,7 +188,7 @@ async def test_one_queueing_call_carries_about_a_batch_budget_of_messages(
     calls: list[int] = []
     async with running(server.url, namespace()) as copy:
         await writing(copy)
-        sizes_of(calls, copy, 0)
+        sizes_of(calls, copy, SEND)
         async with anyio.create_task_group() as group:
             for _ in range(40):
                 group.start_soon(copy.send, Put(size=0, padding=bytes(SIZE)))

@@ -28,7 +28,7 @@ from redis.exceptions import ResponseError
 from agentfx.redis import RedisProgram, RedisProgramError, _client, run_program
 from agentfx.redis._program import _fingerprint, _server_version  # pyright: ignore[reportPrivateUsage]
 from tests.redis_app import Added, Message, Model
-from tests.redis_programs import LEASE, namespace, running
+from tests.redis_programs import APPLY, LEASE, namespace, running, script, swap_script
 from tests.redis_server import RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
@@ -390,15 +390,14 @@ async def test_an_inbox_of_the_wrong_type_met_by_the_apply_script_stores_nothing
         try:
             async with running(server.url, ns, apply_timeout=5.0) as copy:
                 await copy.send(Added(key="a"))
-                scripts: tuple[Any, ...] = getattr(copy, "_scripts")
-                apply = scripts[1]
+                apply = script(copy, APPLY)
 
                 async def replaced_first(*args: Any, **kwargs: Any) -> object:
                     await raw.delete(f"{ns}:inbox")
                     await raw.set(f"{ns}:inbox", "oops")
                     return await apply(*args, **kwargs)
 
-                setattr(copy, "_scripts", (scripts[0], replaced_first, *scripts[2:]))
+                swap_script(copy, APPLY, replaced_first)
                 with pytest.raises(RedisProgramError):
                     await copy.send(Added(key="b"))
                 with anyio.fail_after(5):

@@ -28,7 +28,7 @@ from agentfx.contract import ContractError
 from agentfx.program import Command, Program
 from agentfx.redis import RedisProgram, RedisProgramError, program, run_program
 from tests.redis_app import Added, Boom, Confirmed, Message, Model, Opened, Requested, app, contract, fold, update
-from tests.redis_programs import LEASE, namespace, programs, running
+from tests.redis_programs import APPLY, LEASE, SEND, namespace, programs, running, script, swap_script
 from tests.redis_server import Link, RedisServer
 from tests.redis_server import anyio_backend as anyio_backend
 from tests.redis_server import client
@@ -214,9 +214,7 @@ async def test_a_batch_whose_apply_reply_was_lost_runs_its_commands_exactly_once
     # moved past it), not twice (a batch that was not stored is applied again).
     async with programs(server.url, namespace(), 1) as (a,):
         await writer_among([a])
-        # The writer's scripts, the apply among them (a private slot: there is no public seam for a lost reply).
-        scripts: tuple[Any, ...] = getattr(a, "_scripts")
-        apply = scripts[1]
+        apply = script(a, APPLY)
         dropped: list[bool] = []
 
         async def reply_lost(**kwargs: Any) -> object:
@@ -227,7 +225,7 @@ async def test_a_batch_whose_apply_reply_was_lost_runs_its_commands_exactly_once
                 raise RedisConnectionError("the connection closed before the reply")
             return await apply(**kwargs)
 
-        setattr(a, "_scripts", (scripts[0], reply_lost, *scripts[2:]))
+        swap_script(a, APPLY, reply_lost)
         await a.send(Requested(key="r"))
         with anyio.fail_after(5):
             while not a.model.confirmed:
@@ -245,8 +243,7 @@ async def test_a_landed_batch_runs_its_commands_even_when_the_check_after_it_fai
     # nobody would ask for it again (the next read starts past the batch).
     async with programs(server.url, namespace(), 1) as (a,):
         await writer_among([a])
-        scripts: tuple[Any, ...] = getattr(a, "_scripts")
-        apply = scripts[1]
+        apply = script(a, APPLY)
         behind: list[bool] = []
 
         async def reply_behind(**kwargs: Any) -> object:
@@ -266,7 +263,7 @@ async def test_a_landed_batch_runs_its_commands_even_when_the_check_after_it_fai
             return await resync(self, kind, generation)
 
         monkeypatch.setattr(RedisProgram, "_resync", unreachable)
-        setattr(a, "_scripts", (scripts[0], reply_behind, *scripts[2:]))
+        swap_script(a, APPLY, reply_behind)
         await a.send(Requested(key="r"))
         with anyio.fail_after(5):
             while not a.model.confirmed:
@@ -289,8 +286,7 @@ async def test_a_lost_reply_then_a_takeover_still_runs_the_batchs_commands_exact
     async with programs(server.url, ns, 2) as copies, client(server.url) as raw:
         first = await writer_among(copies)
         second = copies[1] if first is copies[0] else copies[0]
-        scripts: tuple[Any, ...] = getattr(first, "_scripts")
-        apply = scripts[1]
+        apply = script(first, APPLY)
         dropped: list[bool] = []
         taken_over = anyio.Event()
 
@@ -308,7 +304,7 @@ async def test_a_lost_reply_then_a_takeover_still_runs_the_batchs_commands_exact
             taken_over.set()
             raise RedisConnectionError("the connection closed before the reply")
 
-        setattr(first, "_scripts", (scripts[0], reply_lost, *scripts[2:]))
+        swap_script(first, APPLY, reply_lost)
         await first.send(Requested(key="r"))
         with anyio.fail_after(5):
             await taken_over.wait()
@@ -337,8 +333,7 @@ async def test_a_refused_send_whose_reply_comes_back_after_a_flood_of_other_refu
         writer = await writer_among(copies)
         sender = copies[1] if writer is copies[0] else copies[0]
         await sender.send(Added(key="a"))
-        scripts: tuple[Any, ...] = getattr(sender, "_scripts")
-        enqueue = scripts[0]
+        enqueue = script(sender, SEND)
         flooded = anyio.Event()
         queued = anyio.Event()
 
@@ -348,7 +343,7 @@ async def test_a_refused_send_whose_reply_comes_back_after_a_flood_of_other_refu
             await flooded.wait()
             return reply
 
-        setattr(sender, "_scripts", (reply_held, *scripts[1:]))
+        swap_script(sender, SEND, reply_held)
 
         async def flood() -> None:
             await queued.wait()
@@ -382,15 +377,14 @@ async def test_a_stored_version_rewritten_as_no_writer_writes_it_is_refused_not_
         await writer_among([a])
         await a.send(Added(key="before"))
         await raw.hset(f"{ns}:model", "version", b"1_0")
-        scripts: tuple[Any, ...] = getattr(a, "_scripts")
-        apply = scripts[1]
+        apply = script(a, APPLY)
         applies: list[None] = []
 
         async def counted(*args: Any, **kwargs: Any) -> object:
             applies.append(None)
             return await apply(*args, **kwargs)
 
-        setattr(a, "_scripts", (scripts[0], counted, *scripts[2:]))
+        swap_script(a, APPLY, counted)
         with pytest.raises(RedisProgramError, match="holds a version or an inbox id no writer stored"):
             await a.send(Added(key="after"))
         # One fenced apply, then the stored version is read and refused: no busy loop.
@@ -403,14 +397,13 @@ async def test_a_writer_fenced_on_every_apply_competes_again_at_its_polling_pace
     # spin on take the lease, apply, refused, take it again.
     async with programs(server.url, namespace(), 1, apply_timeout=0.6) as (a,):
         await writer_among([a])
-        scripts: tuple[Any, ...] = getattr(a, "_scripts")
         applies: list[None] = []
 
         async def fenced(*_args: Any, **_kwargs: Any) -> object:
             applies.append(None)
             raise RedisResponseError("AGENTFX_LEASE the lease moved")
 
-        setattr(a, "_scripts", (scripts[0], fenced, *scripts[2:]))
+        swap_script(a, APPLY, fenced)
         with pytest.raises(RedisProgramError, match="no writer applied it"):
             await a.send(Added(key="fenced"))
         # Polled every quarter lease (75 ms) over 0.6 s: about 8 tries, where a loop would make hundreds.
