@@ -1445,6 +1445,13 @@ def _check_hashable_items(tp: Any, item: Any) -> None:
         raise TypeError(
             f"{_class_name(tp)} cannot hold {shown}: its values are not hashable, so no set of them can be decoded; {fix}"
         )
+    if _mixes_bool_and_number(item, set()):
+        # JSON's true and 1 are two items, Python's True and 1 one: the schema
+        # would allow [1, true] and the decoder refuse it as a repeated item.
+        raise TypeError(
+            f"{_class_name(tp)} cannot hold both true and 1 (or false and 0) as two items, as its schema would allow: "
+            "Python counts them as one; take a list, or keep booleans and numbers in separate fields"
+        )
 
 
 def _unhashable(tp: Any) -> tuple[str, str] | None:
@@ -1470,6 +1477,52 @@ def _unhashable(tp: Any) -> tuple[str, str] | None:
     if isinstance(cls, type) and dataclasses.is_dataclass(cls) and getattr(cls, "__hash__", None) is None:
         return cls.__name__, f"declare {cls.__name__} with @dataclass(frozen=True), or take a list"
     return None
+
+
+_NUMBERS: frozenset[object] = frozenset({int, float, decimal.Decimal})
+
+
+def _mixes_bool_and_number(tp: Any, seen: set[int]) -> bool:
+    """Whether one place in ``tp`` takes both a boolean and a number, which Python may count as equal.
+
+    >>> _mixes_bool_and_number(int | bool, set()), _mixes_bool_and_number(tuple[int, bool], set())
+    (True, False)
+    """
+    kinds = _scalar_kinds(tp)
+    if "bool" in kinds and "number" in kinds:
+        return True
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _mixes_bool_and_number(typing.get_args(tp)[0], seen)
+    inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
+    if inner is not None and origin is None:
+        return _mixes_bool_and_number(inner, seen)
+    if origin is Union or origin is types.UnionType or origin is tuple:
+        return any(arg is not Ellipsis and _mixes_bool_and_number(arg, seen) for arg in typing.get_args(tp))
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct) and id(tp) not in seen:
+        # Records compare field by field: P(x=1) == P(x=True).
+        seen.add(id(tp))
+        return any(_mixes_bool_and_number(field.type, seen) for field in msgspec.structs.fields(tp))
+    return False
+
+
+def _scalar_kinds(tp: Any) -> set[str]:
+    """``"bool"`` and ``"number"``: which of the two the value at this one place may be."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _scalar_kinds(typing.get_args(tp)[0])
+    inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
+    if inner is not None and origin is None:
+        return _scalar_kinds(inner)
+    if origin is Union or origin is types.UnionType:
+        return {kind for arg in typing.get_args(tp) for kind in _scalar_kinds(arg)}
+    if origin is Literal:
+        return {"bool" if type(value) is bool else "number" for value in typing.get_args(tp) if type(value) in (bool, int)}
+    if tp is bool:
+        return {"bool"}
+    if tp in _NUMBERS or (isinstance(tp, type) and issubclass(tp, (enum.IntEnum, enum.IntFlag))):
+        return {"number"}
+    return set()
 
 
 def _needs_decoding_mirror(root: type) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
+import decimal
 import enum
 import importlib
 import json
@@ -933,6 +934,38 @@ def test_a_set_of_values_msgspec_cannot_hash_is_refused_as_none_of_them_decodes(
     probe = msgspec.defstruct("Probe", [("items", field)])
     with pytest.raises(TypeError, match=f"cannot hold {re.escape(shown)}: its values are not hashable, so no set of them can be decoded; {re.escape(fix)}$"):
         InputCodec(probe)
+
+
+class _Flag(msgspec.Struct, frozen=True):
+    on: int | bool
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        frozenset[int | bool],
+        set[float | bool],
+        set[Annotated[bool, msgspec.Meta(title="b")] | decimal.Decimal],
+        frozenset[Literal[1, True]],
+        frozenset[Literal[0] | bool],
+        set[tuple[str, int | bool]],
+        frozenset[_Flag],
+        frozenset[int | bool] | None,
+    ],
+    ids=["int-bool", "float-bool", "annotated-decimal", "literal", "literal-and-bool", "in-tuple", "in-record", "optional-set"],
+)
+def test_a_set_whose_items_may_be_both_a_boolean_and_a_number_is_refused(field: Any) -> None:
+    # The schema allows [1, true] (two distinct JSON items) while Python counts True and 1 as one item,
+    # so the decoder refused such a set as repeated.
+    probe = msgspec.defstruct("Probe", [("items", field)])
+    with pytest.raises(TypeError, match=r"cannot hold both true and 1 \(or false and 0\) as two items"):
+        InputCodec(probe)
+
+
+def test_a_set_keeping_booleans_and_numbers_apart_still_decodes_both() -> None:
+    probe = msgspec.defstruct("Probe", [("pairs", set[tuple[int, bool]]), ("flags", frozenset[bool]), ("numbers", set[int | float])])
+    decoded = InputCodec(probe).attempt({"pairs": [[1, True], [1, False]], "flags": [True, False], "numbers": [1, 2.5]})
+    assert decoded == probe(pairs={(1, True), (1, False)}, flags=frozenset({True, False}), numbers={1, 2.5})
 
 
 def test_a_set_of_frozen_records_and_tuples_still_decodes() -> None:
