@@ -1499,10 +1499,11 @@ def _mixes_bool_and_number(tp: Any, seen: set[int]) -> bool:
         return _mixes_bool_and_number(inner, seen)
     if origin is Union or origin is types.UnionType or origin is tuple:
         return any(arg is not Ellipsis and _mixes_bool_and_number(arg, seen) for arg in typing.get_args(tp))
-    if isinstance(tp, type) and issubclass(tp, msgspec.Struct) and id(tp) not in seen:
+    record = _record(tp) if id(tp) not in seen else None
+    if record is not None:
         # Records compare field by field: P(x=1) == P(x=True).
         seen.add(id(tp))
-        return any(_mixes_bool_and_number(field.type, seen) for field in msgspec.structs.fields(tp))
+        return any(_mixes_bool_and_number(field.type, seen) for field in record.fields)
     return False
 
 

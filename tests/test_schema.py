@@ -940,6 +940,11 @@ class _Flag(msgspec.Struct, frozen=True):
     on: int | bool
 
 
+@dataclasses.dataclass(frozen=True)
+class _Switch:
+    on: tuple[int | bool, ...]
+
+
 @pytest.mark.parametrize(
     "field",
     [
@@ -950,9 +955,10 @@ class _Flag(msgspec.Struct, frozen=True):
         frozenset[Literal[0] | bool],
         set[tuple[str, int | bool]],
         frozenset[_Flag],
+        frozenset[_Switch],
         frozenset[int | bool] | None,
     ],
-    ids=["int-bool", "float-bool", "annotated-decimal", "literal", "literal-and-bool", "in-tuple", "in-record", "optional-set"],
+    ids=["int-bool", "float-bool", "annotated-decimal", "literal", "literal-and-bool", "in-tuple", "in-record", "in-dataclass", "optional-set"],
 )
 def test_a_set_whose_items_may_be_both_a_boolean_and_a_number_is_refused(field: Any) -> None:
     # The schema allows [1, true] (two distinct JSON items) while Python counts True and 1 as one item,
