@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import datetime
 import decimal
 import enum
 import functools
@@ -1349,6 +1350,8 @@ class _MirrorBuilder:
                     f"{getattr(tp, '__name__', tp)} is an enum.Flag, whose combinations a JSON Schema cannot list; "
                     "take a list of an Enum instead"
                 )
+            if not self.decoding and tp in _TIME_TEXT:
+                return Annotated[tp, msgspec.Meta(description=_TIME_TEXT[tp])]
             inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
             if inner is None or origin is Literal:
                 return tp
@@ -1358,7 +1361,13 @@ class _MirrorBuilder:
         if origin is Annotated:
             inner, *metadata = typing.get_args(tp)
             _check_multiple_of(metadata)
-            mirrored = self.type(inner)
+            tz = next((meta.tz for meta in metadata if isinstance(meta, msgspec.Meta) and meta.tz is not None), None)
+            if inner in _TIME_TEXT and tz is not None:
+                # A tz constraint gives msgspec's own format, except a naive date-time's.
+                naive = not self.decoding and inner is datetime.datetime and not tz
+                mirrored = Annotated[inner, msgspec.Meta(description=_NAIVE_TEXT)] if naive else inner
+            else:
+                mirrored = self.type(inner)
             if self.decoding:
                 ecma = [_ecma_meta(meta) for meta in metadata]
                 if any(new is not old for new, old in zip(ecma, metadata, strict=True)):
@@ -1423,6 +1432,21 @@ def _check_default(record: str, field: _Field) -> None:
             "change the default or the field's type"
         ) from None
 
+
+_TIME_TEXT: dict[object, str] = {
+    datetime.datetime: "An RFC 3339 date-time, such as 2024-05-01T09:30:00Z; the UTC offset may be left out",
+    datetime.time: "An RFC 3339 time, such as 09:30:00; the UTC offset may be left out",
+}
+"""What a date-time or time the decoder reads with or without an offset is described with.
+
+msgspec gives such a type no ``format``: JSON Schema's ``date-time`` and
+``time`` require the offset, which the decoder does not. Without a word, an
+agent would read a bare string and guess. A description of the application's
+own, in the same ``Annotated``, comes later and wins.
+"""
+
+_NAIVE_TEXT = "An RFC 3339 date-time without a UTC offset, such as 2024-05-01T09:30:00"
+"""What a date-time constrained ``tz=False`` is described with (msgspec gives it no ``format``)."""
 
 _SET_ORIGINS: frozenset[object] = frozenset({set, frozenset, AbstractSet})
 _UNHASHABLE: frozenset[object] = frozenset({list, dict, set, bytearray})

@@ -1128,3 +1128,40 @@ def test_a_float_key_is_offered_as_a_json_number_which_the_decoder_takes(key: st
         assert decoded or float(key) in (float("inf"), float("-inf")), key
     if decoded:
         assert advertised or key.lstrip("-").lower() in _FLOAT_EDGES, key
+
+
+_OFFSET_OPTIONAL = "An RFC 3339 date-time, such as 2024-05-01T09:30:00Z; the UTC offset may be left out"
+
+
+@pytest.mark.parametrize(
+    ("field", "described", "taken"),
+    [
+        (datetime.datetime, {"description": _OFFSET_OPTIONAL, "type": "string"}, ["2024-05-01T09:30:00Z", "2024-05-01T09:30:00"]),
+        (
+            datetime.time,
+            {"description": "An RFC 3339 time, such as 09:30:00; the UTC offset may be left out", "type": "string"},
+            ["09:30:00", "09:30:00+02:00"],
+        ),
+        (
+            Annotated[datetime.datetime, msgspec.Meta(tz=False)],
+            {"description": "An RFC 3339 date-time without a UTC offset, such as 2024-05-01T09:30:00", "type": "string"},
+            ["2024-05-01T09:30:00"],
+        ),
+        (Annotated[datetime.datetime, msgspec.Meta(tz=True)], {"type": "string", "format": "date-time"}, ["2024-05-01T09:30:00Z"]),
+        (Annotated[datetime.time, msgspec.Meta(tz=False)], {"type": "string", "format": "partial-time"}, ["09:30:00"]),
+        (Annotated[datetime.datetime, msgspec.Meta(description="When to ring")], {"description": "When to ring", "type": "string"}, ["2024-05-01T09:30:00"]),
+        (
+            datetime.datetime | None,
+            {"anyOf": [{"description": _OFFSET_OPTIONAL, "type": "string"}, {"type": "null"}]},
+            ["2024-05-01T09:30:00Z", None],
+        ),
+    ],
+    ids=["datetime", "time", "naive-datetime", "aware-datetime", "naive-time", "own-description", "optional"],
+)
+def test_a_date_time_msgspec_gives_no_format_says_what_it_takes(field: Any, described: dict[str, Any], taken: list[object]) -> None:
+    # Advertised as a bare string, an agent had to guess the spelling the strict decoder reads.
+    probe = msgspec.defstruct("Probe", [("at", field)])
+    codec = InputCodec(probe)
+    assert codec.schema["properties"]["at"] == described
+    for value in taken:
+        assert not isinstance(codec.attempt({"at": value}), InvalidPayload), value
