@@ -1512,15 +1512,11 @@ def _mixes_bool_and_number(tp: Any, seen: set[int]) -> bool:
     >>> _mixes_bool_and_number(int | bool, set()), _mixes_bool_and_number(tuple[int, bool], set())
     (True, False)
     """
+    tp = _unwrapped(tp)
     kinds = _scalar_kinds(tp)
     if "bool" in kinds and "number" in kinds:
         return True
     origin = typing.get_origin(tp)
-    if origin is Annotated:
-        return _mixes_bool_and_number(typing.get_args(tp)[0], seen)
-    inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
-    if inner is not None and origin is None:
-        return _mixes_bool_and_number(inner, seen)
     if origin is Union or origin is types.UnionType or origin is tuple:
         return any(arg is not Ellipsis and _mixes_bool_and_number(arg, seen) for arg in typing.get_args(tp))
     record = _record(tp) if id(tp) not in seen else None
@@ -1533,12 +1529,8 @@ def _mixes_bool_and_number(tp: Any, seen: set[int]) -> bool:
 
 def _scalar_kinds(tp: Any) -> set[str]:
     """``"bool"`` and ``"number"``: which of the two the value at this one place may be."""
+    tp = _unwrapped(tp)
     origin = typing.get_origin(tp)
-    if origin is Annotated:
-        return _scalar_kinds(typing.get_args(tp)[0])
-    inner = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
-    if inner is not None and origin is None:
-        return _scalar_kinds(inner)
     if origin is Union or origin is types.UnionType:
         return {kind for arg in typing.get_args(tp) for kind in _scalar_kinds(arg)}
     if origin is Literal:
