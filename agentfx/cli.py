@@ -143,6 +143,21 @@ class _Output(Protocol):
     def write(self, text: str, /) -> object: ...
 
 
+def _utf8(text: str) -> bytes:
+    r"""``text`` as UTF-8, whatever it holds.
+
+    A path from the command line keeps its own bytes; a lone surrogate (a
+    committed file's ``"\ud800"``, shown in a diff) is written as its escape.
+
+    >>> _utf8("caf\udce9"), _utf8("\ud800")
+    (b'caf\xe9', b'\\ud800')
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
 class _StandardOutput:
     """This process's stdout, written as UTF-8 whatever the locale's encoding, and never raising.
 
@@ -170,7 +185,7 @@ class _StandardOutput:
                 else:
                     # What was printed to the text layer goes first, in its order.
                     stream.flush()
-                    cast("BinaryIO", buffer).write(text.encode("utf-8"))
+                    cast("BinaryIO", buffer).write(_utf8(text))
             except OSError as exc:
                 self._failed(exc)
         return len(text)
@@ -260,9 +275,12 @@ def load(target: str) -> object:
         raise UsageError(
             f'Cannot import "{module_name}": it needs the module "{missing}", which is not installed'
         ) from None
-    except (Exception, SystemExit) as exc:
+    except (KeyboardInterrupt, _Abandoned):
+        raise
+    except BaseException as exc:
         # The user's own module is broken: its traceback is what they need. A module
-        # that calls sys.exit on import is one too, not the CLI's own exit status.
+        # that calls sys.exit on import is one too, not the CLI's own exit status, and
+        # so is one that lets a CancelledError or a GeneratorExit out of its import.
         raise _import_failed(module_name, exc) from None
     for part in attribute.split("."):
         try:
@@ -357,7 +375,8 @@ def _parameters(routine: Callable[..., object]) -> str:
     """``(a, b, *rest)``: the parameter names alone, since defaults and annotations can be long."""
     try:
         signature = inspect.signature(routine)
-    except ValueError:
+    except (ValueError, TypeError):
+        # No signature, or a __signature__ that is not one.
         return "(...)"
     return bare_signature(signature)
 
@@ -381,7 +400,8 @@ def _manifest(target: str, check: str | None, out: _Output) -> int:
         return ExitCode.OK
     regenerate = f"agentfx manifest {shlex.quote(target)} > {shlex.quote(check)}"
     try:
-        committed_text = Path(check).read_text(encoding="utf-8")
+        # An editor may have saved it with a byte order mark: still the same JSON.
+        committed_text = Path(check).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         out.write(f"{check} does not exist; write it with: {regenerate}\n")
         return ExitCode.DRIFTED
@@ -391,7 +411,7 @@ def _manifest(target: str, check: str | None, out: _Output) -> int:
         raise UsageError(_not_a_manifest(check, "it is not UTF-8 text")) from None
     try:
         committed: object = json.loads(committed_text)
-    except ValueError:
+    except (ValueError, RecursionError):
         # Only a file that is a manifest is worth regenerating: this one may
         # be anything (a README), and the suggestion would overwrite it.
         raise UsageError(_not_a_manifest(check, "it is not JSON")) from None
@@ -399,11 +419,16 @@ def _manifest(target: str, check: str | None, out: _Output) -> int:
         raise UsageError(_not_a_manifest(check, 'it has no "capabilities" list'))
     # Compared as canonical JSON text, not as Python values: 0 == False there,
     # so a committed false where the contract says 0 would pass.
-    if _canonical(committed) == _canonical(json.loads(rendered)):
+    try:
+        same = _canonical(committed) == _canonical(json.loads(rendered))
+        # Both sides in the same rendering, so the diff shows only what changed.
+        expected = "" if same else json.dumps(committed, indent=2, ensure_ascii=False) + "\n"
+    except RecursionError:
+        # Read, but nested deeper than the writer goes: no manifest is.
+        raise UsageError(_not_a_manifest(check, "it is nested too deeply")) from None
+    if same:
         out.write(f"{check} matches {target}\n")
         return ExitCode.OK
-    # Both sides in the same rendering, so the diff shows only what changed.
-    expected = json.dumps(committed, indent=2, ensure_ascii=False) + "\n"
     diff = difflib.unified_diff(
         expected.splitlines(keepends=True),
         rendered.splitlines(keepends=True),
@@ -885,6 +910,35 @@ def _closed(fd: int, stream: object) -> bool:
     return False
 
 
+class _Spoken:
+    """Standard error, for a person: a reader that went away (``serve 2>&1 | head -1``) ends what is said there, never the command.
+
+    A signal that stops ``serve`` says so on stderr first; a write that failed
+    there used to end the signal's watcher, and ``serve`` with exit 1, not 0.
+    """
+
+    __slots__ = ("_gone", "_stream")
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str, /) -> int:
+        if not self._gone:
+            try:
+                self._stream.write(text)
+            except (OSError, ValueError):  # a closed pipe, or a stream closed under us
+                self._gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self._gone = True
+
+
 class _Unsaid:
     """Where what is said for a person goes when stderr is closed: nowhere, without raising."""
 
@@ -939,6 +993,9 @@ def _listen(host: str, port: int) -> socket.socket:
             raise
     except OSError as exc:
         raise _CannotListen(f"cannot listen on {shown}:{port}: {exc.strerror or exc}") from None
+    except UnicodeError:
+        # The name's IDNA encoding failed (an empty label, one past 63 characters).
+        raise _CannotListen(f"cannot listen on {shown}:{port}: it is not a valid host name") from None
     return sock
 
 
@@ -1330,16 +1387,27 @@ async def _demo(out: _Output) -> int:
 
 def _port(text: str) -> int:
     """A ``--port`` value, checked here because the socket layer would wrap one out of range around silently."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    # ASCII digits only: int() also reads "1_0000", " 80 ", "+80" and other scripts' digits.
+    if re.fullmatch(r"-?[0-9]+", text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number")
+    port = int(text)
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port: ports are 0 to 65535 (0 picks a free one)")
     return port
 
 
 _HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+
+
+def _host(text: str) -> str:
+    """A ``--host`` value: a name or an address, an IPv6 one with or without its URL brackets.
+
+    >>> _host("[::1]"), _host("::1"), _host("localhost")
+    ('::1', '::1', 'localhost')
+    """
+    if text.startswith("[") and text.endswith("]") and ":" in text:
+        return text[1:-1]
+    return text
 
 
 def _allowed_host(text: str) -> str:
@@ -1412,7 +1480,11 @@ def _parser() -> argparse.ArgumentParser:
     # Defaults are applied in _serve_command, so a flag the transport cannot use is told apart from one left out.
     serve.add_argument(
         "--host",
-        help=f"network transports only; default: {_DEFAULT_HOST}. There is no authentication: any other address warns",
+        type=_host,
+        help=(
+            f"network transports only; default: {_DEFAULT_HOST}. There is no authentication: "
+            "an address that is not loopback warns"
+        ),
     )
     serve.add_argument(
         "--port", type=_port, help=f"network transports only; 0 picks a free port; default: {_DEFAULT_PORT}"
@@ -1673,6 +1745,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     unsaid = stderr is None or (err is None and _closed(2, sys.__stderr__))
     if stderr is None or unsaid:
         stderr = cast("TextIO", _Unsaid())
+    else:
+        stderr = cast("TextIO", _Spoken(stderr))
     # argparse prints its usage to stdout when sys.stderr is None: to no one, as the rest.
     with redirect_stderr(stderr) if unsaid else nullcontext():
         args = _parser().parse_args(argv)
