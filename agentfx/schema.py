@@ -852,7 +852,10 @@ _VALUES = ("default", "const", "examples")
 
 
 def _without_sets(raw: dict[str, Any], types: tuple[object, ...]) -> dict[str, Any]:
-    """The raw schema msgspec made of ``types`` with every set in a value it carries (a default, a const, an example) a sorted list.
+    """The raw schema msgspec made of ``types`` with every set in a value it carries a sorted list.
+
+    Such a value is a default, a const, an example, or one of the
+    application's own keywords (a ``Meta``'s ``extra_json_schema``).
 
     msgspec writes a set in hash order, which differs between processes, and
     where the schema says nothing of a value (an ``Any`` field's default, an
@@ -881,8 +884,27 @@ def _without_sets(raw: dict[str, Any], types: tuple[object, ...]) -> dict[str, A
                 as_written = msgspec.json.encode(msgspec.to_builtins(field.default, str_keys=True))
                 name = f"#{position}" if record is not None and record.array_like else field.encode_name
                 renderings[(name, as_written)] = ordered
+        for meta in _metas(tp, record):
+            # A set in the application's own keywords: msgspec lists it as this process iterates it.
+            for key, value in (meta.extra_json_schema or {}).items():
+                ordered = _set_free(value)
+                if ordered is not value:
+                    renderings[(key, msgspec.json.encode(msgspec.to_builtins(value, str_keys=True)))] = ordered
         pending.extend(_components(tp))
     return cast("dict[str, Any]", _values_without_sets(raw, renderings, None))
+
+
+def _metas(tp: Any, record: _Record | None) -> Iterator[msgspec.Meta]:
+    """Every ``Meta`` annotating ``tp`` or, for a record, its fields' types (not inside the records below them)."""
+    shapes = [field.type for field in record.fields] if record is not None else [tp]
+    while shapes:
+        shape = shapes.pop()
+        if typing.get_origin(shape) is Annotated:
+            inner, *metadata = typing.get_args(shape)
+            yield from (meta for meta in metadata if isinstance(meta, msgspec.Meta))
+            shapes.append(inner)
+        elif _record(shape) is None:
+            shapes.extend(arg for arg in typing.get_args(shape) if arg is not Ellipsis)
 
 
 def _values_without_sets(node: Any, renderings: dict[tuple[str, bytes], Any], name: str | None) -> Any:
@@ -908,12 +930,25 @@ def _values_without_sets(node: Any, renderings: dict[tuple[str, bytes], Any], na
             elif key == "prefixItems" and isinstance(value, list):
                 shapes = cast("list[Any]", value)
                 out[key] = [_values_without_sets(shape, renderings, f"#{i}") for i, shape in enumerate(shapes)]
+            elif renderings and isinstance(value, list) and (ordered := _rendered(renderings, key, cast("list[Any]", value))) is not None:
+                out[key] = ordered
             else:
                 out[key] = _values_without_sets(value, renderings, None)
         return out
     if isinstance(node, list):
         return [_values_without_sets(item, renderings, None) for item in cast("list[Any]", node)]
+    if isinstance(node, (set, frozenset)):
+        # A set the application put in its own keywords (``extra_json_schema``), under any key.
+        return _set_free(node)
     return node
+
+
+def _rendered(renderings: dict[tuple[str, bytes], Any], key: str, value: list[Any]) -> Any:
+    """The ordered form of a set msgspec wrote as ``value`` under ``key``, or ``None``."""
+    try:
+        return renderings.get((key, msgspec.json.encode(value)))
+    except (TypeError, ValueError):
+        return None
 
 
 def _set_free(value: Any, depth: int = 0) -> Any:

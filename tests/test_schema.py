@@ -565,6 +565,7 @@ def test_a_set_the_schema_says_nothing_of_is_listed_in_the_same_order_in_every_p
         "    inner: Any = Inner()\n"
         "    pair: Pair = Pair()\n"
         "    shown: Annotated[Any, msgspec.Meta(examples=[frozenset({'p1', 'p2', 'p3', 'p4', 'p5'})])] = None\n"
+        "    hinted: Annotated[str, msgspec.Meta(title='h', extra_json_schema={'x-hints': {'s1', 's2', 's3', 's4', 's5'}})] = ''\n"
         "print(msgspec.json.encode(InputCodec(T).schema).decode())\n"
         "print(msgspec.json.encode(json_schema(list[T])).decode())\n"
         "print(msgspec.json.encode(json_schema_components((T,))).decode())\n"
@@ -573,6 +574,8 @@ def test_a_set_the_schema_says_nothing_of_is_listed_in_the_same_order_in_every_p
     assert len(schemas) == 3
     for schema in schemas:
         assert '"default":["alpha","beta","delta","epsilon","gamma"]' in schema
+        # A set in the application's own keywords, with the rest of its Meta kept.
+        assert '"title":"h","x-hints":["s1","s2","s3","s4","s5"]' in schema
         # Mixed kinds are ordered by their JSON encoding.
         assert '"default":["x","y",1,2.5,3,null]' in schema
         assert '"default":[{"k":["v1","v2","v3","v4"]}]' in schema
