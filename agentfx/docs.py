@@ -385,9 +385,27 @@ def _json_block(value: object) -> list[str]:
     return ["```json", json.dumps(value, indent=2, ensure_ascii=False), "```"]
 
 
+_LINE_END = re.compile(r"\r\n?|\n")
+"""CommonMark's line endings, and only those: ``str.splitlines`` also breaks at U+2028, a form feed and others."""
+
+
 def _cell(text: str) -> str:
     # A newline would end the table row and a bare pipe would split the cell.
-    return " ".join(text.replace("|", "\\|").splitlines())
+    return " ".join(_LINE_END.split(text.replace("|", "\\|")))
+
+
+def _trimmed(text: str) -> str:
+    r"""``text`` without the blank lines it starts or ends with: they would widen the gap between blocks.
+
+    >>> _trimmed("\n  \nPing the app.\n\n"), _trimmed("    code\n")
+    ('Ping the app.', '    code')
+    """
+    lines = _LINE_END.split(text)
+    while lines and not lines[0].strip(" \t"):
+        lines.pop(0)
+    while lines and not lines[-1].strip(" \t"):
+        lines.pop()
+    return "\n".join(lines)
 
 
 # A blockquote marker (group 1), or a list item's bullet (group 2) or number
@@ -705,7 +723,7 @@ def _code(text: str) -> str:
     >>> _code("po`ked"), _code("`x"), _code(" a "), _code("ok")
     ('``po`ked``', '`` `x ``', '`  a  `', '`ok`')
     """
-    text = " ".join(text.splitlines())
+    text = " ".join(_LINE_END.split(text))
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
     fence = "`" * (longest + 1)
     if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " " and text.strip(" ")):
@@ -776,7 +794,8 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
             blocks.append([f"### {_code(c['name'])}"])
             if "title" in c:
                 blocks.append([f"Title: {_cell(c['title'])}"])
-            blocks.append([_prose(c["description"])])
+            if described := _trimmed(c["description"]):
+                blocks.append([_prose(described)])
             if c["modelDependent"]:
                 blocks.append(["Available only in some Model states."])
             if c["requiresAuthorization"]:
@@ -794,7 +813,8 @@ def to_markdown(defn: Definition[Any, Any]) -> str:
         blocks.append(["## Resources"])
         for r in resource_entries:
             blocks.append([f"### {_code(r['name'])}"])
-            blocks.append([_prose(r["description"])])
+            if described := _trimmed(r["description"]):
+                blocks.append([_prose(described)])
             blocks.append(_json_block(r["schema"]))
     blocks.append(["## Context"])
     if "context" in manifest:

@@ -436,6 +436,26 @@ def test_table_cells_escape_pipes_and_newlines() -> None:
     assert "### `create`\n\nCreate a | b\nsecond line\n\nInput:" in markdown
 
 
+@pytest.mark.parametrize("where", ["capability", "resource"])
+@pytest.mark.parametrize("description", ["Create a todo.\n", "\n \nCreate a todo.\n\t\n\n", "\r\nCreate a todo.\r\n"])
+def test_blank_lines_around_a_description_do_not_widen_the_gap_between_blocks(where: str, description: str) -> None:
+    # Blocks are separated by one blank line; a description's own leading or trailing newlines added more.
+    defn, before, after = _placed(where, description)
+    markdown = to_markdown(defn)
+    assert f"{before}\n\nCreate a todo.\n\n{after}" in markdown
+    assert "\n\n\n" not in markdown
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x0c", "\x0b", "\x1c", "\x85"])
+def test_only_markdown_line_endings_are_joined_in_cells_and_code_spans(separator: str) -> None:
+    # str.splitlines breaks at these too: the table named a tag the manifest does not have.
+    tagged = msgspec.defstruct(f"Tagged{ord(separator)}", [], tag=f"Ping{separator}v2")
+    description = f"Ping, then{separator}pong"
+    markdown = to_markdown(define(expose(tagged, variant(tagged, description, name="ping"))))
+    assert f"| `ping` | `Ping{separator}v2` | {description} | no | no |" in markdown
+    assert _code(f"a{separator}b") == f"`a{separator}b`"
+
+
 # A description is Markdown, but no line of it may open a block that reaches past
 # its own section: each case is a description, then that description as rendered.
 _ESCAPED_DESCRIPTIONS = {
