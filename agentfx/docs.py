@@ -415,6 +415,9 @@ _CONTAINER = re.compile(r"(>)|([-+*])(?=[ \t]|$)|([0-9]{1,9})[.)](?=[ \t]|$)")
 # ATX heading, a code fence (closed only by another, so it swallows the
 # document) and a thematic break, spaced or not.
 _BLOCK_START = re.compile(r"#|`{3}|~{3}|([*_-])(?:[ \t]*\1){2,}[ \t]*$")
+# What may start a link reference definition (``[label]: url``): more than
+# CommonMark reads as one, as reading one where there is none only escapes more.
+_LINK_DEFINITION = re.compile(r"\[(?:\\.|[^\]\\])*\]:")
 # A line of only ``=`` or ``-``: below a paragraph, a setext underline turning
 # it into a heading.
 _SETEXT = re.compile(r"=+[ \t]*$|-+[ \t]*$")
@@ -703,6 +706,11 @@ def _prose(text: str) -> str:
             if not lazy:
                 del stack[matched:]
                 paragraph = True
+                if _LINK_DEFINITION.match(rest):
+                    # A link reference definition, which markdown-it reads as a block of its
+                    # own: the lines after it are no paragraph's continuation there, and one
+                    # of them may close the containers and open a block (a setext heading).
+                    unsure = True
             break
         i += 1
     return "\n".join(lines)

@@ -870,3 +870,24 @@ def test_a_code_span_renders_its_text(text: str) -> None:
     runs = [len(run) for run in re.findall("`+", text)]
     assert all(run != fence for run in runs), "a run as long as the fence would close it"
     assert _span_content(span) == text
+
+
+@pytest.mark.parametrize("where", _PLACES)
+@pytest.mark.parametrize(
+    ("description", "escaped"),
+    [
+        ("- [docs]: https://example.com\nContext\n-", "- [docs]: https://example.com\nContext\n\\-"),
+        ("> [docs]: https://example.com\nForged\n=", "> [docs]: https://example.com\nForged\n\\="),
+        ("[docs]: https://example.com\n<a href='x'>", "[docs]: https://example.com\n\\<a href='x'>"),
+    ],
+    ids=["in-a-list-item", "in-a-blockquote", "before-a-tag"],
+)
+def test_what_follows_a_link_reference_definition_opens_no_block(where: str, description: str, escaped: str) -> None:
+    # markdown-it reads the definition as a block of its own: the underline below closed the
+    # container and made a top-level heading (a second "## Context"), the tag an HTML block.
+    defn, before, after = _placed(where, description)
+    markdown = to_markdown(defn)
+    assert f"{before}\n\n{escaped}\n\n{after}" in markdown
+    section, headings = _section(where, markdown)
+    assert headings == _headings(where)
+    assert not [t.type for t in section if t.type in {"heading_open", "fence", "html_block", "hr"}]
