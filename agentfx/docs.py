@@ -418,6 +418,9 @@ _BLOCK_START = re.compile(r"#|`{3}|~{3}|([*_-])(?:[ \t]*\1){2,}[ \t]*$")
 # What may start a link reference definition (``[label]: url``): more than
 # CommonMark reads as one, as reading one where there is none only escapes more.
 _LINK_DEFINITION = re.compile(r"\[(?:\\.|[^\]\\])*\]:")
+# A line whose markers hold two blockquote markers with a tab past the second
+# (group 1: the first), where markdown-it measures tabs otherwise (see _prose).
+_NESTED_QUOTE_TAB = re.compile(r"[ \t0-9.)+*-]*(>)[ \t>0-9.)+*-]*>[ >0-9.)+*-]*\t")
 # A line of only ``=`` or ``-``: below a paragraph, a setext underline turning
 # it into a heading.
 _SETEXT = re.compile(r"=+[ \t]*$|-+[ \t]*$")
@@ -505,21 +508,39 @@ def _continued(line: str, columns: list[int], stack: list[_Open]) -> tuple[int, 
     return column, len(stack)
 
 
-def _lenient(line: str, columns: list[int], index: int) -> int | None:
-    """The index of the block start markdown-it reads in ``line`` past its ``>`` at ``index``, if it reads one.
+def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False) -> int | None:
+    """The index of the block start markdown-it reads in ``line`` from ``index`` on, if it reads one.
+
+    ``line[index]`` is a ``>``, or the first character past the line's
+    indentation.
 
     markdown-it continues an open blockquote at a ``>`` however far it is
     indented, where CommonMark reads code or a paragraph's continuation. Past
     it, every ``>`` is read as a marker too, and a list marker as an item's.
+    ``narrow``: a tab may be as narrow as one column, and the space a marker
+    may take may be a whole tab, so a block start any tab stops put three
+    columns or fewer past a marker is read.
     """
-    column = _past_quote(line, columns, index)
+    if line[index] == ">":
+        column = _past_quote(line, columns, index)
+        after = index + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
+    else:
+        column, after = columns[index], index
     while True:
-        index = _indented(line, columns, column)
+        if narrow:
+            index = after
+            while index < len(line) and line[index] in " \t":
+                index += 1
+            indent = index - after
+        else:
+            index = _indented(line, columns, column)
+            indent = columns[index] - column
         rest = line[index:]
         if rest[:1] == ">":
             column = _past_quote(line, columns, index)
+            after = index + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
             continue
-        if columns[index] - column > 3:
+        if indent > 3:
             return None
         if _BLOCK_START.match(rest) or _HTML_BLOCK.match(rest) or _SETEXT.match(rest) or _HTML_TAG_LINE.match(rest):
             return index
@@ -527,6 +548,7 @@ def _lenient(line: str, columns: list[int], index: int) -> int | None:
         if container is None:
             return None
         column = columns[index + container.end()] + 1
+        after = index + container.end() + 1
 
 
 def _closing(lines: list[str], start: int, stack: list[_Open], fence: str) -> tuple[bool, int]:
@@ -573,9 +595,11 @@ def _prose(text: str) -> str:
     interrupt a paragraph. A line of only ``=`` or ``-`` is escaped right below
     a paragraph, where it underlines it. Where markdown-it reads a line's
     containers otherwise (a blockquote continued at a ``>`` indented as code, a
-    paragraph ended by a block start a lazy line holds), a block start it reads
-    is escaped too, and until a blank line closes every container, so is every
-    fence, underline and lone tag. Line endings become ``\n``, the document's own.
+    paragraph ended by a block start a lazy line holds, a tab past a nested
+    blockquote's marker, which it measures from the inner blockquote's place in
+    the outer one), a block start it reads is escaped too, and until a blank
+    line closes every container, so is every fence, underline and lone tag, and
+    every block start indented as code. Line endings become ``\n``, the document's own.
 
     Args:
         text: A capability's or resource's description.
@@ -632,6 +656,18 @@ def _prose(text: str) -> str:
             if start is not None:
                 lines[i] = line = f"{line[:start]}\\{line[start:]}"
                 columns = _columns(line)
+        nested = _NESTED_QUOTE_TAB.match(line)
+        if nested is not None:
+            # A tab past a nested blockquote's marker: markdown-it measures its width from
+            # the inner blockquote's place in the outer one, not from the line's start, so
+            # it may read a list item's content, code or a block start where CommonMark
+            # reads another. Every reading's block start is escaped, and the containers
+            # are read as markdown-it may read them otherwise from here on.
+            unsure = True
+            start = _lenient(line, columns, nested.start(1), narrow=True)
+            if start is not None:
+                lines[i] = line = f"{line[:start]}\\{line[start:]}"
+                columns = _columns(line)
         opened = False  # whether this line opened a container
         while True:
             index = _indented(line, columns, column)
@@ -648,6 +684,12 @@ def _prose(text: str) -> str:
             rest = line[index:]
             if columns[index] - column > 3:
                 # Code, or a paragraph's continuation, which nothing in the line can interrupt.
+                if unsure:
+                    # Where markdown-it may have measured a container's content otherwise (a tab
+                    # past a nested blockquote's marker), this may be no code to it.
+                    start = _lenient(line, columns, index, narrow=True)
+                    if start is not None:
+                        lines[i] = f"{line[:start]}\\{line[start:]}"
                 if not lazy:
                     del stack[matched:]
                     paragraph = False

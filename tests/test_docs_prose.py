@@ -176,6 +176,15 @@ _MARKDOWN_IT_READINGS = {
     "paragraph-ended-past-an-item": ("1.    - #\n    - \n#\n=", "1.    - \\#\n    - \n\\#\n\\="),
     # It ends the inner blockquote at ``#``, and with it the outer one.
     "paragraph-ended-past-a-quote": ("> > #\n     #\n<a href='x'>", "> > \\#\n     #\n\\<a href='x'>"),
+    # It measures a tab past a nested blockquote's marker from the inner blockquote's
+    # place in the outer one: the tab is one column wide there, so ``#`` starts the
+    # item's content (a heading), where CommonMark reads code.
+    "tab-past-a-nested-quote": (">>* \t# Context", ">>* \t\\# Context"),
+    "tab-past-a-third-quote": (">>> \t---", ">>> \t\\---"),
+    # The item's content starts there at another column, so a later line CommonMark
+    # reads as its paragraph's continuation starts a block to markdown-it.
+    "tab-past-a-nested-quote-then-a-line": (">>* \tx\n>>       # y", ">>* \tx\n>>       \\# y"),
+    "numbered-tab-past-a-nested-quote-then-a-line": (">>1.\tx\n>>     <!-- c", ">>1.\tx\n>>     \\<!-- c"),
 }
 
 
