@@ -463,6 +463,9 @@ class _Open:
 
 def _columns(line: str) -> list[int]:
     """The column each character of ``line`` starts in, then its end's, with CommonMark's tab stops."""
+    if "\t" not in line:
+        # Most lines: one column a character, counted in C (a fence search reads each line again).
+        return list(range(len(line) + 1))
     columns = [0]
     for char in line:
         column = columns[-1]
@@ -551,8 +554,15 @@ def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False)
         after = index + container.end() + 1
 
 
-def _closing(lines: list[str], start: int, stack: list[_Open], fence: str) -> tuple[bool, int]:
+def _closing(
+    lines: list[str], start: int, stack: list[_Open], fence: str, known: dict[int, list[int]]
+) -> tuple[bool, int]:
     """Whether a line closes ``fence``, opened on ``lines[start]`` in ``stack``'s innermost container.
+
+    ``known`` holds the columns of lines already searched, by index: a line
+    past the one being read is still as written, so its columns stay true
+    for every later search, and a text of fences each shorter than the last
+    does not measure each line once per fence.
 
     Returns:
         Whether one does, and the index of that line, or else of the first
@@ -563,7 +573,9 @@ def _closing(lines: list[str], start: int, stack: list[_Open], fence: str) -> tu
     closing = re.compile(rf"{re.escape(fence[0])}{{{len(fence)},}}[ \t]*")
     for j in range(start + 1, len(lines)):
         line = lines[j]
-        columns = _columns(line)
+        columns = known.get(j)
+        if columns is None:
+            columns = known[j] = _columns(line)
         column, depth = _continued(line, columns, stack)
         if depth < len(stack):
             return False, j
@@ -640,6 +652,7 @@ def _prose(text: str) -> str:
     # closes: a later, longer fence in it is unclosed too, so no line is
     # searched twice for the same closing.
     unclosed: dict[tuple[_Open | None, str], tuple[int, int]] = {}
+    measured: dict[int, list[int]] = {}  # the columns of lines past the one read, as _closing measured them
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -707,7 +720,7 @@ def _prose(text: str) -> str:
                 end, shortest = unclosed.get(key, (i, 0))
                 closed = False
                 if i >= end or len(fence[0]) < shortest:
-                    closed, end = _closing(lines, i, stack[:matched], fence[0])
+                    closed, end = _closing(lines, i, stack[:matched], fence[0], measured)
                     if not closed:
                         unclosed[key] = (end, len(fence[0]))
                 if closed:
