@@ -13,6 +13,7 @@ dispatch ran; :func:`summarize` reads only the result it is handed.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from typing import TYPE_CHECKING, Any, cast
@@ -418,9 +419,9 @@ _BLOCK_START = re.compile(r"#|`{3}|~{3}|([*_-])(?:[ \t]*\1){2,}[ \t]*$")
 # What may start a link reference definition (``[label]: url``): more than
 # CommonMark reads as one, as reading one where there is none only escapes more.
 _LINK_DEFINITION = re.compile(r"\[(?:\\.|[^\]\\])*\]:")
-# A line whose markers hold two blockquote markers with a tab past the second
-# (group 1: the first), where markdown-it measures tabs otherwise (see _prose).
-_NESTED_QUOTE_TAB = re.compile(r"[ \t0-9.)+*-]*(>)[ \t>0-9.)+*-]*>[ >0-9.)+*-]*\t")
+# What a line's containers' markers and the space between them are made of (more
+# than they are: a line that reads as one where there is none only escapes more).
+_MARKERS = re.compile(r"[ \t>0-9.)+*-]*")
 # A line of only ``=`` or ``-``: below a paragraph, a setext underline turning
 # it into a heading.
 _SETEXT = re.compile(r"=+[ \t]*$|-+[ \t]*$")
@@ -478,9 +479,9 @@ def _indented(line: str, columns: list[int], column: int) -> int:
 
     ``column`` may fall inside a tab, part of which a container's marker took.
     """
-    index = 0
-    while index < len(line) and columns[index + 1] <= column:
-        index += 1
+    # The last character starting at or before ``column``, found by halving:
+    # walking from the line's start would make a line of many markers quadratic.
+    index = min(bisect.bisect_right(columns, column) - 1, len(line))
     while index < len(line) and line[index] in " \t":
         index += 1
     return index
@@ -511,7 +512,27 @@ def _continued(line: str, columns: list[int], stack: list[_Open]) -> tuple[int, 
     return column, len(stack)
 
 
-def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False) -> int | None:
+def _nested_quote_tab(line: str) -> int | None:
+    r"""The index of ``line``'s first ``>`` marker if a tab follows a second one among its markers.
+
+    markdown-it measures that tab otherwise than CommonMark (see :func:`_prose`).
+
+    >>> _nested_quote_tab(">>* \t# Context"), _nested_quote_tab("- > > x\t"), _nested_quote_tab(">\t- # x")
+    (0, None, None)
+    """
+    markers = _MARKERS.match(line)
+    prefix = "" if markers is None else markers[0]
+    first = prefix.find(">")
+    second = prefix.find(">", first + 1) if first >= 0 else -1
+    return first if second >= 0 and "\t" in prefix[second + 1 :] else None
+
+
+def _widths(stack: list[_Open]) -> int:
+    """The columns the list items in ``stack`` take together."""
+    return sum(container.width for container in stack if container.width is not None)
+
+
+def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False, slack: int = 0) -> int | None:
     """The index of the block start markdown-it reads in ``line`` from ``index`` on, if it reads one.
 
     ``line[index]`` is a ``>``, or the first character past the line's
@@ -522,7 +543,9 @@ def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False)
     it, every ``>`` is read as a marker too, and a list marker as an item's.
     ``narrow``: a tab may be as narrow as one column, and the space a marker
     may take may be a whole tab, so a block start any tab stops put three
-    columns or fewer past a marker is read.
+    columns or fewer past a marker is read. ``slack``: the columns of list
+    items markdown-it may continue past a marker, whose content a block start
+    may be up to three columns past instead.
     """
     if line[index] == ">":
         column = _past_quote(line, columns, index)
@@ -543,7 +566,7 @@ def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False)
             column = _past_quote(line, columns, index)
             after = index + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
             continue
-        if indent > 3:
+        if indent > 3 + slack:
             return None
         if _BLOCK_START.match(rest) or _HTML_BLOCK.match(rest) or _SETEXT.match(rest) or _HTML_TAG_LINE.match(rest):
             return index
@@ -665,11 +688,13 @@ def _prose(text: str) -> str:
             # continuation, markdown-it the blockquote's marker, so a block start past it is
             # escaped for markdown-it.
             unsure = True
-            start = _lenient(line, columns, index)
+            # markdown-it continues the list items open in that blockquote too, where the
+            # indentation reaches their content.
+            start = _lenient(line, columns, index, slack=_widths(stack[matched:]))
             if start is not None:
                 lines[i] = line = f"{line[:start]}\\{line[start:]}"
                 columns = _columns(line)
-        nested = _NESTED_QUOTE_TAB.match(line)
+        nested = _nested_quote_tab(line)
         if nested is not None:
             # A tab past a nested blockquote's marker: markdown-it measures its width from
             # the inner blockquote's place in the outer one, not from the line's start, so
@@ -677,7 +702,7 @@ def _prose(text: str) -> str:
             # reads another. Every reading's block start is escaped, and the containers
             # are read as markdown-it may read them otherwise from here on.
             unsure = True
-            start = _lenient(line, columns, nested.start(1), narrow=True)
+            start = _lenient(line, columns, nested, narrow=True, slack=_widths(stack))
             if start is not None:
                 lines[i] = line = f"{line[:start]}\\{line[start:]}"
                 columns = _columns(line)

@@ -176,6 +176,10 @@ _MARKDOWN_IT_READINGS = {
     "paragraph-ended-past-an-item": ("1.    - #\n    - \n#\n=", "1.    - \\#\n    - \n\\#\n\\="),
     # It ends the inner blockquote at ``#``, and with it the outer one.
     "paragraph-ended-past-a-quote": ("> > #\n     #\n<a href='x'>", "> > \\#\n     #\n\\<a href='x'>"),
+    # Past a blockquote continued at a ``>`` indented as code, it continues the list
+    # item open in that blockquote too, so ``#`` is three columns past its content.
+    "item-held-past-code": (">1. a\n    >       # x", ">1. a\n    >       \\# x"),
+    "item-held-past-code-after-a-blank": ("> - a\n>\n    >     # x", "> - a\n>\n    >     \\# x"),
     # It measures a tab past a nested blockquote's marker from the inner blockquote's
     # place in the outer one: the tab is one column wide there, so ``#`` starts the
     # item's content (a heading), where CommonMark reads code.
