@@ -12,7 +12,7 @@ import functools
 import re
 from typing import cast
 
-from agentfx.errors import ContractError
+from agentfx.errors import ContractError, echo, shown
 
 __all__ = ["check_name", "default_name", "message_tag"]
 
@@ -89,12 +89,12 @@ def check_name(tag: str, name: str) -> str:
     # Annotated as str, but an untyped contract can pass anything as a name.
     if not isinstance(cast(object, name), str):
         raise ContractError(
-            f'Cannot expose "{tag}": {name!r} is not a valid capability name. '
+            f'Cannot expose "{tag}": {shown(name)} is not a valid capability name. '
             "Use a string of 1-128 characters of [a-zA-Z0-9_-]."
         )
     if _VALID_NAME.fullmatch(name) is None:
         raise ContractError(
-            f'Cannot expose "{tag}": "{name}" is not a valid capability name. '
+            f'Cannot expose "{tag}": "{echo(name)}" is not a valid capability name. '
             "Use 1-128 characters of [a-zA-Z0-9_-]."
         )
     return name

@@ -98,9 +98,34 @@ def test_check_name_accepts_valid_names(name: str) -> None:
 def test_check_name_rejects_invalid_names(name: str) -> None:
     with pytest.raises(ContractError) as info:
         check_name("RequestedCreateTodo", name)
+    # A name past 128 characters is shown cut there, as every echo of a caller's text is.
+    named = name if len(name) <= 128 else name[:128] + "…"
     assert str(info.value) == (
-        f'Cannot expose "RequestedCreateTodo": "{name}" is not a valid capability name. '
+        f'Cannot expose "RequestedCreateTodo": "{named}" is not a valid capability name. '
         "Use 1-128 characters of [a-zA-Z0-9_-]."
+    )
+
+
+def test_a_long_invalid_name_is_shown_bounded() -> None:
+    with pytest.raises(ContractError) as info:
+        check_name("RequestedCreateTodo", "x y" * 100_000)
+    assert len(str(info.value)) < 300
+    with pytest.raises(ContractError) as info:
+        check_name("RequestedCreateTodo", cast(Any, ["create_todo"] * 100_000))
+    assert len(str(info.value)) < 500
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("the name's own secret")
+
+
+def test_a_name_whose_repr_raises_is_still_a_contract_error() -> None:
+    with pytest.raises(ContractError) as info:
+        check_name("RequestedCreateTodo", cast(Any, _Unprintable()))
+    assert str(info.value) == (
+        'Cannot expose "RequestedCreateTodo": <_Unprintable> is not a valid capability name. '
+        "Use a string of 1-128 characters of [a-zA-Z0-9_-]."
     )
 
 
