@@ -20,7 +20,7 @@ from typing import Generic, TypeVar, cast
 from .confirm import ConfirmationRequest
 from .errors import AgentAuthorizationError, AgentConfirmationRequiredError
 
-__all__ = ["Approval", "Remembered", "asked_again"]
+__all__ = ["Approval", "Remembered", "asked_again", "kept"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -32,6 +32,7 @@ class Approval:
 
     A prompt other than the one shown (or any prompt, when what was shown is
     not known) is kept in :attr:`changed`: the person must be asked about it.
+    ``shown`` may be the prompt as :func:`kept` keeps it: a long one's digest.
 
     >>> import anyio
     >>> from agentfx.confirm import ConfirmationRequest
@@ -45,13 +46,14 @@ class Approval:
 
     __slots__ = ("answer", "changed", "shown")
 
-    def __init__(self, shown: str | None, *, answer: bool = True) -> None:
+    def __init__(self, shown: str | bytes | None, *, answer: bool = True) -> None:
         self.shown = shown
         self.answer = answer
         self.changed: str | None = None
 
     async def __call__(self, request: ConfirmationRequest) -> bool:
-        if self.shown is not None and request.prompt == self.shown:
+        shown = self.shown
+        if shown is not None and (request.prompt if isinstance(shown, str) else kept(request.prompt)) == shown:
             return self.answer
         # Not what the person answered: the Model moved on since, and this
         # answer does not cover what the call would now do.
@@ -73,7 +75,9 @@ def asked_again(changed: str | None, outcome: T) -> T | AgentConfirmationRequire
 class Remembered(Generic[K, V]):
     """What an adapter asked about, by call: at most ``limit`` entries, the oldest forgotten first.
 
-    Bounded in bytes too: a long text in a key is kept as its digest.
+    Bounded in bytes too: a long text in a key is kept as its digest. A value
+    is kept as given: a text the model or the Model makes (a prompt) is
+    remembered as :func:`kept` makes it.
 
     >>> kept = Remembered[str, int](2)
     >>> for call in ("a", "b", "c"):
@@ -101,6 +105,15 @@ class Remembered(Generic[K, V]):
 
 _KEY_TEXT_MAX = 128
 """The longest text a table keeps as it is in a key; a longer one is kept as its digest."""
+
+
+def kept(text: str) -> str | bytes:
+    """``text`` as a table keeps it: as it is, or its digest when it is longer than :data:`_KEY_TEXT_MAX`.
+
+    >>> kept("Delete the milk?"), len(kept("x" * 1_000_000))
+    ('Delete the milk?', 32)
+    """
+    return cast("str | bytes", _compact(text))
 
 
 def _compact(key: object) -> object:

@@ -82,7 +82,7 @@ except ImportError as missing:  # pragma: no cover - exercised in a subprocess b
         packages=frozenset({"pydantic_ai", "pydantic_core"}),
     )
 
-from ._approval import Approval, Remembered, asked_again
+from ._approval import Approval, Remembered, asked_again, kept
 from .errors import AgentConfirmationRequiredError, AgentInvalidInputError, ContractError
 from .invocation import Invocation
 from .runtime import AgentRuntime
@@ -203,7 +203,9 @@ class AgentfxToolset(AbstractToolset[Any]):
         # The prompt each call was last deferred with: pydantic-ai hands an
         # approved call back with whatever metadata the application passed in
         # DeferredToolResults, not the metadata the call was deferred with.
-        self._asked = Remembered[_Key, str](_MAX_ASKED)
+        # A prompt is remembered as its digest when long: authorize may build it
+        # from the model's own arguments, of any length.
+        self._asked = Remembered[_Key, str | bytes](_MAX_ASKED)
         # The contract is fixed once bound: only which of these are offered changes.
         self._views = tool_views(runtime, available_only=False)
 
@@ -268,7 +270,7 @@ class AgentfxToolset(AbstractToolset[Any]):
             # Nothing was sent. pydantic-ai ends the run with this call among the
             # DeferredToolRequests' approvals; approving it re-runs the call,
             # which this prompt (and nothing else) then confirms.
-            self._asked.remember(key, failure.prompt)
+            self._asked.remember(key, kept(failure.prompt))
             raise ApprovalRequired(metadata={"prompt": failure.prompt, "capability": failure.capability})
         if not answer.ok:
             raise ToolFailed(answer.text)

@@ -417,6 +417,45 @@ async def test_a_deferred_call_with_a_huge_call_id_is_remembered_in_little_and_a
     assert list(toolset._asked._entries) == []  # pyright: ignore[reportPrivateUsage]
 
 
+async def test_a_deferred_call_with_a_huge_prompt_is_remembered_in_little_and_approved_as_shown() -> None:
+    # The prompt is the application's words, often built from the model's own arguments:
+    # the table of deferred calls must not keep megabytes per entry for it either.
+    title = "milk " * 200_000
+    h = harness(msgspec.structs.replace(INITIAL, todos=(Todo("milk", title),), selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    toolset = AgentfxToolset(h.runtime)
+    agent = Agent(FunctionModel(script), toolsets=[toolset], output_type=[str, DeferredToolRequests])
+    first = await agent.run("Delete the milk")
+    assert isinstance(first.output, DeferredToolRequests)
+    assert first.output.metadata["c1"]["prompt"] == f'Delete the todo "{title}"?'
+    [held] = toolset._asked._entries.values()  # pyright: ignore[reportPrivateUsage]
+    assert len(held) < 100
+    # Without the metadata, only the remembered digest says what the person was shown.
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    assert second.output == "deleted"
+    assert h.recorder.dispatched == [RequestedDeleteTodo(id="milk")]
+    assert [e.confirmed for e in h.audit.entries()] == [msgspec.UNSET, True]
+
+
+async def test_a_huge_prompt_remembered_as_a_digest_covers_no_other_prompt() -> None:
+    title = "milk " * 200_000
+    h = harness(msgspec.structs.replace(INITIAL, todos=(Todo("milk", title), Todo("oat", title + "!")), selected="milk"))
+    script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
+    agent = _agent(h, script)
+    first = await agent.run("Delete the milk")
+    assert isinstance(first.output, DeferredToolRequests)
+    # While the person reads the prompt, a todo whose prompt differs only at its end is selected.
+    h.recorder.set_model(msgspec.structs.replace(h.recorder.model(), selected="oat"))
+    second = await agent.run(
+        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
+    )
+    assert isinstance(second.output, DeferredToolRequests)
+    assert second.output.metadata["c1"]["prompt"] == f'Delete the todo "{title}!"?'
+    assert h.recorder.dispatched == []
+
+
 async def test_a_denied_confirmation_sends_nothing() -> None:
     h = harness(msgspec.structs.replace(INITIAL, selected="milk"))
     script = Script([_call("delete_selected_todo", {}, "c1")], "kept")
