@@ -878,7 +878,7 @@ def _without_sets(raw: dict[str, Any], types: tuple[object, ...]) -> dict[str, A
         for position, field in enumerate(record.fields if record is not None else ()):
             if field.default is msgspec.NODEFAULT:
                 continue
-            ordered = _set_free(field.default)
+            ordered = set_free(field.default)
             if ordered is not field.default:
                 # In this process msgspec renders the set in this very order.
                 as_written = msgspec.json.encode(msgspec.to_builtins(field.default, str_keys=True))
@@ -887,7 +887,7 @@ def _without_sets(raw: dict[str, Any], types: tuple[object, ...]) -> dict[str, A
         for meta in _metas(tp, record):
             # A set in the application's own keywords: msgspec lists it as this process iterates it.
             for key, value in (meta.extra_json_schema or {}).items():
-                ordered = _set_free(value)
+                ordered = set_free(value)
                 if ordered is not value:
                     renderings[(key, msgspec.json.encode(msgspec.to_builtins(value, str_keys=True)))] = ordered
         pending.extend(_components(tp))
@@ -914,16 +914,16 @@ def _values_without_sets(node: Any, renderings: dict[tuple[str, bytes], Any], na
         out: dict[str, Any] = {}
         for key, value in mapping.items():
             if key == "examples" and isinstance(value, list):
-                out[key] = [_set_free(example) for example in cast("list[Any]", value)]
+                out[key] = [set_free(example) for example in cast("list[Any]", value)]
             elif key == "default" and name is not None and renderings:
-                value = _set_free(value)
+                value = set_free(value)
                 try:
                     written = msgspec.json.encode(value)
                 except (TypeError, ValueError, OverflowError):
                     written = b""
                 out[key] = renderings.get((name, written), value)
             elif key in _VALUES:
-                out[key] = _set_free(value)
+                out[key] = set_free(value)
             elif key == "properties" and isinstance(value, dict):
                 properties = cast("dict[str, Any]", value)
                 out[key] = {prop: _values_without_sets(shape, renderings, prop) for prop, shape in properties.items()}
@@ -939,7 +939,7 @@ def _values_without_sets(node: Any, renderings: dict[tuple[str, bytes], Any], na
         return [_values_without_sets(item, renderings, None) for item in cast("list[Any]", node)]
     if isinstance(node, (set, frozenset)):
         # A set the application put in its own keywords (``extra_json_schema``), under any key.
-        return _set_free(node)
+        return set_free(node)
     return node
 
 
@@ -951,21 +951,21 @@ def _rendered(renderings: dict[tuple[str, bytes], Any], key: str, value: list[An
         return None
 
 
-def _set_free(value: Any, depth: int = 0) -> Any:
+def set_free(value: Any, depth: int = 0) -> Any:
     """``value`` with every set inside it a list in a stable order; ``value`` itself when it holds none."""
     if depth > 64:
         return value
     if isinstance(value, (set, frozenset)):
-        items = [_set_free(item, depth + 1) for item in cast("frozenset[Any]", value)]
+        items = [set_free(item, depth + 1) for item in cast("frozenset[Any]", value)]
         items.sort(key=_json_order)
         return items
     if isinstance(value, (list, tuple)):
         sequence = cast("list[Any] | tuple[Any, ...]", value)
-        items = [_set_free(item, depth + 1) for item in sequence]
+        items = [set_free(item, depth + 1) for item in sequence]
         return sequence if all(new is old for new, old in zip(items, sequence, strict=True)) else items
     if isinstance(value, dict):
         mapping = cast("dict[Any, Any]", value)
-        entries = {key: _set_free(item, depth + 1) for key, item in mapping.items()}
+        entries = {key: set_free(item, depth + 1) for key, item in mapping.items()}
         return mapping if all(entries[key] is item for key, item in mapping.items()) else entries
     if isinstance(value, msgspec.Struct) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         # Only the fields that hold a set are replaced in the record's own
@@ -973,7 +973,7 @@ def _set_free(value: Any, depth: int = 0) -> Any:
         record = _record(type(value))
         if record is None:
             return value
-        changed = [(i, f, _set_free(getattr(value, f.name), depth + 1)) for i, f in enumerate(record.fields)]
+        changed = [(i, f, set_free(getattr(value, f.name), depth + 1)) for i, f in enumerate(record.fields)]
         changed = [(i, f, new) for i, f, new in changed if new is not getattr(value, f.name)]
         if not changed:
             return value

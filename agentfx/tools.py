@@ -29,6 +29,7 @@ from .docs import MessageDescriptor, summarize
 from .errors import AgentInvalidInputError, is_failure
 from .hints import Hints
 from .pipeline import DispatchResult
+from .schema import set_free
 
 if TYPE_CHECKING:
     from .errors import AgentResourceError, DispatchError
@@ -199,14 +200,27 @@ def _success(result: DispatchResult) -> ToolReply:
     data["completion"] = completion
     if outcome.message is None:
         return ToolReply(ok=summary.ok, text=summary.text, data=data)
+    message: object = outcome.message
     try:
+        # msgspec checks no field of a Struct when it is built, so a Message
+        # holding what its type refuses (an int where a str is declared) is
+        # read back as its type reads it: a client checks the reply against the
+        # output schema, and would raise on a call whose Message was sent.
+        msgspec.convert(msgspec.to_builtins(message), type(message))
         # Through JSON, not to_builtins: a tuple must arrive as the array its
-        # schema promises, and a mapping's keys as strings.
-        completion["message"] = msgspec.json.decode(msgspec.json.encode(outcome.message))
+        # schema promises, and a mapping's keys as strings. A set in order,
+        # not msgspec's hash order: every process answers alike.
+        try:
+            encoded = msgspec.json.encode(message, order="deterministic")
+        except TypeError:
+            # Items (or keys) of types that do not compare: by their own encoding.
+            encoded = msgspec.json.encode(set_free(message))
+        completion["message"] = msgspec.json.decode(encoded)
         text = summary.text + "\n" + msgspec.json.encode(data).decode()
     except (TypeError, ValueError, OverflowError, RecursionError):
-        # The application's Message does not encode: its bug, reported like
-        # any defect, without the Message's contents.
+        # The application's Message does not encode, or does not hold what its
+        # type declares: its bug, reported like any defect, without the
+        # Message's contents (a ValidationError is a ValueError).
         _logger.exception("the completion Message of %r could not be encoded", result.name)
         return defect_reply(result.name)
     return ToolReply(ok=summary.ok, text=text, data=data)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from typing import Annotated, Any, Protocol, cast
 
 import jsonschema
 import msgspec
@@ -244,6 +244,60 @@ def test_a_completion_message_that_cannot_be_encoded_is_a_defect(caplog: pytest.
     assert reply(result) == defect_reply("run")
     assert "secret" not in defect_reply("run").text
     assert any("could not be encoded" in record.getMessage() for record in caplog.records)
+
+
+class Made(msgspec.Struct, frozen=True, tag=True):
+    id: str
+    count: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+@pytest.mark.parametrize(
+    "message",
+    [Made(id=cast(Any, 7)), Made(id="todo-1", count=-1)],
+    ids=["a field of another type", "a field past its constraint"],
+)
+def test_a_completion_message_that_breaks_its_own_type_is_a_defect(
+    message: Made, caplog: pytest.LogCaptureFixture
+) -> None:
+    # msgspec checks nothing when a Struct is built: the application can settle a
+    # call with a Message the output schema refuses, which a client would raise on.
+    result = agentfx.DispatchResult("make", "Make", None, agentfx.Invocation(id="1"), CompletionOutcome("completed", message))
+    assert reply(result) == defect_reply("make")
+    assert any("could not be encoded" in record.getMessage() for record in caplog.records)
+
+
+class Measured(msgspec.Struct, frozen=True, tag=True):
+    value: float
+
+
+def test_a_completion_message_with_a_float_json_cannot_hold_still_replies() -> None:
+    result = agentfx.DispatchResult(
+        "measure", "Measure", None, agentfx.Invocation(id="1"), CompletionOutcome("completed", Measured(float("nan")))
+    )
+    answer = reply(result)
+    assert answer.ok and answer.data["completion"]["message"] == {"type": "Measured", "value": None}
+
+
+class Labelled(msgspec.Struct, frozen=True, tag=True):
+    labels: frozenset[str]
+    mixed: frozenset[int | str] = frozenset()
+    counts: dict[str, int] = {}
+
+
+def test_a_completion_message_s_sets_are_answered_in_one_order_in_every_process() -> None:
+    labels = frozenset(["work", "misc", "later", "home", "urgent", "today", "soon", "never"])
+    message = Labelled(labels, counts={"b": 1, "a": 2})
+    result = agentfx.DispatchResult("label", "Label", None, agentfx.Invocation(id="1"), CompletionOutcome("completed", message))
+    answer = reply(result)
+    # Sorted, not in hash order, which differs between processes.
+    assert answer.data["completion"]["message"]["labels"] == sorted(labels)
+    assert answer.text.endswith('"labels":' + msgspec.json.encode(sorted(labels)).decode() + ',"mixed":[],"counts":{"a":2,"b":1}}}}')
+    # Items that do not compare are put in the order of their encodings.
+    mixed = reply(
+        msgspec.structs.replace(result, completion=CompletionOutcome("completed", Labelled(labels, frozenset([2, "a", 1]))))
+    )
+    assert mixed.data["completion"]["message"]["mixed"] == ["a", 1, 2]
+    assert mixed.data["completion"]["message"]["labels"] == sorted(labels)
 
 
 # --- output schemas, validated on every success ----------------------------------------------------
