@@ -401,7 +401,20 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _check_completion(name: str, completion: AnyCompletion | None, members: frozenset[type[Any]]) -> None:
+def _check_completion(
+    name: str, completion: AnyCompletion | None, members: frozenset[type[Any]], message: type[Any]
+) -> None:
+    """Refuse a malformed completion of the capability ``name``, which dispatches ``message``.
+
+    Args:
+        name: The capability's name, as the refusals name it.
+        completion: What the variant declared, unchecked (untyped callers can pass anything).
+        members: The classes of the Message union.
+        message: The capability's own Message class.
+
+    Raises:
+        ContractError: The completion is malformed; the message says how.
+    """
     where = f'Cannot expose "{name}"'
     if completion is None:
         return
@@ -438,6 +451,16 @@ def _check_completion(name: str, completion: AnyCompletion | None, members: froz
             raise ContractError(
                 f'Cannot expose "{name}": its completion Message "{message_tag(cls)}" is not a variant of this Message union'
             )
+    # The runtime observes every processed Message, the dispatched one included: a completion on
+    # the capability's own Message would be met by the request itself, before anything answered it.
+    # The class itself is enough: the only subclass ``to_message`` may make instead carries the
+    # same tag, and a union refuses two members sharing one, so no completion can name it.
+    for role, classes in (("success", completion.success), ("failure", completion.failure)):
+        for cls in classes:
+            if cls is message:
+                raise ContractError(
+                    f'Cannot expose "{name}": "{message_tag(cls)}" is both the Message it dispatches and a {role} Message'
+                )
 
 
 def _check_schema(schema: object, what: str) -> None:
@@ -528,7 +551,7 @@ def _capability(v: Variant[Any, Any, Any, Any], members: frozenset[type[Any]]) -
         check_hook(where, "to_message", v.to_message, ("the input", "an InvocationContext"), synchronous=True)
     if v.authorize is not None:
         check_hook(where, "authorize", v.authorize, ("an AuthorizationRequest",))
-    _check_completion(name, v.completion, members)
+    _check_completion(name, v.completion, members, cls)
     title, hints = _check_presentation(tag, v.title, v.hints)
     if v.may_confirm and v.authorize is None:
         raise ContractError(f'Cannot expose "{tag}": "may_confirm" was declared without "authorize", which asks for it')

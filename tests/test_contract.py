@@ -354,6 +354,20 @@ def test_a_completion_message_outside_the_union_is_refused() -> None:
         agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", completion=completion))
 
 
+@pytest.mark.parametrize("role", ["success", "failure"])
+def test_a_completion_on_the_capability_s_own_message_is_refused(role: str) -> None:
+    # The dispatched Message is observed like any other: it would "complete" its own call at once.
+    own: Completion[Any, Any] = (
+        Completion(success=RequestedDeleteTodo)
+        if role == "success"
+        else Completion(success=DeletedTodo, failure=(FailedDeleteTodo, RequestedDeleteTodo))
+    )
+    with raises(
+        f'Cannot expose "delete_todo": "RequestedDeleteTodo" is both the Message it dispatches and a {role} Message'
+    ):
+        agentfx.expose(Message, agentfx.variant(RequestedDeleteTodo, "Delete", name="delete_todo", completion=own))
+
+
 def test_correlate_and_correlate_key_are_exclusive() -> None:
     with raises('Give a completion either "correlate" or "correlate_key", not both'):
         Completion(
