@@ -156,10 +156,35 @@ def refuse_awaitable(answer: object, role: str) -> NoReturn:
     ...
     agentfx.ContractError: "projection" returned an awaitable; it must answer synchronously
     """
+    raise awaitable_defect(answer, role)
+
+
+def awaitable_defect(answer: object, role: str) -> ContractError:
+    """The defect :func:`refuse_awaitable` raises, closing ``answer`` so it never warns it was not awaited."""
     close = getattr(answer, "close", None)
     if callable(close):
         close()  # never awaited, and it must not warn that it was not
-    raise ContractError(f'"{role}" returned an awaitable; it must answer synchronously')
+    return ContractError(f'"{role}" returned an awaitable; it must answer synchronously')
+
+
+def unsubscribe_defect(answer: object, role: str) -> ContractError:
+    """The defect of a subscription (``role``) that answered ``answer``, which cannot be called.
+
+    Whatever a subscription returns is called to remove its listener once the
+    call is over: anything else would leave the listener behind on every call
+    (``None``) or fail only after the Message was sent (an Rx-style
+    ``Disposable``), so it is refused before anything is sent. An awaitable
+    (the subscription never ran) is the defect of :func:`refuse_awaitable`.
+    Callers test ``callable(answer)`` first, so an answer that is fine costs
+    no call.
+
+    >>> unsubscribe_defect(None, "host.observe")
+    ContractError('"host.observe" returned None; it must return a function that removes its listener')
+    """
+    if isawaitable(answer):
+        return awaitable_defect(answer, role)
+    it = "None" if answer is None else kind_of(answer)
+    return ContractError(f'"{role}" returned {it}; it must return a function that removes its listener')
 
 
 def check_synchronous(hook: object, role: str) -> None:
@@ -590,7 +615,7 @@ class _Group:
 class MessageHub:
     """Routes processed Messages to the invocations waiting for them, through one observer."""
 
-    __slots__ = ("_by_class", "_count", "_groups", "_observe", "_unsubscribe")
+    __slots__ = ("_by_class", "_count", "_groups", "_observe", "_refused", "_unsubscribe")
 
     def __init__(self, observe: Callable[[Callable[[Any], None]], Unsubscribe] | None) -> None:
         self._observe = observe
@@ -598,6 +623,9 @@ class MessageHub:
         self._by_class: dict[type[Any], tuple[_Group, ...]] = {}
         self._count = 0
         self._unsubscribe: Unsubscribe | None = None
+        # Why ``host.observe`` is refused, once it has answered something that cannot remove the
+        # listener it registered (see :meth:`_subscribe`).
+        self._refused: str | None = None
 
     def declare(self, owner: object, completion: Completion[Any, Any]) -> None:
         group = _Group(completion)
@@ -609,19 +637,40 @@ class MessageHub:
         """Start matching Messages for ``pending``. Call before the Message is sent.
 
         On success, :meth:`release` must follow exactly once; if this raises
-        (a ``request_key`` or ``host.observe`` that fails), nothing is left
-        registered and there is nothing to release.
+        (a ``request_key`` or ``host.observe`` that fails, or that answers
+        something other than an unsubscribe), nothing is left registered and
+        there is nothing to release.
+
+        Raises:
+            ContractError: ``host.observe`` answered something other than a
+                function that removes its listener, now or on an earlier call.
         """
         group = self._groups[owner]
         group.add(pending)
         if self._count == 0:
-            assert self._observe is not None
             try:
-                self._unsubscribe = self._observe(self._on_message)
+                self._subscribe()
             except BaseException:
                 group.remove(pending)
                 raise
         self._count += 1
+
+    def _subscribe(self) -> None:
+        """Subscribe the hub's one listener with ``host.observe``, refusing an answer that cannot remove it."""
+        if self._refused is not None:
+            raise ContractError(self._refused)
+        assert self._observe is not None
+        answer = self._observe(self._on_message)
+        if callable(answer):
+            self._unsubscribe = answer
+            return
+        defect = unsubscribe_defect(answer, "host.observe")
+        if not isawaitable(answer):
+            # The host now holds a listener nothing can remove: subscribing again on each call
+            # would add one more every time, so every later call is refused without asking.
+            # That one listener settles nothing, since no invocation is ever registered again.
+            self._refused = str(defect)
+        raise defect
 
     def release(self, owner: object, pending: Pending) -> None:
         """Stop matching for ``pending``; on every exit path, exactly once per register."""
@@ -656,11 +705,16 @@ class StateWaiter:
         self.pending = pending
         self._last: Any = _UNSET
         source = completion.source
-        unsubscribe = (source.subscribe if source is not None else subscribe)(self.check)
-        if not callable(unsubscribe) and isawaitable(unsubscribe):
-            # A subscription that never ran: no notification would ever come.
-            refuse_awaitable(unsubscribe, "Source.subscribe" if source is not None else "host.subscribe")
-        self._unsubscribe: Unsubscribe | None = unsubscribe
+        answer = (source.subscribe if source is not None else subscribe)(self.check)
+        # An awaitable is a subscription that never ran: no notification would ever come. Anything
+        # else that cannot be called could not remove the listener once the call is over.
+        if not callable(answer):
+            defect = unsubscribe_defect(answer, "Source.subscribe" if source is not None else "host.subscribe")
+            # The listener, if one was registered, cannot be removed: settling the invocation
+            # makes each later notification return at once, never evaluating the predicate.
+            pending.fail(defect)
+            raise defect
+        self._unsubscribe: Unsubscribe | None = answer
 
     def check(self) -> None:
         """Evaluate once; called inside each notification and when the wait begins."""

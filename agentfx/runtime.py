@@ -26,7 +26,7 @@ from returns.unsafe import unsafe_perform_io
 from ._returns import failure, future_result, success
 from ._tracing import ERROR_STATUS, active_tracer, span_failed
 from .audit import AuditLog, AuditRecord, AuditSink, safe_record, snapshot_input
-from .completion import Completion, StateCompletion
+from .completion import Completion, StateCompletion, unsubscribe_defect
 from .contract import Definition, available_in, check_definition, check_hook
 from .docs import MessageDescriptor, ResourceDescriptor, describe, resources
 from .errors import (
@@ -378,13 +378,25 @@ class AgentRuntime(Generic[M, P]):
         return None if context is None else context.encode(self.host.model())
 
     def subscribe(self, listener: Callable[[], None]) -> Unsubscribe:
-        """Call ``listener()`` on every Model change (every processed Message if the host can only observe)."""
+        """Call ``listener()`` on every Model change (every processed Message if the host can only observe).
+
+        Raises:
+            ContractError: the host's ``subscribe`` (or ``observe``) answered
+                something other than a function that removes the listener.
+        """
         host = self.host
         if host.subscribe is not None:
-            return host.subscribe(listener)
-        if host.observe is not None:
-            return host.observe(lambda _message: listener())
-        return _no_op
+            role, answer = "host.subscribe", cast(object, host.subscribe(listener))
+        elif host.observe is not None:
+            role, answer = "host.observe", cast(object, host.observe(lambda _message: listener()))
+        else:
+            return _no_op
+        if not callable(answer):
+            # Refused now, not when the caller is done listening: a watcher that
+            # stops would meet the bare TypeError then, and one that keeps its
+            # answer to know it is subscribed would subscribe again and again.
+            raise unsubscribe_defect(answer, role)
+        return cast("Unsubscribe", answer)
 
     async def _dispatch_composed(
         self, target: type[Any] | str, payload: object, invocation: Invocation | None = None

@@ -908,6 +908,102 @@ async def test_a_subscribe_answering_an_awaitable_is_a_defect(anyio_backend: str
     assert subscribe.all_closed()
 
 
+class Disposable:
+    """An Rx-style subscription: removed by ``dispose()``, not by calling it."""
+
+    def __init__(self, remove: Callable[[], None]) -> None:
+        self.dispose = remove
+
+
+def not_an_unsubscribe(kind: str, unsubscribe: Callable[[], None]) -> object:
+    """What a host mistaking its subscription's answer returns instead of ``unsubscribe``."""
+    return None if kind == "None" else Disposable(unsubscribe)
+
+
+@pytest.mark.parametrize("kind", ["None", "Disposable"])
+async def test_an_observe_answering_no_unsubscribe_is_a_defect_before_sending(anyio_backend: str, kind: str) -> None:
+    # Unchecked, None left a listener behind on every call, and a Disposable raised a bare
+    # TypeError after the Message was sent and its result processed, replacing the success.
+    recorder = recording(Model(), responses={Create: answer(Created)})
+    observed: list[Callable[[Any], None]] = []
+
+    def observe(listener: Callable[[Any], None]) -> Callable[[], None]:
+        observed.append(listener)
+        return cast("Callable[[], None]", not_an_unsubscribe(kind, recorder.observe(listener)))
+
+    log = agentfx.audit_log()
+    host: Host[Model, Any, None] = Host(model=recorder.model, dispatch=recorder.dispatch, observe=observe)
+    runtime = create_runtime(Completion(success=Created, timeout=5), host=host, audit=log)
+    refusal = f'"host.observe" returned {"None" if kind == "None" else "a Disposable"}; '
+    refusal += "it must return a function that removes its listener"
+    for _ in range(3):
+        with pytest.raises(ContractError) as defect:
+            await runtime.messages.dispatch(Create, {"title": "milk"})
+        assert str(defect.value) == refusal
+    assert recorder.dispatched == []
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("refused", "AgentDefect")] * 3
+    # The host holds the one listener nothing can remove; later calls are refused without adding another.
+    assert len(observed) == 1 and recorder.listener_count == 1
+    # That listener settles nothing: a result arriving later reaches no invocation.
+    recorder.emit(Created("milk", "late"))
+
+
+async def test_an_observe_answering_an_awaitable_is_a_defect_each_time(anyio_backend: str) -> None:
+    # A subscription that never ran registered nothing, so the next call asks again.
+    recorder = recording(Model(), responses={Create: answer(Created)})
+    observe = Later(lambda: None)
+    log = agentfx.audit_log()
+    host: Host[Model, Any, None] = Host(model=recorder.model, dispatch=recorder.dispatch, observe=observe)
+    runtime = create_runtime(Completion(success=Created, timeout=5), host=host, audit=log)
+    for _ in range(2):
+        with pytest.raises(ContractError) as defect:
+            await runtime.messages.dispatch(Create, {"title": "milk"})
+        assert str(defect.value) == '"host.observe" returned an awaitable; it must answer synchronously'
+    assert len(observe.made) == 2 and observe.all_closed()
+    assert recorder.dispatched == []
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("refused", "AgentDefect")] * 2
+
+
+@pytest.mark.parametrize("kind", ["None", "Disposable"])
+@pytest.mark.parametrize("hook", ["host.subscribe", "Source.subscribe"])
+async def test_a_state_subscription_answering_no_unsubscribe_is_a_defect_before_sending(
+    anyio_backend: str, hook: str, kind: str
+) -> None:
+    recorder = recording(Model(name="old"), update=renaming)
+    box = Box()
+    predicate_calls: list[str] = []
+
+    def subscribe(listener: Callable[[], None]) -> Callable[[], None]:
+        unsubscribe = recorder.subscribe(listener) if hook == "host.subscribe" else box.subscribe(listener)
+        return cast("Callable[[], None]", not_an_unsubscribe(kind, unsubscribe))
+
+    def predicate(value: str, request: Rename) -> bool:
+        predicate_calls.append(value)
+        return value == request.name
+
+    if hook == "host.subscribe":
+        completion: agentfx.StateCompletion[Model, str, Rename] = when(
+            projection=lambda model: model.name, predicate=predicate, timeout=5
+        )
+        host: Host[Model, Any, None] = Host(model=recorder.model, dispatch=recorder.dispatch, subscribe=subscribe)
+    else:
+        source = Source(get=lambda: recorder.model().name, subscribe=subscribe)
+        completion = when(source=source, predicate=predicate, timeout=5)
+        host = Host(model=recorder.model, dispatch=recorder.dispatch)
+    log = agentfx.audit_log()
+    runtime = rename_runtime(completion, host, log)
+    with pytest.raises(ContractError) as defect:
+        await runtime.messages.dispatch(Rename, {"name": "new"})
+    it = "None" if kind == "None" else "a Disposable"
+    assert str(defect.value) == f'"{hook}" returned {it}; it must return a function that removes its listener'
+    assert recorder.dispatched == []
+    assert [(e.decision, e.outcome) for e in log.entries()] == [("refused", "AgentDefect")]
+    # The listener the host or Source keeps cannot be removed, but it evaluates nothing any more.
+    recorder.set_model(Model(name="new"))
+    box.notify()
+    assert predicate_calls == []
+
+
 # --- bind-time refusals ---------------------------------------------------------------------------
 
 

@@ -229,6 +229,26 @@ def test_subscribe_uses_host_subscribe_then_observe() -> None:
     assert calls == ["changed", "message"]
 
 
+class _Disposable:
+    def dispose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("answer", "named"), [(None, "None"), (_Disposable(), "a _Disposable")])
+@pytest.mark.parametrize("hook", ["subscribe", "observe"])
+def test_subscribe_refuses_a_host_answer_that_cannot_remove_the_listener(answer: object, named: str, hook: str) -> None:
+    rec = recorder()
+    def listen(_listener: object) -> object:
+        return answer
+
+    listening = {hook: listen}
+    host: agentfx.Host[Model, Any, Any] = agentfx.Host(model=rec.model, dispatch=rec.dispatch, **cast(Any, listening))
+    runtime = agentfx.bind(agentfx.define(agentfx.expose(Message, agentfx.variant(ClearedSelection, "Clear"))), host=host)
+    with pytest.raises(agentfx.ContractError) as info:
+        runtime.subscribe(lambda: None)
+    assert str(info.value) == f'"host.{hook}" returned {named}; it must return a function that removes its listener'
+
+
 # Bind-time checks
 
 
