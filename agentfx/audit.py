@@ -228,9 +228,16 @@ def snapshot_input(value: object) -> object:
     # to_builtins builds fresh containers all the way down, so later mutation
     # of the caller's payload cannot reach the entry; a value it cannot
     # convert is named by type instead, and _encodable makes what is left
-    # encodable.
+    # encodable. A set (a principal's roles) is put in order, not left in hash
+    # order, so every process records the same call alike; a mapping's keys
+    # are sorted with it.
     try:
-        return _encodable(msgspec.to_builtins(value, enc_hook=_unrecordable))
+        try:
+            built = msgspec.to_builtins(value, enc_hook=_unrecordable, order="deterministic")
+        except TypeError:
+            # Items or keys of types that do not compare (1 and "a"): as they come.
+            built = msgspec.to_builtins(value, enc_hook=_unrecordable)
+        return _encodable(built)
     except Exception:  # a cycle (RecursionError) or a hook-proof oddity
         return _UNRECORDABLE
 
@@ -616,8 +623,7 @@ def _close(answer: object) -> None:
 
 
 _awaitable_from: weakref.WeakSet[object] = weakref.WeakSet()
-_awaitable_from_strong: dict[int, object] = {}
-"""Sinks already logged for answering an awaitable: by weak reference, else held (so an id is never reused)."""
+"""Sinks already logged for answering an awaitable, by weak reference; a sink that cannot be weakly referred to by its class."""
 
 
 def _first_awaitable_from(sink: object) -> bool:
@@ -625,8 +631,11 @@ def _first_awaitable_from(sink: object) -> bool:
         if sink in _awaitable_from:
             return False
         _awaitable_from.add(sink)
-    except TypeError:  # neither weakly referable nor hashable: known by identity
-        if id(sink) in _awaitable_from_strong:
+    except TypeError:
+        # Neither weakly referable nor hashable (a slotted class): by its class,
+        # which always is, so no sink is held for as long as the process runs.
+        kind = type(sink)
+        if kind in _awaitable_from:
             return False
-        _awaitable_from_strong[id(sink)] = sink
+        _awaitable_from.add(kind)
     return True

@@ -231,6 +231,20 @@ def test_principal_is_projected() -> None:
     assert only_entry(log).principal == "u-alice"
 
 
+def test_a_projected_set_and_an_input_set_are_recorded_in_order() -> None:
+    # Hash order differs between processes: one call must be recorded alike in each.
+    roles = frozenset(["ops", "editor", "viewer", "billing", "admin", "owner", "guest", "audit"])
+    log = audit_log(principal=lambda user: roles, include_input=True)
+    log.record(make_record(input={"title": "t", "tags": set("hgfedcba")}))
+    # Items that do not compare are still recorded, as they come.
+    log.record(make_record(input={"mixed": {1, "a", 2}}))
+    first, second = log.entries()
+    assert first.principal == sorted(roles)
+    assert first.input == {"tags": sorted("hgfedcba"), "title": "t"}
+    mixed: Any = second.input
+    assert sorted(mixed["mixed"], key=str) == [1, 2, "a"]
+
+
 def test_unresolved_principal_is_none_and_the_projection_is_not_called() -> None:
     seen: list[object] = []
 
@@ -322,6 +336,37 @@ def test_a_projection_returning_an_awaitable_has_it_closed_and_records_no_princi
     assert [entry.principal for entry in log.entries()] == [UNSET, UNSET]
     assert all(coroutine.cr_frame is None for coroutine in made)  # closed, so never "never awaited"
     assert caplog.text.count("projection returned an awaitable") == 1
+
+
+class _Slotted:
+    """A sink that cannot be weakly referred to, whose ``record`` answers an awaitable."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = bytearray(1024)
+
+    def record(self, record: AuditRecord, /) -> Any:
+        return _never_awaited()
+
+
+async def _never_awaited() -> None:
+    pass
+
+
+def test_a_sink_answering_an_awaitable_is_logged_once_and_never_held(caplog: pytest.LogCaptureFixture) -> None:
+    import gc
+
+    from agentfx import audit
+
+    with caplog.at_level(logging.ERROR, logger="agentfx.audit"):
+        for _ in range(3):
+            safe_record(cast(AuditSink, _Slotted()), make_record())
+    assert caplog.text.count("returned an awaitable from record") == 1
+    gc.collect()
+    # Known by its class: no instance outlives its own use.
+    assert not [sink for sink in gc.get_objects() if type(sink) is _Slotted]
+    assert _Slotted in audit._awaitable_from  # pyright: ignore[reportPrivateUsage]
 
 
 # Input
