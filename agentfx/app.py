@@ -13,11 +13,12 @@ yields) and imports no program but the in-process one: a factory is passed in.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
-from .contract import check_definition
+from .contract import check_definition, check_hook
 from .program import Commands, Program, run_program
 from .runtime import AgentRuntime, bind
 
@@ -73,7 +74,9 @@ class App(Generic[M, Msg, P]):
 
     Raises:
         ContractError: ``definition`` is not a ``Definition`` (say, an
-            ``expose(...)`` that was never passed to ``define``).
+            ``expose(...)`` that was never passed to ``define``), ``update`` is
+            not a synchronous function of a Model and a Message, or
+            ``program`` is not a function of ``init`` and ``update``.
 
     >>> import anyio, msgspec, agentfx
     >>> class Bumped(msgspec.Struct, frozen=True, tag=True):
@@ -103,11 +106,14 @@ class App(Generic[M, Msg, P]):
         # Checked here, not at the first run: the CLI and servers read the
         # contract of an App long before, or without, binding it.
         self.definition: Definition[M, P] = check_definition("App()", definition)
+        # Likewise: a wrong update would pass every check and list every tool,
+        # then fail each call once its Message reached the program.
+        check_hook("App()", "update", update, ("the Model", "a Message"), synchronous=True)
         self.init = init
         self.update = update
         self.principal = principal
         self.audit = audit
-        self._programs: ProgramFactory = _in_process if program is None else program
+        self._programs: ProgramFactory = _in_process if program is None else _factory("App()", program)
 
     def program(self, factory: ProgramFactory | None = None) -> AbstractAsyncContextManager[Program[M, Msg]]:
         """Start the program alone, for binding several runtimes to one running application.
@@ -115,7 +121,7 @@ class App(Generic[M, Msg, P]):
         Args:
             factory: Runs it instead of the app's own program factory.
         """
-        return (self._programs if factory is None else factory)(self.init, self.update)
+        return (self._programs if factory is None else _factory("App.program()", factory))(self.init, self.update)
 
     def bind(
         self,
@@ -163,6 +169,30 @@ class App(Generic[M, Msg, P]):
     def __repr__(self) -> str:
         names = ", ".join(c.name for c in self.definition.capabilities)
         return f"<App capabilities=[{names}]>"
+
+
+def _factory(where: str, program: object) -> ProgramFactory:
+    """``program``, once it is known to take ``init`` and ``update`` as a :data:`ProgramFactory` is called."""
+    # Positionally, as it is called: run_program itself takes keywords only,
+    # and is passed as ``lambda init, update: run_program(init=init, update=update)``.
+    takes = ("the initial Model", "update")
+    check_hook(where, "program", program, takes)
+    wrapped = getattr(program, "__wrapped__", None)
+    if wrapped is not None and _passes_everything(program):
+        # An asynccontextmanager (run_program is one) hands everything to the
+        # function it wraps: that one's signature is what the call must fit.
+        check_hook(where, "program", wrapped, takes)
+    return cast("ProgramFactory", program)
+
+
+def _passes_everything(function: object) -> bool:
+    """Whether ``function``'s own signature is ``(*args, **kwargs)`` and nothing else."""
+    try:
+        parameters = list(inspect.signature(cast("Callable[..., object]", function), follow_wrapped=False).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    kinds = [parameter.kind for parameter in parameters]
+    return kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
 
 
 def _resolver(principal: object) -> Callable[[Invocation], Any] | None:

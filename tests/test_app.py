@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import msgspec
 import pytest
 
@@ -131,3 +133,47 @@ def test_an_app_refuses_what_expose_made_without_define() -> None:
     )
     with pytest.raises(agentfx.ContractError, match=r'^App\(\) takes the result of define\(\.\.\.\) as "definition", got 3;'):
         App(3, 0, update)  # pyright: ignore[reportArgumentType]
+
+
+async def _async_update(model: int, message: Message) -> int:
+    return model
+
+
+def _one_argument(model: int) -> int:
+    return model
+
+
+@pytest.mark.parametrize(
+    ("wrong", "why"),
+    [
+        (None, '"update" must be a function taking two arguments (the Model, a Message); it is a NoneType'),
+        (3, '"update" must be a function taking two arguments (the Model, a Message); it is an int'),
+        (_one_argument, '"update" must take two arguments (the Model, a Message); it takes (model)'),
+        (_async_update, '"update" must answer synchronously; it is a coroutine function'),
+    ],
+    ids=["none", "not-callable", "one-argument", "async"],
+)
+def test_an_update_that_cannot_run_the_program_is_refused_at_app(wrong: object, why: str) -> None:
+    # Before, App() took it, the manifest and the tools were served, and every call failed.
+    with pytest.raises(agentfx.ContractError) as info:
+        App(counter, init=0, update=cast(Any, wrong))
+    assert str(info.value) == f"App(): {why}"
+
+
+@pytest.mark.parametrize(
+    ("wrong", "why"),
+    [
+        (3, '"program" must be a function taking two arguments (the initial Model, update); it is an int'),
+        (agentfx.run_program, '"program" must take two arguments (the initial Model, update); it takes (*, init, update)'),
+    ],
+    ids=["not-callable", "keywords-only"],
+)
+async def test_a_program_factory_that_cannot_be_called_is_refused(wrong: object, why: str) -> None:
+    with pytest.raises(agentfx.ContractError) as info:
+        App(counter, init=0, update=update, program=cast(Any, wrong))
+    assert str(info.value) == f"App(): {why}"
+    app = App(counter, init=0, update=update)
+    with pytest.raises(agentfx.ContractError) as info:
+        async with app.run(program=cast(Any, wrong)):
+            pass
+    assert str(info.value) == f"App.program(): {why}"
