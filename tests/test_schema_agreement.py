@@ -11,6 +11,7 @@ import subprocess
 import types
 import typing
 import uuid
+import warnings
 from collections.abc import Iterator
 from typing import Annotated, Any, NewType, Union, cast
 
@@ -280,6 +281,14 @@ _PATTERNS = [
     r"^\$\d$",
     r"^a{2,}?$",
     r"^(a)\1$",
+    r"^(a|b)\1$",
+    r"^(?:(a)\1)+$",
+    r"^(\d)(?:x|\1)$",
+    r"^[\-a]+$",
+    r"^\/\.\{\}\]\$$",
+    r"^[\b\0]$",
+    r"^\x61\u0062$",
+    r"^\uD83D?$",
 ]
 _VALUES = ["ABC-12", "ABC-12\n", "123", "\u0661\u0662\u0663", "abc", "\u00e9a", "a b", "cat", "a cat!", "\u00e9cat", "", " ",
            "\n", "\u00a0", "\ufeff", "\x1c", "ab", "a\rb", "a\u2028b", "aa", "aaa", "x", "x\u00e9", "xa", "^", "$1", "a\n",
@@ -358,6 +367,197 @@ def test_a_pattern_in_python_only_syntax_is_refused_where_the_input_is_declared(
     shape: Any = msgspec.defstruct("Shape", [("v", Annotated[str, msgspec.Meta(pattern=pattern)])])
     with pytest.raises(TypeError, match=f"^the pattern .* uses {re.escape(construct)}, which JSON Schema's regular expressions"):
         InputCodec(shape)
+
+
+def _ecma_reads(patterns: list[str], values: list[str]) -> list[list[bool] | None]:
+    """For each pattern, which of ``values`` node's RegExp matches with the ``u`` flag; ``None`` where it cannot compile it."""
+    program = (
+        "const {ps, vs} = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "console.log(JSON.stringify(ps.map(p => { let r; try { r = new RegExp(p, 'u'); } catch { return null; }"
+        " return vs.map(v => r.test(v)); })));"
+    )
+    # json.dumps writes a lone surrogate as an escape, which JSON.parse reads back as one.
+    sent = json.dumps({"ps": patterns, "vs": values})
+    out = subprocess.run(["node", "-e", program], input=sent, capture_output=True, text=True, check=True).stdout
+    return cast("list[list[bool] | None]", json.loads(out))
+
+
+def _python_compiles(pattern: str) -> bool:
+    """Whether Python's ``re`` compiles ``pattern`` without a warning, as msgspec's ``Meta`` must before agentfx sees it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            re.compile(pattern)
+        except (re.error, FutureWarning, DeprecationWarning):
+            return False
+    return True
+
+
+def _shape(pattern: str) -> Any:
+    return msgspec.defstruct("Shape", [("v", Annotated[str, msgspec.Meta(pattern=pattern)])])
+
+
+@pytest.mark.parametrize(
+    ("pattern", "construct"),
+    [
+        (r"^a\-b$", r"\-"),
+        (r"^a\_b$", r"\_"),
+        (r"^\"q\"$", r"\""),
+        (r"^a\ b$", "\\ "),
+        (r"^[\"']$", r"\""),
+        (r"^[\_a]$", r"\_"),
+        (r"^\#\d$", r"\#"),
+        (r"^\é$", "\\é"),
+        (r"^x{y}$", "a { that opens no quantifier"),
+        (r"^a{1, 2}$", "a { that opens no quantifier"),
+        (r"^a{$", "a { that opens no quantifier"),
+        (r"^a}$", "a } that closes no quantifier"),
+        (r"^a]$", "a ] that closes no class"),
+        (r"^[[:alpha:]]+$", "a ] that closes no class"),
+        (r"^(?=a)*a$", "a quantifier after a lookaround"),
+        (r"^(?<=a)?a$", "a quantifier after a lookaround"),
+        (r"^(?!a){2}b$", "a quantifier after a lookaround"),
+    ],
+)
+def test_a_pattern_ecma_262_cannot_compile_is_refused_where_the_input_is_declared(pattern: str, construct: str) -> None:
+    # Python compiles each (with a FutureWarning for "[[:alpha:]]"); no
+    # validator could, so advertising it would break every client's schema.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        re.compile(pattern)
+    assert _ecma_reads([pattern], []) == [None]
+    refusal = f"^the pattern .* uses {re.escape(construct)}, which JSON Schema's regular expressions"
+    with pytest.raises(TypeError, match=refusal):
+        ecma_pattern(pattern)
+    if _python_compiles(pattern):  # else msgspec's Meta (under this suite's warnings as errors) refuses it first
+        with pytest.raises(TypeError, match=refusal):
+            InputCodec(_shape(pattern))
+
+
+_FRAGMENTS = [
+    "a", "b", "1", "-", "_", '"', " ", ",", "#", "/", "{", "}", "[", "]", "(", ")", "(?:", "(?=", "(?!", "(?<=", "(?<!",
+    "|", "*", "+", "?", "{2}", "{1,}", "{0,2}", "^", "$", ".", "\\", "\\-", "\\_", "\\.", "\\/", "\\]", "\\[", "\\{", "\\}",
+    "\\b", "\\B", "\\d", "\\D", "\\w", "\\s", "\\S", "\\1", "\\0", "\\n", "\\v", "\\x41", "\\u0061", "\\uD83D", "\\uDE00",
+    "\\uD83D\\uDE00", "\\é", "\u00e9", "\\|", "\\^", "\\$", "\\?", "\\(", "\\)", "\\\\", "\\ ", "\\#", "\\,", "\\=", "\\<", "\\:",
+]  # fmt: skip
+_FRAGMENT_VALUES = ["", "a", "b", "ab", "aa", "a\n", "1", "\u0661", "_", "-", "a-b", "\u00e9", " ", "\r", "\U0001f600", "a\ud83d",
+                    "\ud83d", '"a"', "{", "}", "]", "[", "/", "a,b", "\x00", "\x0b", "A", "aA"]  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=7).map("".join), min_size=60, max_size=60))
+def test_a_pattern_is_refused_where_ecma_262_cannot_compile_it_and_never_decodes_looser(drawn: list[str]) -> None:
+    patterns = [pattern for pattern in drawn if _python_compiles(pattern)]  # what msgspec's Meta takes
+    for pattern, read in zip(patterns, _ecma_reads(patterns, _FRAGMENT_VALUES), strict=True):
+        try:
+            codec = InputCodec(_shape(pattern))
+        except TypeError as refused:
+            # Refused: what no validator compiles, or what the two readings match differently.
+            assert read is None or "uses a backreference" in str(refused) or "surrogate pair" in str(refused), pattern
+            continue
+        assert read is not None, pattern  # advertised, so a validator must compile it
+        assert codec.schema["properties"]["v"]["pattern"] == pattern
+        for value, ecma in zip(_FRAGMENT_VALUES, read, strict=True):
+            assert ecma or isinstance(codec.attempt({"v": value}), InvalidPayload), (pattern, value)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"^(?:(a)|b)*\1$",  # ECMA clears \1 on each iteration: "ab" matches, "aba" does not; Python's reading, the other way
+        "^(?:(['\"])?\\w+,)*\\1$",
+        r"^(a)*\1$",
+        r"^(?:(a)|b)\1$",  # a group that did not take part: ECMA's \1 matches "", Python's fails
+        r"^(?:(a)\1)*\1$",
+        r"^(?=(a))\1",
+        r"^(a)(?<=\1)",  # a lookbehind, which ECMA-262 matches from right to left
+    ],
+)
+def test_a_backreference_the_two_readings_may_match_differently_is_refused(pattern: str) -> None:
+    assert _python_compiles(pattern)
+    assert _ecma_reads([pattern], []) != [None]  # ECMA-262 has it: refused for the readings, not the syntax
+    with pytest.raises(TypeError, match=r"^the pattern .* uses a backreference \(\\1\).* match differently"):
+        InputCodec(_shape(pattern))
+
+
+_ATOMS = st.sampled_from(["a", "b", "", ".", "\\1", "\\1", "\\2", "(a)", "(b)", "(a|b)", "(a|)"])
+
+
+def _groups_of(terms: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    alternatives = st.lists(st.lists(terms, min_size=1, max_size=3).map("".join), min_size=1, max_size=2).map("|".join)
+    repeated = st.tuples(st.sampled_from(["(", "(?:"]), alternatives, st.sampled_from(["", "", "*", "?", "+", "{2}"]))
+    looking = st.tuples(st.sampled_from(["(?=", "(?!", "(?<=", "(?<!"]), alternatives)
+    return st.one_of(repeated.map(lambda g: f"{g[0]}{g[1]}){g[2]}"), looking.map(lambda g: f"{g[0]}{g[1]})"))
+
+
+def _has_backreference(pattern: str) -> bool:
+    return re.search(r"\\[1-9]", pattern) is not None and _python_compiles(pattern)
+
+
+_GROUPED = st.lists(st.recursive(_ATOMS, _groups_of, max_leaves=8), min_size=2, max_size=4).map(lambda terms: f"^{''.join(terms)}$")
+_AB = ["".join(letters) for size in range(5) for letters in itertools.product("ab", repeat=size)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_GROUPED, min_size=15, max_size=15))
+def test_a_backreference_kept_matches_what_ecma_262_matches(drawn: list[str]) -> None:
+    patterns = [pattern for pattern in drawn if _has_backreference(pattern)]
+    for pattern, read in zip(patterns, _ecma_reads(patterns, _AB), strict=True):
+        assert read is not None, pattern
+        try:
+            translated = re.compile(ecma_pattern(pattern))
+        except TypeError as refused:
+            assert "uses a backreference" in str(refused), pattern
+            continue
+        # Kept only where Python's reading of it is ECMA's: the translation alone matches exactly as node does.
+        assert [translated.search(value) is not None for value in _AB] == read, pattern
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.lists(st.integers(0x10000, 0x10FFFF), min_size=12, max_size=12), st.booleans())
+def test_a_surrogate_pair_escape_is_refused_and_a_lone_one_matches_as_ecma_262_does(points: list[int], lower: bool) -> None:
+    patterns: list[str] = []
+    values = ["", "a", "x"]
+    for point in points:
+        high, low = 0xD800 + ((point - 0x10000) >> 10), 0xDC00 + ((point - 0x10000) & 0x3FF)
+        pair = f"\\u{high:04X}\\u{low:04X}"
+        pair = pair.lower() if lower else pair
+        # One character to ECMA-262, two lone surrogates to Python: the application's
+        # own type would refuse every value the schema promises there.
+        for refused in (f"^{pair}$", f"^[x{pair}]$", f"^a{pair}?$"):
+            with pytest.raises(TypeError, match=f"surrogate pair's escapes.*U\\+{point:04X}.*write the character itself"):
+                InputCodec(_shape(refused))
+        # Each half alone is the lone surrogate it names, in both.
+        patterns += [f"^a\\u{high:04X}", f"^\\u{low:04X}$", f"^[\\u{high:04X}]$", f"^{chr(point)}$"]
+        values += [chr(point), f"a{chr(point)}", chr(high), f"a{chr(high)}", chr(low), f"x{chr(low)}"]
+    for pattern, read in zip(patterns, _ecma_reads(patterns, values), strict=True):
+        assert read is not None
+        translated = re.compile(ecma_pattern(pattern))
+        assert [translated.search(value) is not None for value in values] == read, pattern
+        codec = InputCodec(_shape(pattern))
+        for value, ecma in zip(values, read, strict=True):
+            assert ecma == (not isinstance(codec.attempt({"v": value}), InvalidPayload)), (pattern, value)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "named"),
+    [
+        (r"^\D$", "\u0661", r"``\D``"),
+        (r"^\s$", "\ufeff", r"``\s`` with U+FEFF"),
+        (r"^\S$", "\u001c", r"``\S``"),
+        (r"^\W$", "\u00e9", r"``\W``"),
+        (r"\bid", "\u00e9id", r"``\b`` beside a non-ASCII letter"),
+        (r"^\B$", "", r"``\B`` in an empty string"),
+        (r"^ab(?!$)", "ab\n", "inside a negative lookaround"),
+        (r"^[a-z]+(?!.)", "ab\r", "inside a negative lookaround"),
+        (r"^(?!\d)[^ ]+$", "\u0661x", "inside a negative lookaround"),
+        (r"(?<!\w)id$", "\u00e9id", "inside a negative lookaround"),
+    ],
+)
+def test_where_the_decoder_is_stricter_than_the_schema_the_translation_says_so(pattern: str, value: str, named: str) -> None:
+    assert _ecma_accepts(pattern, [value]) == [True]
+    assert isinstance(InputCodec(_shape(pattern)).attempt({"v": value}), InvalidPayload)
+    assert named in " ".join((ecma_pattern.__doc__ or "").split())
 
 
 # --- sets: uniqueItems, so no repeated item -------------------------------------------
