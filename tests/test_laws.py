@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -39,6 +41,7 @@ from agentfx.testing.laws import (
     AVAILABLE_LISTING,
     CONFIRM_UNLESS_CONFIRMED,
     FAILURE_ROUND_TRIP,
+    HOST_REACHED,
     INVALID_PAYLOAD_REFUSED,
     LAWS,
     MODEL_READ_ONCE,
@@ -69,8 +72,10 @@ def _violation(law: Law, capability: str | None) -> Any:
 # --- the suite passes for sound contracts ----------------------------------------
 
 
+# With nothing selected, "delete_selected_todo" is unavailable: a run over INITIAL alone checks nothing.
+TODO_SELECTED = msgspec.structs.replace(todo.INITIAL, selected_todo_id="todo-1")
 TODO_MODELS = st.one_of(
-    st.sampled_from([todo.INITIAL, msgspec.structs.replace(todo.INITIAL, selected_todo_id="todo-1"), todo.Model()]),
+    st.sampled_from([todo.INITIAL, TODO_SELECTED, todo.Model()]),
     valid_payloads(todo.Model).map(lambda payload: msgspec.convert(payload, todo.Model)),
 )
 TODO_USERS = [todo.User(id="ann", can_delete=True), todo.User(id="bob")]
@@ -112,7 +117,7 @@ class Ping(msgspec.Struct, frozen=True, tag=True):
 
 @pytest.mark.anyio
 async def test_the_suite_runs_from_inside_an_async_test(anyio_backend: str) -> None:
-    check_contract(todo.AppAgent, models=[todo.INITIAL], principals=TODO_USERS, max_examples=5)
+    check_contract(todo.AppAgent, models=[todo.INITIAL, TODO_SELECTED], principals=TODO_USERS, max_examples=5)
     contract = define(expose(Ping, variant(Ping, "Ping", available=lambda model: 1 // model > 0)))
     with _violation(SETTLES, "ping"):
         check_contract(contract, models=[0], principals=[None], max_examples=5)
@@ -177,8 +182,73 @@ def test_models_or_principals_neither_strategy_nor_sequence_is_a_type_error_nami
         check_contract(contract, models=models, principals=principals, max_examples=3)
 
 
+class Title(msgspec.Struct, frozen=True):
+    title: str
+
+
+class Opened(msgspec.Struct, frozen=True):
+    open: bool = True
+
+
+class Admin(msgspec.Struct, frozen=True):
+    admin: bool
+
+
+def _broken(title: Title, ctx: agentfx.InvocationContext[Any, Any]) -> Ping:
+    raise RuntimeError("to_message is broken for every input")
+
+
+def test_a_capability_no_drawn_principal_is_authorized_for_is_reported_not_passed() -> None:
+    # Every law on the dispatched path holds vacuously when nothing gets there:
+    # this broken to_message would pass.
+    def authorize(req: agentfx.AuthorizationRequest[Admin | None, Any, Any]) -> bool:
+        return req.principal is not None and req.principal.admin
+
+    contract = define(expose(Ping, variant(Ping, "Ping", input=Title, to_message=_broken, authorize=authorize)))
+    with _violation(HOST_REACHED, "ping") as caught:
+        check_contract(contract, models=[Opened()], principals=[Admin(admin=False), None], max_examples=FEW)
+    text = str(caught.value)
+    assert "`authorize` let no valid payload through for any drawn principal (it answered False)" in text
+    assert 'the laws "reaches-host", "message-round-trip" were never checked' in text
+    assert "give check_contract `principals` that include one `authorize` accepts" in text
+    violation: LawViolation = caught.value
+    assert isinstance(violation, AssertionError) and violation.law is HOST_REACHED
+    # Given a principal it accepts, the broken to_message is found.
+    with _violation(REACHES_HOST, "ping"):
+        check_contract(contract, models=[Opened()], principals=[Admin(admin=True), None], max_examples=FEW)
+
+
+def test_a_capability_available_in_no_drawn_model_is_reported_not_passed() -> None:
+    contract = define(
+        expose(Ping, variant(Ping, "Ping", input=Title, to_message=_broken, available=lambda model: model.open))
+    )
+    with _violation(HOST_REACHED, "ping") as caught:
+        check_contract(contract, models=[Opened(open=False)], principals=[None], max_examples=FEW)
+    text = str(caught.value)
+    assert "`available` held for none of the drawn Models" in text
+    assert '"valid-payload-decodes", "unknown-key-refused", "invalid-payload-refused"' in text
+    assert "give check_contract `models` that include one where the capability is available" in text
+    with _violation(REACHES_HOST, "ping"):
+        check_contract(contract, models=[Opened(open=False), Opened()], principals=[None], max_examples=FEW)
+
+
+def test_a_model_that_rarely_lets_a_capability_reach_the_host_is_sought_not_failed() -> None:
+    # One example is drawn (the first, model 0, unavailable); the capability is
+    # available in one Model in twenty, which a run may well not draw: the suite
+    # looks for it before saying it is never there.
+    seen: list[int] = []
+
+    def available(model: int) -> bool:
+        seen.append(model)
+        return model == 13
+
+    contract = define(expose(Ping, variant(Ping, "Ping", available=available)))
+    check_contract(contract, models=list(range(20)), principals=[None], max_examples=1)
+    assert 13 in seen
+
+
 def test_every_law_has_a_distinct_key() -> None:
-    assert len({law.key for law in LAWS}) == len(LAWS) == 14
+    assert len({law.key for law in LAWS}) == len(LAWS) == 15
 
 
 # --- broken contracts are caught ---------------------------------------------------
@@ -324,6 +394,68 @@ def test_an_authorize_that_never_answers_is_reported_not_waited_out(monkeypatch:
     with _violation(SETTLES, "ping") as caught:
         check_contract(contract, models=[None], principals=["ok", "stuck"], max_examples=FEW)
     assert "did not settle within 0.02s" in str(caught.value)
+
+
+def test_a_synchronous_hook_blocking_past_the_limit_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A blocking hook holds the event loop, so no deadline can cut it short: it is timed.
+    monkeypatch.setattr(laws, "_SETTLE_WITHIN", 0.05)
+    monkeypatch.setattr(laws, "_ABANDON_AFTER", 5.0)  # never reached: the hook does return
+
+    def to_message(line: Line, ctx: agentfx.InvocationContext[Any, Any]) -> Added:
+        if ctx.principal == "slow":
+            time.sleep(0.1)
+        return Added(quantity=line.quantity)
+
+    contract = define(expose(Added, variant(Added, "Add", name="add", input=Line, to_message=to_message)))
+    with _violation(SETTLES, "add") as caught:
+        check_contract(contract, models=[None], principals=["fast", "slow"], max_examples=FEW)
+    assert re.search(r"did not settle within 0\.05s: it took \d+\.\d\ds \(a hook blocked the event loop\)", str(caught.value))
+
+
+def test_a_synchronous_hook_that_never_returns_is_reported_and_abandoned(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(laws, "_SETTLE_WITHIN", 0.1)
+    monkeypatch.setattr(laws, "_ABANDON_AFTER", 0.05)
+    release = threading.Event()
+    stuck: list[int] = []
+
+    def authorize(req: agentfx.AuthorizationRequest[Any, Any, Any]) -> bool:
+        if req.principal == "stuck":
+            stuck.append(threading.get_ident())
+            release.wait()  # a deadlock, until the test ends
+        return True
+
+    contract = define(expose(Ping, variant(Ping, "Ping", authorize=authorize)))
+    try:
+        with _violation(SETTLES, "ping") as caught:
+            check_contract(contract, models=[None], principals=["ok", "stuck"], max_examples=FEW)
+    finally:
+        release.set()
+    assert "did not settle within 0.1s, and was abandoned, still blocked" in str(caught.value)
+    # Each example that blocked was left on a loop of its own, which ends once released.
+    assert stuck
+    blocked = [t for t in threading.enumerate() if t.ident in stuck]
+    for thread in blocked:
+        thread.join(timeout=5)
+    assert not any(t.is_alive() for t in blocked)
+
+
+def test_an_abandoned_invocation_writes_nothing_into_a_later_ones_log() -> None:
+    probe = laws._Probe()
+    probe.reset()
+    probe.log("model")
+    released = threading.Event()
+
+    def late() -> None:  # the abandoned invocation, going on once its hook returns
+        released.wait()
+        probe.log("dispatch")
+        probe.saw_available(False)
+        probe.saw_verdict(True)
+
+    thread = threading.Thread(target=late)
+    thread.start()
+    released.set()
+    thread.join()
+    assert (probe.events, probe.available, probe.verdict) == (["model"], None, laws._NOT_ASKED)
 
 
 def _with_decoder(contract: agentfx.Definition[Any, Any], decode: Any) -> agentfx.Definition[Any, Any]:
@@ -599,8 +731,10 @@ def test_a_contract_asking_for_confirmation_keeps_every_law_on_both_paths() -> N
 
 def test_a_confirmed_invocation_is_judged_for_every_capability_with_authorize() -> None:
     built: list[object] = []
-    check_contract(_confirming(built), models=[None], principals=["no"], max_examples=FEW)
-    # "no" refuses on both paths: confirmed approves a Confirm, never a refusal.
+    # "no" refuses on both paths: confirmed approves a Confirm, never a refusal
+    # (the laws judged every refusal, then found nothing ever reached the host).
+    with _violation(HOST_REACHED, "item"):
+        check_contract(_confirming(built), models=[None], principals=["no"], max_examples=FEW)
     assert built == []
 
 

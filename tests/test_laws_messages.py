@@ -206,3 +206,49 @@ def test_a_recursive_message_is_judged_all_the_way_down() -> None:
     with _violation(MESSAGE_ROUND_TRIP, "grow") as caught:
         check_contract(contract, models=[None], principals=[None], max_examples=FEW)
     assert "Expected `int` >= 0 - at `$.children[0].size`" in str(caught.value)
+
+
+class Shelved(msgspec.Struct, frozen=True, tag=True):
+    """A Message with a constrained field beside one of the application's own type."""
+
+    quantity: Annotated[int, msgspec.Meta(ge=0)]
+    where: Opaque | None = None
+    weight: float = 0.0
+    seen: int | msgspec.UnsetType = msgspec.UNSET
+
+
+def test_a_field_json_cannot_carry_leaves_the_other_fields_judged() -> None:
+    def to_message(change: Change, ctx: agentfx.InvocationContext[Any, Any]) -> Shelved:
+        return Shelved(quantity=change.by, where=Opaque())
+
+    contract = define(expose(Shelved, variant(Shelved, "Shelve", name="shelve", input=Change, to_message=to_message)))
+    with _violation(MESSAGE_ROUND_TRIP, "shelve") as caught:
+        check_contract(contract, models=[None], principals=[None], max_examples=FEW)
+    text = str(caught.value)
+    assert "whose field `quantity` holds -1, which its declared type does not decode back" in text
+    assert "Expected `int` >= 0" in text
+
+
+def test_the_judged_fields_of_a_sound_message_keep_the_law() -> None:
+    # An int in a float field comes back a float, and equal: no violation.
+    def to_message(change: Change, ctx: agentfx.InvocationContext[Any, Any]) -> Shelved:
+        return Shelved(quantity=abs(change.by), where=Opaque(), weight=abs(change.by) % 1000)
+
+    contract = define(expose(Shelved, variant(Shelved, "Shelve", name="shelve", input=Change, to_message=to_message)))
+    check_contract(contract, models=[None], principals=[None], max_examples=FEW)
+
+
+def _sent(message: Shelved) -> laws._Observation:
+    return _observation(DispatchResult("restock", "Shelved", message, Invocation("i-1")))
+
+
+def test_each_field_json_carries_is_judged_and_an_unset_one_skipped() -> None:
+    judged = laws._message_decoder(Shelved, Shelved)
+    assert isinstance(judged, laws._FieldDecoders)
+    assert [name for name, _, _ in judged.fields] == ["quantity", "weight", "seen"]
+    assert judged.skipped == ("where",)
+    laws._judge_message(_sent(Shelved(quantity=1, where=Opaque())), judged)
+    laws._judge_message(_sent(Shelved(quantity=1, weight=2, seen=3)), judged)
+    with _violation(MESSAGE_ROUND_TRIP, "restock") as caught:
+        laws._judge_message(_sent(Shelved(quantity=1, seen="3")), judged)  # pyright: ignore[reportArgumentType]
+    assert "whose field `seen` holds '3'" in str(caught.value)

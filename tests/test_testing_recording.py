@@ -286,3 +286,50 @@ async def test_the_recording_host_serves_a_runtime_on_both_backends(anyio_backen
     with anyio.fail_after(5):
         await runtime.messages.call(Req, {})
     assert recorder.dispatched == [Req()]
+
+
+class Count(msgspec.Struct, frozen=True):
+    n: int = 0
+
+
+async def _save() -> Done:
+    return Done("saved")
+
+
+def _counting(model: Count, message: Req | Done) -> Count | tuple[Count, agentfx.program.Commands[Req | Done]]:
+    """An application's update: a Model, or ``(Model, commands)`` as DESIGN §2 allows."""
+    if isinstance(message, Req):
+        return Count(model.n + 1), [_save]
+    return model
+
+
+@pytest.mark.anyio
+async def test_an_update_returning_model_and_commands_sets_the_model_as_the_program_does(anyio_backend: str) -> None:
+    async with run_program(init=Count(), update=_counting) as program:
+        await program.send(Req())
+        expected = program.model
+    recorder = RecordingHost(Count(), update=_counting)
+    changes: list[Count] = []
+    recorder.subscribe(lambda: changes.append(recorder.model()))
+    recorder.host.dispatch(Req())
+    assert recorder.model() == expected == Count(1)
+    assert changes == [Count(1)]
+    # Kept, not run: nothing was sent back in.
+    assert recorder.commands == [_save]
+    assert recorder.dispatched == [Req()]
+    recorder.host.dispatch(Done("x"))
+    assert recorder.model() == Count(1) and recorder.commands == [_save]
+
+
+def test_a_model_that_is_a_tuple_is_read_by_the_program_s_rule() -> None:
+    # A 2-tuple whose second item is not a list of callables is the Model itself.
+    recorder = RecordingHost((0, (1, 2)), update=lambda model, message: (model[0] + 1, model[1]))
+    recorder.host.dispatch(Req())
+    assert recorder.model() == (1, (1, 2)) and recorder.commands == []
+
+    def calls_its_command(model: int, message: object) -> Any:
+        return model, [_save()]  # a command called where it should be named
+
+    called = RecordingHost(0, update=calls_its_command)
+    with pytest.raises(TypeError):
+        called.host.dispatch(Req())

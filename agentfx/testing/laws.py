@@ -20,6 +20,10 @@ union's JSON codec (the runtime checks its class, not the values inside it).
 It deliberately knows nothing of the pipeline's internals or of any wire
 protocol.
 
+A capability whose examples never reach the host is reported, not passed
+(:data:`HOST_REACHED`): the laws of the dispatched path would hold for it
+vacuously.
+
 Completion contracts are left out of the instrumented copy: waiting for the
 Message or Model state that finishes the work is the completion layer's
 business and its own tests', while the laws are about what happens before and
@@ -29,15 +33,20 @@ accepts the Message, so every example runs in microseconds.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from inspect import isawaitable
 from typing import Any, Final, Literal, TypeAlias, TypeVar, cast
 
 import anyio
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 import msgspec
 
 from ..completion import truth
@@ -59,7 +68,7 @@ from .recording import RecordingHost
 from .strategies import invalid_payloads, valid_payloads
 
 try:
-    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import HealthCheck, Phase, given, reject, settings
     from hypothesis import strategies as st
     from hypothesis.errors import FlakyFailure, Unsatisfiable
     from hypothesis.strategies import SearchStrategy
@@ -72,6 +81,7 @@ __all__ = [
     "AVAILABLE_LISTING",
     "CONFIRM_UNLESS_CONFIRMED",
     "FAILURE_ROUND_TRIP",
+    "HOST_REACHED",
     "INVALID_PAYLOAD_REFUSED",
     "LAWS",
     "MESSAGE_ROUND_TRIP",
@@ -148,7 +158,9 @@ REACHES_HOST: Final = Law(
 MESSAGE_ROUND_TRIP: Final = Law(
     "message-round-trip",
     "the Message that reaches the host is one the Message union's codec carries: it encodes to JSON and "
-    "decodes through the union back to an equal value of the capability's class",
+    "decodes through the union back to an equal value of the capability's class; of a Message declaring a "
+    "field JSON carries only through the application's own hooks, each other field does so against its "
+    "declared type and constraints",
 )
 AVAILABLE_LISTING: Final = Law(
     "available-listing",
@@ -160,6 +172,15 @@ AVAILABLE_IS_PURE: Final = Law(
     "`available` is a function of the Model: equal Models get the same answer, "
     "also after other capabilities were dispatched",
 )
+HOST_REACHED: Final = Law(
+    "host-reached",
+    "some drawn Model and principal let a valid payload reach the host, so the laws of the dispatched path "
+    "are checked at all",
+)
+
+# The laws that say something only once `available` held, and once `authorize` let the payload through.
+_AFTER_AVAILABLE: Final = (VALID_PAYLOAD_DECODES, UNKNOWN_KEY_REFUSED, INVALID_PAYLOAD_REFUSED, REACHES_HOST, MESSAGE_ROUND_TRIP)
+_AFTER_AUTHORIZE: Final = (REACHES_HOST, MESSAGE_ROUND_TRIP)
 
 LAWS: Final[tuple[Law, ...]] = (
     SETTLES,
@@ -176,6 +197,7 @@ LAWS: Final[tuple[Law, ...]] = (
     MESSAGE_ROUND_TRIP,
     AVAILABLE_LISTING,
     AVAILABLE_IS_PURE,
+    HOST_REACHED,
 )
 """Every law :func:`check_contract` checks, in the order it judges them."""
 
@@ -202,8 +224,12 @@ Event: TypeAlias = Literal["model", "available", "decode", "principal", "authori
 
 # Everything the pipeline may do once ``available`` said yes.
 _LATER: Final[frozenset[Event]] = frozenset({"decode", "principal", "authorize", "to_message", "dispatch"})
-# A hook that never returns is a hang, reported instead of waited out.
+# A hook that never returns is a hang, reported instead of waited out. Both are
+# read when used, so a test may patch them rather than wait ten seconds.
 _SETTLE_WITHIN: Final = 10.0
+# How much longer an invocation blocking the event loop (a synchronous hook
+# stuck: a deadlock, a blocking read) is waited for before its loop is abandoned.
+_ABANDON_AFTER: Final = 10.0
 _EVERY_HEALTH_CHECK: Final = cast("tuple[HealthCheck, ...]", tuple(HealthCheck))
 
 
@@ -218,19 +244,185 @@ _NOT_ASKED: Final = _NotAsked()
 
 
 class _Probe:
-    """The call log one invocation writes, through the instrumented hooks and host."""
+    """The call log one invocation writes, through the instrumented hooks and host.
 
-    __slots__ = ("available", "events", "verdict")
+    Only the thread of the invocation being observed writes to it: an
+    invocation abandoned while a hook blocked its event loop may go on once
+    the hook returns, on its own thread, and must not write into a later one's log.
+    """
+
+    __slots__ = ("available", "events", "owner", "verdict")
 
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.available: bool | None = None
         self.verdict: object = _NOT_ASKED
+        self.owner: int | None = None
 
     def reset(self) -> None:
+        """Start the log of an invocation running on the calling thread."""
         self.events = []
         self.available = None
         self.verdict = _NOT_ASKED
+        self.owner = threading.get_ident()
+
+    def _observing(self) -> bool:
+        return self.owner is None or self.owner == threading.get_ident()
+
+    def log(self, event: Event) -> None:
+        if self._observing():
+            self.events.append(event)
+
+    def saw_available(self, answer: bool) -> None:
+        if self._observing():
+            self.available = answer
+
+    def saw_verdict(self, verdict: object) -> None:
+        if self._observing():
+            self.verdict = verdict
+
+
+class _Unsettled(Exception):
+    """An invocation that did not settle in time, judged as its outcome.
+
+    Attributes:
+        limit: The limit it went past, in seconds.
+        elapsed: How long it took, when it did settle (a hook blocked the
+            event loop), or ``None`` when it was cut short (an awaiting hook)
+            or abandoned (a synchronous hook that never returned).
+        abandoned: Its event loop was left to the blocked hook.
+    """
+
+    def __init__(self, limit: float, elapsed: float | None = None, *, abandoned: bool = False) -> None:
+        super().__init__(limit, elapsed, abandoned)
+        self.limit = limit
+        self.elapsed = elapsed
+        self.abandoned = abandoned
+
+    def __str__(self) -> str:
+        said = f"nothing: it did not settle within {self.limit:g}s"
+        if self.abandoned:
+            return f"{said}, and was abandoned, still blocked (a synchronous hook never returned)"
+        if self.elapsed is not None:
+            return f"{said}: it took {self.elapsed:.2f}s (a hook blocked the event loop)"
+        return said
+
+
+class _Loop:
+    """An asyncio event loop in a daemon thread, behind an anyio portal."""
+
+    __slots__ = ("_loop", "_portal", "_thread")
+
+    def __init__(self) -> None:
+        started: Future[tuple[BlockingPortal, asyncio.AbstractEventLoop]] = Future()
+
+        async def serve() -> None:
+            async with BlockingPortal() as portal:
+                started.set_result((portal, asyncio.get_running_loop()))
+                await portal.sleep_until_stopped()
+
+        def run() -> None:
+            try:
+                anyio.run(serve)
+            except BaseException as exc:  # reported to the thread waiting to start
+                if not started.done():
+                    started.set_exception(exc)
+
+        # A daemon thread, so one left to a hook that never returns does not keep the process alive.
+        self._thread = threading.Thread(target=run, name="agentfx-check-contract", daemon=True)
+        self._thread.start()
+        self._portal, self._loop = started.result()
+
+    def submit(self, func: Callable[[], Awaitable[T]]) -> Future[T]:
+        return self._portal.start_task_soon(func)
+
+    def stop(self) -> None:
+        self._portal.call(self._portal.stop)
+        self._thread.join()
+
+    def abandon(self) -> None:
+        """Let the loop end once whatever blocks it returns, without waiting for that.
+
+        Nothing that waits on the loop (the portal's own calls) may be used:
+        it is blocked. ``call_soon_threadsafe`` only queues a callback.
+        """
+        portal = self._portal
+
+        def stop_when_free() -> None:
+            asyncio.ensure_future(portal.stop(cancel_remaining=True))
+
+        self._loop.call_soon_threadsafe(stop_when_free)
+
+
+class _Worker:
+    """Where check_contract's dispatches run: one event loop for every example, off the caller's thread.
+
+    Starting a loop per example would cost more than the example, and the
+    caller may be running a loop of its own. A synchronous hook blocks the
+    loop, where no timeout can interrupt it, so the caller waits on each
+    invocation with a timeout of its own; past it, the loop is abandoned to
+    the hook (its thread ends if the hook ever returns) and the next
+    invocation gets a new one.
+    """
+
+    __slots__ = ("_loop",)
+
+    def __init__(self) -> None:
+        self._loop: _Loop | None = None
+
+    def call(self, func: Callable[[], Awaitable[T]], within: float) -> T:
+        """``await func()`` on the loop, within ``within`` seconds.
+
+        Raises:
+            TimeoutError: It did not return in time, and its loop was abandoned.
+        """
+        if self._loop is None:
+            self._loop = _Loop()
+        future = self._loop.submit(func)
+        try:
+            return future.result(timeout=within)
+        except TimeoutError:
+            self._loop.abandon()
+            self._loop = None
+            raise
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.stop()
+            self._loop = None
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one capability's examples came to, for :func:`_judge_reached` to judge once they all ran.
+
+    Attributes:
+        examples: Examples judged in full.
+        available: Of those, the ones whose Model the capability was available in.
+        authorized: Of those, the ones where a valid payload got past ``authorize``.
+        reached: Valid payloads that reached the host, over all examples.
+        refusals: What ``authorize`` answered when it did not let a payload through,
+            a few distinct answers, for the report.
+    """
+
+    examples: int = 0
+    available: int = 0
+    authorized: int = 0
+    reached: int = 0
+    refusals: list[str] = dataclasses.field(default_factory=lambda: [])
+
+    def count(self, available: bool, observations: Sequence[_Observation]) -> None:
+        """Count one example, judged in full: whether it was available, authorized, reached."""
+        self.examples += 1
+        self.available += available
+        valid = [o for o in observations if o.kind == "valid"]
+        if any(_authorized(o) for o in valid):
+            self.authorized += 1
+        self.reached += sum(isinstance(o.outcome, DispatchResult) for o in valid)
+        for o in valid:
+            shown = repr(o.verdict)
+            if "authorize" in o.events and not _authorized(o) and shown not in self.refusals and len(self.refusals) < 3:
+                self.refusals.append(shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +493,22 @@ def check_contract(
     database and verbosity follow the project's configuration. Completion
     contracts are not exercised (see the module docstring).
 
+    Most laws of a dispatch only say something about an example whose Model
+    the capability is available in and whose principal ``authorize`` lets
+    through; a capability no drawn example lets reach the host would pass them
+    all unchecked, so that is a violation (:data:`HOST_REACHED`). Before
+    reporting it, the suite draws more examples (a few hundred at most)
+    looking for one that reaches the host, so an example that is merely rare
+    among those drawn is found rather than failed on by chance. The law
+    :data:`MESSAGE_ROUND_TRIP` judges a Message declaring a field of the
+    application's own type (one JSON carries only through hooks) field by
+    field: each other field's value against its declared type and
+    constraints; the custom field itself, and a ``__post_init__`` over the
+    whole Message, go unjudged. An invocation must settle within 10 seconds
+    (:data:`SETTLES`): an awaiting hook is cut short there; one blocking the
+    event loop is timed, and past another 10 seconds its loop is abandoned
+    to it (a daemon thread, ending if the hook ever returns) and reported.
+
     Args:
         definition: The contract, from ``define``.
         models: A hypothesis strategy of Models, or a sequence of them to sample.
@@ -310,7 +518,10 @@ def check_contract(
 
     Raises:
         LawViolation: An ``AssertionError`` naming the capability and the law,
-            on the first violation hypothesis finds (after shrinking it).
+            on the first violation hypothesis finds (after shrinking it); of
+            :data:`HOST_REACHED` when no example reached the host, saying
+            whether to add a Model the capability is available in or a
+            principal ``authorize`` accepts.
         ContractError: ``definition`` is not the result of ``define``.
         ValueError: ``models`` or ``principals`` is an empty sequence, or no
             example at all could be drawn for a capability (its strategies
@@ -333,19 +544,38 @@ def check_contract(
     observed = dataclasses.replace(
         definition, capabilities=tuple(_observed(c, probe) for c in definition.capabilities)
     )
-    # One event loop, in its own thread, serves every example: starting a loop
-    # per example would cost more than the example, and the caller may be
-    # running a loop of its own.
-    with start_blocking_portal() as portal:
+    worker = _Worker()
+    try:
         for index in range(len(definition.capabilities)):
             name = definition.capabilities[index].name
-            _run(name, _law_suite(definition, observed, index, probe, model_strategy, principal_strategy, max_examples, portal))
+            tally = _Tally()
+            args = (definition, observed, index, probe, model_strategy, principal_strategy, max_examples, worker, tally)
+            _run(name, _law_suite(*args))
+            if tally.examples and not tally.reached:
+                # Examples that reach the host may just be rare among those drawn
+                # (one Model in six, say): look for one on purpose before saying
+                # there is none, so a sound run does not fail by chance.
+                _run(name, _law_suite(*args, seeking=True), seeking=True)
+                _judge_reached(name, tally)
+    finally:
+        worker.close()
 
 
-def _run(capability: str, test: Callable[[], None]) -> None:
+def _run(capability: str, test: Callable[[], None], *, seeking: bool = False) -> None:
+    """Run one capability's law suite, turning hypothesis's verdicts on the run into the suite's.
+
+    Args:
+        capability: The capability's name, for the errors.
+        test: The suite, from :func:`_law_suite`.
+        seeking: It is the pass that looks for an example reaching the host,
+            so finding none is :func:`_judge_reached`'s to report, not a
+            failure to draw.
+    """
     try:
         test()
     except Unsatisfiable as exc:
+        if seeking:
+            return
         # Health checks are off, so this is hypothesis finding no example at all to run.
         raise ValueError(
             f'check_contract could not draw a single example for capability "{capability}": '
@@ -360,6 +590,42 @@ def _run(capability: str, test: Callable[[], None]) -> None:
         raise violation from flaky
 
 
+def _judge_reached(capability: str, tally: _Tally) -> None:
+    """Refuse a run in which no valid payload reached the host.
+
+    Most laws of a dispatch (``valid-payload-decodes``, ``reaches-host``,
+    ``message-round-trip``...) only say something once ``available`` held and
+    ``authorize`` let the payload through: when the drawn Models and
+    principals never allow that, they hold vacuously, and a ``to_message``
+    that raises for every input would pass. So that is reported, not passed.
+
+    Raises:
+        LawViolation: :data:`HOST_REACHED`, saying how far the examples got
+            and which Model or principal to add.
+    """
+    if tally.reached or not tally.examples:
+        return
+    of = f"in {tally.examples} example{'s' if tally.examples != 1 else ''}"
+    if not tally.available:
+        detail = (
+            f"{of}, `available` held for none of the drawn Models, so nothing was decoded, authorized or "
+            f"dispatched and the laws {_keys(_AFTER_AVAILABLE)} were never checked; "
+            "give check_contract `models` that include one where the capability is available"
+        )
+    else:
+        answers = f" (it answered {', '.join(tally.refusals)})" if tally.refusals else ""
+        detail = (
+            f"{of}, the capability was available in {tally.available}, but `authorize` let no valid payload "
+            f"through for any drawn principal{answers}, so the laws {_keys(_AFTER_AUTHORIZE)} were never "
+            "checked; give check_contract `principals` that include one `authorize` accepts"
+        )
+    raise LawViolation(HOST_REACHED, capability, detail)
+
+
+def _keys(laws: Sequence[Law]) -> str:
+    return ", ".join(f'"{law.key}"' for law in laws)
+
+
 def _law_suite(
     definition: Definition[Any, Any],
     observed: Definition[Any, Any],
@@ -368,8 +634,18 @@ def _law_suite(
     models: SearchStrategy[Any],
     principals: SearchStrategy[Any],
     max_examples: int,
-    portal: BlockingPortal,
+    worker: _Worker,
+    tally: _Tally,
+    *,
+    seeking: bool = False,
 ) -> Callable[[], None]:
+    """One capability's law suite, as a hypothesis test that counts what it saw in ``tally``.
+
+    With ``seeking``, it is the pass looking for an example that reaches the
+    host: every example is judged as usual, and one that does not reach it is
+    rejected (``hypothesis.reject``), so the pass stops at the first that
+    does, or once hypothesis gives up (a few hundred rejections).
+    """
     capability = definition.capabilities[index]
     messages = _message_decoder(definition.union, capability.message)
     valid = valid_payloads(capability)
@@ -387,22 +663,18 @@ def _law_suite(
         bad = data.draw(invalid, label="invalid payload").payload
 
         before = _verdicts(definition.capabilities, _twin(model))
+        if seeking and not before[index]:
+            # Cannot reach the host, and the first pass already judged Models like it.
+            tally.count(False, ())
+            reject()
         recorder: RecordingHost[Any, Any, Any] = RecordingHost(model, principal=lambda _: principal)
         runtime = bind(observed, host=_logged_host(recorder, probe))
         listed = [d.name for d in runtime.messages.available()]
         _judge_listing(definition.capabilities, before, listed, recorder.model_reads)
 
-        async def invoke(kind: PayloadKind, sent: object, confirmed: bool = False) -> _Observation:
-            probe.reset()
-            recorder.dispatched.clear()
-            outcome: DispatchResult | DispatchError | Exception
-            try:
-                with anyio.fail_after(_SETTLE_WITHIN):
-                    outcome = await runtime.messages.call(capability.name, sent, Invocation(confirmed=confirmed))
-            except DispatchFailed as failed:
-                outcome = failed.error
-            except Exception as exc:  # a defect, or a hang cut short: judged as outcomes
-                outcome = exc
+        def seen(
+            kind: PayloadKind, sent: object, confirmed: bool, outcome: DispatchResult | DispatchError | Exception
+        ) -> _Observation:
             return _Observation(
                 capability,
                 kind,
@@ -415,18 +687,48 @@ def _law_suite(
                 confirmed,
             )
 
-        async def invoke_all() -> list[_Observation]:
-            observations = [
-                await invoke("valid", payload),
-                await invoke("unknown-key", extended),
-                await invoke("invalid", bad),
-            ]
-            if capability.authorize is not None:
-                # The other path of a Confirm answer: a person approved this call out of band.
-                observations.append(await invoke("valid", payload, confirmed=True))
-            return observations
+        async def invoke(kind: PayloadKind, sent: object, confirmed: bool) -> _Observation:
+            probe.reset()
+            recorder.dispatched.clear()
+            limit = _SETTLE_WITHIN
+            # The deadline cuts short a hook that awaits; one that blocks the loop
+            # cannot be cut short, only timed.
+            scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
+            outcome: DispatchResult | DispatchError | Exception = _Unsettled(limit)
+            started = time.monotonic()
+            with scope:
+                try:
+                    outcome = await runtime.messages.call(capability.name, sent, Invocation(confirmed=confirmed))
+                except DispatchFailed as failed:
+                    outcome = failed.error
+                except Exception as exc:  # a defect: judged as an outcome
+                    outcome = exc
+            elapsed = time.monotonic() - started
+            if scope.cancelled_caught:
+                outcome = _Unsettled(limit)
+            elif elapsed > limit:
+                outcome = _Unsettled(limit, elapsed)
+            return seen(kind, sent, confirmed, outcome)
 
-        for observation in portal.call(invoke_all):
+        sends: list[tuple[PayloadKind, object, bool]] = [
+            ("valid", payload, False),
+            ("unknown-key", extended, False),
+            ("invalid", bad, False),
+        ]
+        if capability.authorize is not None:
+            # The other path of a Confirm answer: a person approved this call out of band.
+            sends.append(("valid", payload, True))
+        observations: list[_Observation] = []
+        for kind, sent, confirmed in sends:
+            try:
+                observations.append(
+                    worker.call(partial(invoke, kind, sent, confirmed), within=_SETTLE_WITHIN + _ABANDON_AFTER)
+                )
+            except TimeoutError:
+                # Its loop is left to the hook blocking it; what it logged so far is what there is.
+                observations.append(seen(kind, sent, confirmed, _Unsettled(_SETTLE_WITHIN, abandoned=True)))
+                break
+        for observation in observations:
             _judge(observation)
             _judge_message(observation, messages)
             if observation.available is not None and observation.available != before[index]:
@@ -438,14 +740,19 @@ def _law_suite(
                 )
         after = _verdicts(definition.capabilities, _twin(model))
         _judge_purity(definition.capabilities, before, after, capability.name)
+        tally.count(before[index], observations)
+        if seeking and not any(o.kind == "valid" and isinstance(o.outcome, DispatchResult) for o in observations):
+            reject()
 
     # The example database keys on the test function, and this one function serves
     # every capability of every contract: the extra digest (the hook hypothesis's own
     # parametrize support uses) says which, so a saved failure replays where it failed.
     contract = ",".join(c.name for c in definition.capabilities)
-    setattr(law_suite, "_hypothesis_internal_add_digest", f"{contract}:{capability.name}".encode())
+    digest = f"{contract}:{capability.name}{':seeking' if seeking else ''}"
+    setattr(law_suite, "_hypothesis_internal_add_digest", digest.encode())
     return settings(
-        max_examples=max_examples,
+        # Seeking, one example reaching the host is all that is wanted.
+        max_examples=1 if seeking else max_examples,
         deadline=None,
         # One violation, the first found and shrunk, named as a plain AssertionError.
         report_multiple_bugs=False,
@@ -481,15 +788,15 @@ def _verdicts(capabilities: Sequence[Capability[Any, Any]], model: object) -> li
 
 def _logged_host(recorder: RecordingHost[Any, Any, Any], probe: _Probe) -> Host[Any, Any, Any]:
     def model() -> object:
-        probe.events.append("model")
+        probe.log("model")
         return recorder.model()
 
     def dispatch(message: object) -> None:
-        probe.events.append("dispatch")
+        probe.log("dispatch")
         recorder.dispatch(message)
 
     def principal(invocation: Invocation) -> object:
-        probe.events.append("principal")
+        probe.log("principal")
         return recorder.principal(invocation)
 
     return Host(
@@ -509,32 +816,33 @@ def _observed(capability: Capability[Any, Any], probe: _Probe) -> Capability[Any
     attempt = capability.codec.attempt
 
     def observed_available(model: Any) -> bool:
-        probe.events.append("available")
+        probe.log("available")
         # Read as the runtime reads it, so an answer it refuses (an awaitable) is refused here too.
         answer = truth(available(model), "available") if available is not None else True
-        probe.available = answer
+        probe.saw_available(answer)
         return answer
 
     def observed_attempt(payload: object) -> Any:
-        probe.events.append("decode")
+        probe.log("decode")
         return attempt(payload)
 
     def observed_authorize(request: AuthorizationRequest[Any, Any, Any]) -> Any:
-        probe.events.append("authorize")
+        probe.log("authorize")
         verdict = authorize(request) if authorize is not None else True
         if isawaitable(verdict):
             pending = verdict
 
             async def settled() -> object:
-                probe.verdict = answer = await pending
+                answer = await pending
+                probe.saw_verdict(answer)
                 return answer
 
             return settled()
-        probe.verdict = verdict
+        probe.saw_verdict(verdict)
         return verdict
 
     def observed_to_message(value: Any, context: InvocationContext[Any, Any]) -> Any:
-        probe.events.append("to_message")
+        probe.log("to_message")
         return to_message(value, context) if to_message is not None else value
 
     codec = copy.copy(capability.codec)
@@ -550,8 +858,8 @@ def _observed(capability: Capability[Any, Any], probe: _Probe) -> Capability[Any
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"nothing: it did not settle within {_SETTLE_WITHIN:g}s"
+    if isinstance(exc, _Unsettled):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -588,6 +896,13 @@ def _expected_events(capability: Capability[Any, Any], outcome: object) -> tuple
     return None
 
 
+def _authorized(o: _Observation) -> bool:
+    """Whether the invocation got past ``authorize`` (or, without one, reached it)."""
+    if o.capability.authorize is None:
+        return "principal" in o.events
+    return o.verdict is True or (isinstance(o.verdict, Confirm) and o.confirmed)
+
+
 def _judge(o: _Observation) -> None:
     """Check one invocation against the per-invocation laws, most specific first.
 
@@ -597,11 +912,10 @@ def _judge(o: _Observation) -> None:
     c = o.capability
     outcome = o.outcome
     available = o.available if c.available is not None else True
-    confirming = isinstance(o.verdict, Confirm)
-    if c.authorize is None:
-        authorized = "principal" in o.events
-    else:
-        authorized = o.verdict is True or (confirming and o.confirmed)
+    authorized = _authorized(o)
+    if isinstance(outcome, _Unsettled):
+        # Whatever the payload: a valid one that hangs breaks no law of what reaches the host first.
+        raise LawViolation(SETTLES, c.name, f"dispatching {o.payload!r} gave {outcome}")
     if isinstance(outcome, Exception):
         law = REACHES_HOST if o.kind == "valid" and available is True and authorized else SETTLES
         raise LawViolation(law, c.name, f"dispatching {o.payload!r} raised {_describe(outcome)}")
@@ -644,26 +958,58 @@ def _judge(o: _Observation) -> None:
         raise LawViolation(REACHES_HOST, c.name, f"{o.payload!r} ended in {_show(outcome)}")
 
 
-def _message_decoder(union: object, message: type[Any]) -> msgspec.json.Decoder[Any] | None:
-    """The decoder a Message of class ``message`` must survive: the union's, else its class's own.
+@dataclass(frozen=True, slots=True)
+class _FieldDecoders:
+    """How a Message with a field JSON cannot carry is judged: its other fields, one at a time.
+
+    Attributes:
+        fields: Each field JSON carries, as its attribute name, its JSON name
+            and a decoder for its declared type (constraints included).
+        skipped: The attribute names of the fields left unjudged.
+    """
+
+    fields: tuple[tuple[str, str, msgspec.json.Decoder[Any]], ...]
+    skipped: tuple[str, ...]
+
+
+def _message_decoder(union: object, message: type[Any]) -> msgspec.json.Decoder[Any] | _FieldDecoders | None:
+    """What a Message of class ``message`` must survive: the union's decoder, else its class's own.
 
     A union of untagged Structs has no decoder, so its members are decoded one
-    class at a time. ``None`` when the class declares a field JSON cannot
-    carry (a type of the application's own, which msgspec encodes and decodes
-    only through hooks): the contract itself keeps such Messages in-process,
-    so there is no codec to be in range of.
+    class at a time. When the class declares a field JSON cannot carry (a type
+    of the application's own, which msgspec encodes and decodes only through
+    hooks), the Message as a whole has no codec to be in range of, but its
+    other fields still have types and constraints another process would hold
+    it to: they are judged one at a time (:class:`_FieldDecoders`). ``None``
+    when no field is left to judge, or msgspec cannot read the class at all.
     """
     try:
-        if not _carried(msgspec.inspect.type_info(cast("Any", message)), set()):
-            return None
+        info = msgspec.inspect.type_info(cast("Any", message))
     except Exception:  # an annotation msgspec cannot read at all
         return None
-    for target in (union, message):
-        try:
-            return msgspec.json.Decoder(cast("Any", target))
-        except Exception:  # msgspec says TypeError; an odd annotation may say anything
-            continue
-    return None
+    if _carried(info, set()):
+        for target in (union, message):
+            try:
+                return msgspec.json.Decoder(cast("Any", target))
+            except Exception:  # msgspec says TypeError; an odd annotation may say anything
+                continue
+        return None
+    if not isinstance(info, msgspec.inspect.StructType):
+        return None
+    # ``type_info`` says what JSON carries; ``structs.fields`` gives the annotation
+    # (``Annotated`` constraints and all) to build each field's own decoder from.
+    declared = {f.name: f.type for f in msgspec.structs.fields(message)}
+    fields: list[tuple[str, str, msgspec.json.Decoder[Any]]] = []
+    skipped: list[str] = []
+    for field in info.fields:
+        if _carried(field.type, set()):
+            try:
+                fields.append((field.name, field.encode_name, msgspec.json.Decoder(declared[field.name])))
+                continue
+            except Exception:  # as above: no decoder, nothing to judge this field by
+                pass
+        skipped.append(field.name)
+    return _FieldDecoders(tuple(fields), tuple(skipped)) if fields else None
 
 
 def _carried(info: msgspec.inspect.Type, seen: set[int]) -> bool:
@@ -684,7 +1030,7 @@ def _carried(info: msgspec.inspect.Type, seen: set[int]) -> bool:
     return True
 
 
-def _judge_message(o: _Observation, decoder: msgspec.json.Decoder[Any] | None) -> None:
+def _judge_message(o: _Observation, decoder: msgspec.json.Decoder[Any] | _FieldDecoders | None) -> None:
     """Check that the Message a successful invocation sent survives the Message union's codec.
 
     The runtime refuses a Message of another class (a defect), but it cannot
@@ -692,7 +1038,9 @@ def _judge_message(o: _Observation, decoder: msgspec.json.Decoder[Any] | None) -
     value its type or constraints refuse (``Added(quantity=-1)`` for a
     ``quantity`` that must be ``>= 0``, a str for an int), or with one JSON
     cannot say. Such a Message reaches update in this process and cannot be
-    carried to another, so it is out of range for the contract.
+    carried to another, so it is out of range for the contract. Of a Message
+    with a field JSON cannot carry, each other field is judged so on its own
+    (see :func:`_message_decoder`).
 
     Raises:
         LawViolation: :data:`MESSAGE_ROUND_TRIP`, saying what the Message was
@@ -704,8 +1052,42 @@ def _judge_message(o: _Observation, decoder: msgspec.json.Decoder[Any] | None) -
     c = o.capability
     message: object = outcome.message
     made = f"dispatching {o.payload!r} sent {_safe_repr(message)}"
+    if isinstance(decoder, _FieldDecoders):
+        for name, encode_name, field_decoder in decoder.fields:
+            value: object = getattr(message, name)
+            if value is msgspec.UNSET:  # left out of the JSON altogether
+                continue
+            said = f"{made}, whose field `{encode_name}` holds {_safe_repr(value)}"
+            # A field's value need only come back equal: a float field may hold an int.
+            _judge_value(c, said, value, field_decoder, "its declared type", same_class=False)
+        return
+    _judge_value(c, made, message, decoder, "the Message union", same_class=True)
+
+
+def _judge_value(
+    c: Capability[Any, Any],
+    made: str,
+    value: object,
+    decoder: msgspec.json.Decoder[Any],
+    by: str,
+    *,
+    same_class: bool,
+) -> None:
+    """Check that ``value`` encodes to JSON and ``decoder`` (``by``) brings back an equal value.
+
+    Args:
+        c: The capability, for the violation.
+        made: What was sent, for the violation.
+        value: The Message, or one field's value.
+        decoder: What must decode it back.
+        by: What ``decoder`` is, for the violation.
+        same_class: The value must also come back of the very same class.
+
+    Raises:
+        LawViolation: :data:`MESSAGE_ROUND_TRIP`, ``made`` saying what was sent.
+    """
     try:
-        encoded = msgspec.json.encode(message)
+        encoded = msgspec.json.encode(value)
     except Exception as exc:
         raise LawViolation(MESSAGE_ROUND_TRIP, c.name, f"{made}, which does not encode to JSON: {_describe(exc)}") from exc
     try:
@@ -714,13 +1096,13 @@ def _judge_message(o: _Observation, decoder: msgspec.json.Decoder[Any] | None) -
         raise LawViolation(
             MESSAGE_ROUND_TRIP,
             c.name,
-            f"{made}, which the Message union does not decode back ({_describe(exc)}); its JSON is {encoded!r}",
+            f"{made}, which {by} does not decode back ({_describe(exc)}); its JSON is {encoded!r}",
         ) from exc
-    config = getattr(type(message), "__struct_config__", None)
+    config = getattr(type(value), "__struct_config__", None)
     compares = getattr(config, "eq", True) is not False
     # A Struct with eq=False equals nothing but itself: its JSON is what must come back.
-    same = back == message if compares else msgspec.json.encode(back) == encoded
-    if type(back) is not type(message) or not same:
+    same = back == value if compares else msgspec.json.encode(back) == encoded
+    if (same_class and type(back) is not type(value)) or not same:
         raise LawViolation(MESSAGE_ROUND_TRIP, c.name, f"{made}, which came back from JSON as {_safe_repr(back)}")
 
 

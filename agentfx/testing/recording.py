@@ -23,6 +23,12 @@ from .._sequencing import Listeners, Sequencer
 from ..host import Host, Unsubscribe
 from ..invocation import Invocation
 
+# The reference program's own reading of an update result, so the two never disagree
+# on which results are ``(Model, commands)``; a private helper of the core, used here
+# on purpose (the testing kit depends on the core, never the other way round).
+from ..program import Command, Commands
+from ..program import _as_pair  # pyright: ignore[reportPrivateUsage]
+
 __all__ = ["RecordingHost"]
 
 M = TypeVar("M")
@@ -71,18 +77,40 @@ class RecordingHost(Generic[M, Msg, P]):
             dispatch), or a function of the dispatched Message, called per
             dispatch. They are emitted once every listener of the dispatched
             Message was told, as a listener reacting to it would send them.
-        update: ``update(model, message) -> model`` applied to every dispatched
-            and emitted Message; subscribers are told when the Model changes
-            (``new is not old``). The recorder's Message type is its
-            ``message``'s (``Any`` without ``update``).
+        update: ``update(model, message)`` applied to every dispatched and
+            emitted Message, returning the next Model or ``(model, commands)``
+            as the reference program's does (:func:`agentfx.run_program`, whose
+            rule tells the two apart; a command called where it should be
+            named is a ``TypeError`` there and here). Subscribers are told when
+            the Model changes (``new is not old``). Commands are not run: the
+            recorder has no task group to run them in and dispatches
+            synchronously, so they are appended to :attr:`commands`, in the
+            order returned, for a test to run and :meth:`emit` the result of,
+            or to stand for with ``responses``. The recorder's Message type is
+            its ``message``'s (``Any`` without ``update``).
         async_dispatch: Make ``dispatch`` a coroutine that yields once before
             recording, and once more before emitting responses (as a command
             sending them would).
+
+    Attributes:
+        dispatched: Every Message dispatched through the host, in order
+            (emitted ones and scripted responses are not).
+        commands: Every command ``update`` returned, in order, not run.
+        model_reads: How many times :meth:`model` was called.
+        principal_calls: How many times :meth:`principal` was called.
 
     >>> recorder = RecordingHost(0, update=lambda model, message: model + message)
     >>> recorder.host.dispatch(2)
     >>> recorder.dispatched, recorder.model()
     ([2], 2)
+
+    An update returning ``(model, commands)`` sets the Model; its commands are kept, not run:
+
+    >>> async def save() -> None: ...
+    >>> saving = RecordingHost(0, update=lambda model, message: (model + message, [save]))
+    >>> saving.host.dispatch(3)
+    >>> saving.model(), saving.commands == [save]
+    (3, True)
 
     A Message sent from a listener waits for the current one's listeners:
 
@@ -105,7 +133,7 @@ class RecordingHost(Generic[M, Msg, P]):
         *,
         principal: _P | Callable[[Invocation], _P],
         responses: Responses | None = None,
-        update: Callable[[_M, _Msg], _M] | None = None,
+        update: Callable[[_M, _Msg], _M | tuple[_M, Commands[_Msg]]] | None = None,
         async_dispatch: bool = False,
     ) -> RecordingHost[_M, _Msg, _P]: ...
     # Without a principal every invocation's is ``None``: such a recorder is a
@@ -117,7 +145,7 @@ class RecordingHost(Generic[M, Msg, P]):
         *,
         principal: None = None,
         responses: Responses | None = None,
-        update: Callable[[_M, _Msg], _M] | None = None,
+        update: Callable[[_M, _Msg], _M | tuple[_M, Commands[_Msg]]] | None = None,
         async_dispatch: bool = False,
     ) -> RecordingHost[_M, _Msg, None]: ...
     def __new__(
@@ -137,7 +165,7 @@ class RecordingHost(Generic[M, Msg, P]):
         *,
         principal: P | Callable[[Invocation], P] | None = None,
         responses: Responses | None = None,
-        update: Callable[[M, Msg], M] | None = None,
+        update: Callable[[M, Msg], M | tuple[M, Commands[Msg]]] | None = None,
         async_dispatch: bool = False,
     ) -> None:
         self._model = model
@@ -150,6 +178,7 @@ class RecordingHost(Generic[M, Msg, P]):
         self._update = update
         self._async = async_dispatch
         self.dispatched: list[Msg] = []
+        self.commands: list[Command[Msg]] = []
         self.model_reads = 0
         self.principal_calls = 0
         self._observers = Listeners()
@@ -202,7 +231,13 @@ class RecordingHost(Generic[M, Msg, P]):
         message, respond = item
         old = self._model
         if self._update is not None:
-            self._model = self._update(old, message)
+            result = self._update(old, message)
+            # Exactly the reference program's test (a built-in tuple read by _as_pair).
+            if result.__class__ is tuple and (pair := _as_pair(result)) is not None:
+                self._model, commands = pair
+                self.commands.extend(commands)
+            else:
+                self._model = cast(M, result)
         if self._model is not old:
             for entry in self._subscribers.snapshot():
                 entry.call()
