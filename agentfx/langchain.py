@@ -17,6 +17,11 @@ dispatched through the runtime as ``Invocation(transport="langchain")``.
   spread them as keyword arguments of its own ``_arun``, which takes
   ``config`` and ``run_manager`` for itself (a field of that name would be
   lost, an undeclared one dispatched unseen) and fails on ``self``.
+  LangChain itself writes the input as text (``str``) for its callbacks
+  before anything runs: ``args`` nested close to Python's recursion limit
+  (under a thousand levels, fewer the deeper the caller's own stack) raise
+  ``RecursionError`` there, out of ``ainvoke``, with nothing dispatched or
+  audited. A loop whose model is not trusted takes it as the model's failure.
 - **Refusals** (invalid input says what to fix), a declared failure Message and
   a defect raise ``ToolException`` with the reply text, and the tools are built
   with ``handle_tool_error=True``: the model gets a ``ToolMessage`` with
