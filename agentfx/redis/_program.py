@@ -1276,6 +1276,20 @@ class RedisProgram(Program[M, Msg]):
             self._generation += 1
             self._notify(self._subscribers.snapshot(), ())
             await self._answer(before, stored, replay=replay)
+            # A send whose reply came back while the read above was on its way
+            # waits unseen by it: it saw neither the new generation nor the
+            # applied id past its entry, so it did not ask as a late one does,
+            # and the tail now reads on from past its entry. Told here, or it
+            # would wait out its apply_timeout. (One registering from now on
+            # sees the new generation, and asks itself.)
+            asked = {id(waiter) for _, waiter in before}
+            unseen = [
+                (entry, waiter)
+                for entry, waiter in self._waiters.items()
+                if id(waiter) not in asked and not waiter.done.is_set() and entry <= self._applied
+            ]
+            if unseen:
+                await self._answer(unseen, await self._state(full=False, entries=[entry for entry, _ in unseen]))
             return True
 
     def _diverged(self, stored: _Stored) -> bool:
