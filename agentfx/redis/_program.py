@@ -1289,7 +1289,10 @@ class RedisProgram(Program[M, Msg]):
                 if id(waiter) not in asked and not waiter.done.is_set() and entry <= self._applied
             ]
             if unseen:
-                await self._answer(unseen, await self._state(full=False, entries=[entry for entry, _ in unseen]))
+                try:
+                    await self._answer(unseen, await self._state(full=False, entries=[entry for entry, _ in unseen]))
+                except (RedisError, OSError):
+                    pass  # The reload stands; unanswered, they wait as any other, and time out.
             return True
 
     def _diverged(self, stored: _Stored) -> bool:
