@@ -487,9 +487,14 @@ def _indented(line: str, columns: list[int], column: int) -> int:
     return index
 
 
+def _quote_end(line: str, index: int) -> int:
+    """The index past the ``>`` at ``line[index]`` and the one space or tab it may take."""
+    return index + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
+
+
 def _past_quote(line: str, columns: list[int], index: int) -> int:
     """The column past the ``>`` at ``line[index]`` and the one column of space it may take."""
-    return columns[index] + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
+    return columns[index] + _quote_end(line, index) - index
 
 
 def _continued(line: str, columns: list[int], stack: list[_Open]) -> tuple[int, int]:
@@ -549,7 +554,7 @@ def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False,
     """
     if line[index] == ">":
         column = _past_quote(line, columns, index)
-        after = index + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
+        after = _quote_end(line, index)
     else:
         column, after = columns[index], index
     while True:
@@ -564,7 +569,7 @@ def _lenient(line: str, columns: list[int], index: int, *, narrow: bool = False,
         rest = line[index:]
         if rest[:1] == ">":
             column = _past_quote(line, columns, index)
-            after = index + 1 + (line[index + 1 : index + 2] in {" ", "\t"})
+            after = _quote_end(line, index)
             continue
         if indent > 3 + slack:
             return None
