@@ -443,9 +443,12 @@ async def test_a_huge_prompt_remembered_as_a_digest_covers_no_other_prompt() -> 
     title = "milk " * 200_000
     h = harness(msgspec.structs.replace(INITIAL, todos=(Todo("milk", title), Todo("oat", title + "!")), selected="milk"))
     script = Script([_call("delete_selected_todo", {}, "c1")], "deleted")
-    agent = _agent(h, script)
+    toolset = AgentfxToolset(h.runtime)
+    agent = Agent(FunctionModel(script), toolsets=[toolset], output_type=[str, DeferredToolRequests])
     first = await agent.run("Delete the milk")
     assert isinstance(first.output, DeferredToolRequests)
+    [held] = toolset._asked._entries.values()  # pyright: ignore[reportPrivateUsage]
+    assert isinstance(held, bytes)  # the digest, which must not cover a prompt it was not made of
     # While the person reads the prompt, a todo whose prompt differs only at its end is selected.
     h.recorder.set_model(msgspec.structs.replace(h.recorder.model(), selected="oat"))
     second = await agent.run(
